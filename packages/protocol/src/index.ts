@@ -1,1 +1,2 @@
-export const hello = 1
+export * as Msgpack from "./Msgpack.ts"
+export * as ProtocolError from "./ProtocolError.ts"

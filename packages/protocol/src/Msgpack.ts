@@ -1,0 +1,426 @@
+/**
+ * msgpack as the Python peers write and read it.
+ *
+ * The coordinator and engines are Python processes using `msgpack.packb(x, use_bin_type=True)`
+ * and `unpackb(b, raw=False)`. Encoding is our own, because msgpackr's encoder breaks those
+ * peers in several ways (whole numbers above 2^32 as float64, positive bigints as int64,
+ * `undefined` as an extension, token typed arrays as bin). Decoding is msgpackr's, with
+ * records off and 64-bit integers as `bigint` only when they do not fit a number.
+ *
+ * @since 0.1.0
+ */
+import { Unpackr } from "msgpackr"
+
+/**
+ * Thrown by {@link encode} for a value that has no msgpack form a Python peer can read:
+ * a function, a symbol, a class instance, an integer outside 64 bits, or nesting deeper than
+ * Python's packer allows (which is also how a cycle shows up).
+ *
+ * @since 0.1.0
+ */
+export class NotEncodableException extends globalThis.Error {
+  override readonly name = "NotEncodableException"
+  constructor(readonly path: string, readonly reason: string) {
+    super(`${reason} at ${path === "" ? "the root" : path}`)
+  }
+}
+
+type NumericTypedArray =
+  | Int8Array
+  | Uint8ClampedArray
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | Float32Array
+  | Float64Array
+  | BigInt64Array
+  | BigUint64Array
+
+/**
+ * Bytes that are already one msgpack value, written verbatim wherever they appear: a body frame
+ * forwarded untouched, or a media frame whose exact bytes were hashed for its cache key.
+ *
+ * @example
+ * ```ts
+ * import { Msgpack } from "@mcore-effect/protocol"
+ *
+ * const media = Msgpack.encode({ image: [new Uint8Array([1])] }, { sortKeys: true })
+ * Msgpack.encode([1, new Msgpack.Raw(media)]) // the media bytes, unchanged, as element 2
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class Raw {
+  constructor(readonly bytes: Uint8Array) {}
+}
+
+/** Python's `msgpack.Packer` refuses deeper nesting than this; a cycle ends here too. */
+const MAX_DEPTH = 511
+
+const TWO_32 = 0x1_0000_0000
+const UINT64_MAX = 0xffff_ffff_ffff_ffffn
+const INT64_MIN = -0x8000_0000_0000_0000n
+
+/** Little-endian hosts only (x86, arm64): BigUint64Array words are read as two uint32 halves. */
+const isLittleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+
+/**
+ * Options of {@link encode}.
+ *
+ * @since 0.1.0
+ */
+export interface EncodeOptions {
+  /** Write every map's string keys in sorted order (the media frame, so its hash is stable). */
+  readonly sortKeys?: boolean
+}
+
+class Writer {
+  buf: Buffer
+  view: DataView
+  pos = 0
+  constructor(size: number, readonly sortKeys: boolean) {
+    this.buf = Buffer.allocUnsafe(size)
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength)
+  }
+
+  ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return
+    let size = this.buf.length * 2
+    while (size < this.pos + n) size *= 2
+    const next = Buffer.allocUnsafe(size)
+    this.buf.copy(next, 0, 0, this.pos)
+    this.buf = next
+    this.view = new DataView(next.buffer, next.byteOffset, next.byteLength)
+  }
+
+  byte(b: number): void {
+    this.ensure(1)
+    this.buf[this.pos++] = b
+  }
+
+  /** A non-negative integer in the smallest form, as Python writes it. */
+  uint(v: number): void {
+    this.ensure(9)
+    const buf = this.buf
+    if (v < 0x80) {
+      buf[this.pos++] = v
+    } else if (v < 0x100) {
+      buf[this.pos++] = 0xcc
+      buf[this.pos++] = v
+    } else if (v < 0x10000) {
+      buf[this.pos++] = 0xcd
+      this.view.setUint16(this.pos, v)
+      this.pos += 2
+    } else if (v < TWO_32) {
+      buf[this.pos++] = 0xce
+      this.view.setUint32(this.pos, v)
+      this.pos += 4
+    } else {
+      buf[this.pos++] = 0xcf
+      this.view.setUint32(this.pos, Math.floor(v / TWO_32))
+      this.view.setUint32(this.pos + 4, v >>> 0)
+      this.pos += 8
+    }
+  }
+
+  /** A negative integer in the smallest form. */
+  negint(v: number): void {
+    this.ensure(9)
+    const buf = this.buf
+    if (v >= -32) {
+      buf[this.pos++] = v & 0xff
+    } else if (v >= -0x80) {
+      buf[this.pos++] = 0xd0
+      this.view.setInt8(this.pos++, v)
+    } else if (v >= -0x8000) {
+      buf[this.pos++] = 0xd1
+      this.view.setInt16(this.pos, v)
+      this.pos += 2
+    } else if (v >= -0x8000_0000) {
+      buf[this.pos++] = 0xd2
+      this.view.setInt32(this.pos, v)
+      this.pos += 4
+    } else {
+      buf[this.pos++] = 0xd3
+      this.view.setBigInt64(this.pos, BigInt(v))
+      this.pos += 8
+    }
+  }
+
+  bigint(v: bigint, path: string): void {
+    if (v >= 0n) {
+      if (v > UINT64_MAX) throw new NotEncodableException(path, `integer ${v} does not fit in uint64`)
+      if (v <= BigInt(Number.MAX_SAFE_INTEGER)) return this.uint(Number(v))
+      this.ensure(9)
+      this.buf[this.pos++] = 0xcf
+      this.view.setBigUint64(this.pos, v)
+      this.pos += 8
+    } else {
+      if (v < INT64_MIN) throw new NotEncodableException(path, `integer ${v} does not fit in int64`)
+      if (v >= BigInt(Number.MIN_SAFE_INTEGER)) return this.negint(Number(v))
+      this.ensure(9)
+      this.buf[this.pos++] = 0xd3
+      this.view.setBigInt64(this.pos, v)
+      this.pos += 8
+    }
+  }
+
+  float(v: number): void {
+    this.ensure(9)
+    this.buf[this.pos++] = 0xcb
+    this.view.setFloat64(this.pos, v)
+    this.pos += 8
+  }
+
+  number(v: number): void {
+    // Whole numbers go out as integers (Python reads ints where it expects floats); -0 stays a float.
+    if (Number.isInteger(v) && !Object.is(v, -0) && v < 1.8446744073709552e19 && v >= -9.223372036854776e18) {
+      if (v >= 0) this.uint(v)
+      else if (v >= Number.MIN_SAFE_INTEGER) this.negint(v)
+      else this.bigint(BigInt(v), "")
+    } else {
+      this.float(v)
+    }
+  }
+
+  string(s: string): void {
+    const max = s.length * 3
+    // Reserve the header for the worst case, then move the bytes back if a shorter one fits.
+    const reserve = max < 32 ? 1 : max < 0x100 ? 2 : max < 0x10000 ? 3 : 5
+    this.ensure(reserve + max)
+    const start = this.pos + reserve
+    const len = this.buf.write(s, start, "utf8")
+    const header = len < 32 ? 1 : len < 0x100 ? 2 : len < 0x10000 ? 3 : 5
+    if (header < reserve) this.buf.copyWithin(this.pos + header, start, start + len)
+    const buf = this.buf
+    if (header === 1) {
+      buf[this.pos] = 0xa0 | len
+    } else if (header === 2) {
+      buf[this.pos] = 0xd9
+      buf[this.pos + 1] = len
+    } else if (header === 3) {
+      buf[this.pos] = 0xda
+      this.view.setUint16(this.pos + 1, len)
+    } else {
+      buf[this.pos] = 0xdb
+      this.view.setUint32(this.pos + 1, len)
+    }
+    this.pos += header + len
+  }
+
+  bin(b: Uint8Array): void {
+    const len = b.byteLength
+    this.ensure(5 + len)
+    if (len < 0x100) {
+      this.buf[this.pos++] = 0xc4
+      this.buf[this.pos++] = len
+    } else if (len < 0x10000) {
+      this.buf[this.pos++] = 0xc5
+      this.view.setUint16(this.pos, len)
+      this.pos += 2
+    } else {
+      this.buf[this.pos++] = 0xc6
+      this.view.setUint32(this.pos, len)
+      this.pos += 4
+    }
+    this.buf.set(b, this.pos)
+    this.pos += len
+  }
+
+  arrayHeader(n: number): void {
+    this.ensure(5)
+    if (n < 16) {
+      this.buf[this.pos++] = 0x90 | n
+    } else if (n < 0x10000) {
+      this.buf[this.pos++] = 0xdc
+      this.view.setUint16(this.pos, n)
+      this.pos += 2
+    } else {
+      this.buf[this.pos++] = 0xdd
+      this.view.setUint32(this.pos, n)
+      this.pos += 4
+    }
+  }
+
+  mapHeader(n: number): void {
+    this.ensure(5)
+    if (n < 16) {
+      this.buf[this.pos++] = 0x80 | n
+    } else if (n < 0x10000) {
+      this.buf[this.pos++] = 0xde
+      this.view.setUint16(this.pos, n)
+      this.pos += 2
+    } else {
+      this.buf[this.pos++] = 0xdf
+      this.view.setUint32(this.pos, n)
+      this.pos += 4
+    }
+  }
+
+  /** Token ids and other integer typed arrays: a msgpack array of ints, never bin. */
+  typedArray(a: NumericTypedArray, path: string): void {
+    const n = a.length
+    this.arrayHeader(n)
+    if (a instanceof BigUint64Array && isLittleEndian) {
+      // Block hashes: read each word as two uint32 halves instead of allocating a bigint apiece.
+      const halves = new Uint32Array(a.buffer, a.byteOffset, n * 2)
+      for (let i = 0; i < n; i++) {
+        const lo = halves[2 * i]!
+        const hi = halves[2 * i + 1]!
+        if (hi < 0x20_0000) {
+          this.uint(hi * TWO_32 + lo)
+        } else {
+          this.ensure(9)
+          this.buf[this.pos++] = 0xcf
+          this.view.setUint32(this.pos, hi)
+          this.view.setUint32(this.pos + 4, lo)
+          this.pos += 8
+        }
+      }
+      return
+    }
+    if (a instanceof BigInt64Array || a instanceof BigUint64Array) {
+      for (let i = 0; i < n; i++) this.bigint(a[i]!, path)
+      return
+    }
+    const numbers = a as unknown as ArrayLike<number>
+    for (let i = 0; i < n; i++) this.number(numbers[i]!)
+  }
+
+  value(v: unknown, depth: number, path: string): void {
+    switch (typeof v) {
+      case "string":
+        return this.string(v)
+      case "number":
+        return this.number(v)
+      case "boolean":
+        return this.byte(v ? 0xc3 : 0xc2)
+      case "bigint":
+        return this.bigint(v, path)
+      case "undefined":
+        return this.byte(0xc0)
+      case "object":
+        if (v === null) return this.byte(0xc0)
+        if (depth > MAX_DEPTH) {
+          throw new NotEncodableException(path, `nesting deeper than ${MAX_DEPTH} levels (or a cycle)`)
+        }
+        return this.object(v, depth + 1, path)
+      default:
+        throw new NotEncodableException(path, `a ${typeof v} has no msgpack form`)
+    }
+  }
+
+  object(v: object, depth: number, path: string): void {
+    if (Array.isArray(v)) {
+      this.arrayHeader(v.length)
+      for (let i = 0; i < v.length; i++) this.value(v[i], depth, path + "[" + i + "]")
+      return
+    }
+    if (ArrayBuffer.isView(v)) {
+      if (v instanceof Uint8Array) return this.bin(v)
+      if (v instanceof DataView) return this.bin(new Uint8Array(v.buffer, v.byteOffset, v.byteLength))
+      return this.typedArray(v as NumericTypedArray, path)
+    }
+    if (v instanceof Raw) {
+      this.ensure(v.bytes.byteLength)
+      this.buf.set(v.bytes, this.pos)
+      this.pos += v.bytes.byteLength
+      return
+    }
+    if (v instanceof Map) {
+      const keys = [...v.keys()]
+      if (this.sortKeys) keys.sort(compareKeys)
+      this.mapHeader(keys.length)
+      for (const key of keys) {
+        this.value(key, depth, path)
+        this.value(v.get(key), depth, path + "." + String(key))
+      }
+      return
+    }
+    const proto = Object.getPrototypeOf(v)
+    if (proto !== Object.prototype && proto !== null) {
+      const name = (v as { constructor?: { name?: string } }).constructor?.name ?? "object"
+      throw new NotEncodableException(path, `a ${name} instance has no msgpack form (send plain data)`)
+    }
+    const keys = Object.keys(v)
+    if (this.sortKeys) keys.sort(compareKeys)
+    this.mapHeader(keys.length)
+    for (const key of keys) {
+      this.string(key)
+      this.value((v as Record<string, unknown>)[key], depth, path === "" ? key : path + "." + key)
+    }
+  }
+}
+
+const compareKeys = (a: unknown, b: unknown): number => {
+  const x = String(a)
+  const y = String(b)
+  return x < y ? -1 : x > y ? 1 : 0
+}
+
+/**
+ * Encodes one value the way Python's `msgpack.packb(value, use_bin_type=True)` does: integers in
+ * their smallest form (bigints and whole numbers above 2^32 as uint64 / int64), non-integers as
+ * float64, `Uint8Array` as bin, other typed arrays as arrays of ints, `undefined` as nil.
+ *
+ * @throws {@link NotEncodableException} for values a Python peer cannot read.
+ *
+ * @example
+ * ```ts
+ * import { Msgpack } from "@mcore-effect/protocol"
+ *
+ * Msgpack.encode([20, 2n ** 60n]) // 92 14 cf 10 00 00 00 00 00 00 00
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
+  if (value instanceof Raw) return value.bytes
+  const w = new Writer(256, options?.sortKeys === true)
+  w.value(value, 0, "")
+  return w.buf.subarray(0, w.pos)
+}
+
+/**
+ * Thrown by {@link decode} for bytes that are not exactly one msgpack value.
+ *
+ * @since 0.1.0
+ */
+export class NotDecodableException extends globalThis.Error {
+  override readonly name = "NotDecodableException"
+}
+
+const unpackr = new Unpackr({
+  useRecords: false,
+  mapsAsObjects: true,
+  // Decode uint64 / int64 as number when exact, bigint otherwise (block hashes).
+  int64AsType: "auto" as "bigint"
+})
+
+/**
+ * Decodes exactly one msgpack value, as Python's `unpackb(bytes, raw=False)` would: trailing
+ * bytes are an error, integers beyond 2^53 come back as `bigint`, bin as `Uint8Array`.
+ *
+ * @throws {@link NotDecodableException} for anything that is not one well-formed value.
+ *
+ * @example
+ * ```ts
+ * import { Msgpack } from "@mcore-effect/protocol"
+ *
+ * Msgpack.decode(Msgpack.encode({ a: [1, "x"] })) // { a: [1, "x"] }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const decode = (bytes: Uint8Array): unknown => {
+  if (bytes.byteLength === 0) throw new NotDecodableException("empty frame")
+  let values: Array<unknown>
+  try {
+    values = unpackr.unpackMultiple(bytes)
+  } catch (cause) {
+    throw new NotDecodableException(cause instanceof globalThis.Error ? cause.message : String(cause))
+  }
+  if (values.length !== 1) throw new NotDecodableException(`${values.length} values where one was expected`)
+  return values[0]
+}

@@ -1,0 +1,196 @@
+/**
+ * The one error type of the protocol package. Callers match on `reason._tag`; each reason is a
+ * small tagged class that says exactly what was wrong, and `message` is derived from it.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/**
+ * A header value that is not in the protocol's table.
+ *
+ * @since 0.1.0
+ */
+export class UnknownHeader extends Schema.Class<UnknownHeader>("@mcore-effect/protocol/UnknownHeader")({
+  _tag: Schema.tag("UnknownHeader"),
+  value: Schema.Unknown
+}) {
+  get message(): string {
+    return `unknown header ${formatValue(this.value)}`
+  }
+}
+
+/**
+ * A message with the wrong number of frames for its header (SUBMIT is exactly five, the KV
+ * handoff exactly three, a reply exactly two).
+ *
+ * @since 0.1.0
+ */
+export class ArityMismatch extends Schema.Class<ArityMismatch>("@mcore-effect/protocol/ArityMismatch")({
+  _tag: Schema.tag("ArityMismatch"),
+  messageTag: Schema.String,
+  expected: Schema.Number,
+  actual: Schema.Number
+}) {
+  get message(): string {
+    return `${this.messageTag} takes ${this.expected} frame(s), got ${this.actual}`
+  }
+}
+
+/**
+ * A frame that is not what its position in the message requires.
+ *
+ * @since 0.1.0
+ */
+export class MalformedFrame extends Schema.Class<MalformedFrame>("@mcore-effect/protocol/MalformedFrame")({
+  _tag: Schema.tag("MalformedFrame"),
+  messageTag: Schema.NullOr(Schema.String),
+  frame: Schema.Number,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `${this.messageTag ?? "message"} frame ${this.frame}: ${this.why}`
+  }
+}
+
+/**
+ * A prompt that is neither a string nor a list of non-negative safe-integer token ids.
+ *
+ * @since 0.1.0
+ */
+export class InvalidPrompt extends Schema.Class<InvalidPrompt>("@mcore-effect/protocol/InvalidPrompt")({
+  _tag: Schema.tag("InvalidPrompt"),
+  why: Schema.String
+}) {
+  get message(): string {
+    return `invalid prompt: ${this.why}`
+  }
+}
+
+/**
+ * Sampling parameters that a Python `SamplingParams` would refuse, or that contradict each other.
+ *
+ * @since 0.1.0
+ */
+export class InvalidSamplingParams extends Schema.Class<InvalidSamplingParams>(
+  "@mcore-effect/protocol/InvalidSamplingParams"
+)({
+  _tag: Schema.tag("InvalidSamplingParams"),
+  field: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `invalid sampling params: ${this.field} ${this.why}`
+  }
+}
+
+/**
+ * A `multi_modal_data` key other than `image` and `video` (audio included).
+ *
+ * @since 0.1.0
+ */
+export class UnsupportedModality extends Schema.Class<UnsupportedModality>(
+  "@mcore-effect/protocol/UnsupportedModality"
+)({
+  _tag: Schema.tag("UnsupportedModality"),
+  modality: Schema.String
+}) {
+  get message(): string {
+    return `unsupported modality "${this.modality}": only image and video are supported`
+  }
+}
+
+/**
+ * Media whose shape is not one the engines accept (bytes, a list of bytes, or a tensor map).
+ *
+ * @since 0.1.0
+ */
+export class InvalidMedia extends Schema.Class<InvalidMedia>("@mcore-effect/protocol/InvalidMedia")({
+  _tag: Schema.tag("InvalidMedia"),
+  modality: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `invalid ${this.modality} media: ${this.why}`
+  }
+}
+
+/**
+ * A value with no msgpack form a Python peer can read (a function, a symbol, a class instance,
+ * a cycle, an integer beyond 64 bits).
+ *
+ * @since 0.1.0
+ */
+export class NotEncodable extends Schema.Class<NotEncodable>("@mcore-effect/protocol/NotEncodable")({
+  _tag: Schema.tag("NotEncodable"),
+  what: Schema.String,
+  path: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `${this.what} is not msgpack-encodable: ${this.why}${this.path === "" ? "" : ` at ${this.path}`}`
+  }
+}
+
+/**
+ * Every reason a protocol operation can fail.
+ *
+ * @since 0.1.0
+ */
+export const ProtocolErrorReason = Schema.Union([
+  UnknownHeader,
+  ArityMismatch,
+  MalformedFrame,
+  InvalidPrompt,
+  InvalidSamplingParams,
+  UnsupportedModality,
+  InvalidMedia,
+  NotEncodable
+])
+
+/**
+ * @since 0.1.0
+ */
+export type ProtocolErrorReason = typeof ProtocolErrorReason.Type
+
+/**
+ * A failure to build or to read a protocol message. Match on `reason._tag`.
+ *
+ * @example
+ * ```ts
+ * import { Frames, ProtocolError } from "@mcore-effect/protocol"
+ * import { Result } from "effect"
+ *
+ * const decoded = Frames.decodeFromCoordinator([new Uint8Array([0x91, 0x63])])
+ * if (Result.isFailure(decoded) && decoded.failure.reason._tag === "UnknownHeader") {
+ *   console.log(decoded.failure.message) // "UnknownHeader: unknown header 99"
+ * }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class ProtocolError extends Schema.TaggedError<ProtocolError>("@mcore-effect/protocol/ProtocolError")(
+  "ProtocolError",
+  { reason: ProtocolErrorReason }
+) {
+  override get message(): string {
+    return `${this.reason._tag}: ${this.reason.message}`
+  }
+}
+
+/**
+ * Wraps a reason in a {@link ProtocolError}.
+ *
+ * @since 0.1.0
+ */
+export const protocolError = (reason: ProtocolErrorReason): ProtocolError => new ProtocolError({ reason })
+
+const formatValue = (value: unknown): string => {
+  if (typeof value === "string") return JSON.stringify(value)
+  if (typeof value === "bigint") return `${value}`
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}

@@ -1,0 +1,2 @@
+import { Effect } from "effect"
+Effect.runPromise(Effect.succeed(1)).then(console.log)
