@@ -1,0 +1,329 @@
+/**
+ * The Python `SamplingParams` as it travels in the metadata frame of a submission.
+ *
+ * The wire map is the Python object's `__dict__`: its field names are snake_case and its key
+ * order is the dataclass order, which the metadata frame's bytes depend on. {@link make} is the
+ * client's path (defaults, the derived field, plain-loop validation); the {@link SamplingParams}
+ * Schema describes the same data for the receiving side and for arbitraries.
+ *
+ * @since 0.1.0
+ */
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as Msgpack from "./Msgpack.ts"
+import { InvalidSamplingParams, NotEncodable, type ProtocolError, protocolError } from "./ProtocolError.ts"
+
+/**
+ * Extra keys ride along after the known ones, and the Python side sets each as an attribute. So
+ * an extra key is an ASCII identifier that is not private (`_x`, and with it `__class__` and
+ * `__proto__`). Integer-like keys are excluded too: JavaScript would move them ahead of the known
+ * keys and change the frame's bytes.
+ */
+const EXTRA_KEY = /^[A-Za-z][A-Za-z0-9_]*$/
+
+/** Names that are methods of the Python `SamplingParams`: setting them would break the engine. */
+const PYTHON_METHODS: ReadonlySet<string> = new Set(["serialize", "deserialize", "add_attributes"])
+
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * The known fields, in wire order.
+ *
+ * @since 0.1.0
+ */
+export const KnownFields = Schema.Struct({
+  temperature: Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)),
+  top_k: NonNegativeInt,
+  top_p: Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })),
+  return_log_probs: Schema.Boolean,
+  skip_prompt_log_probs: Schema.Boolean,
+  return_segments: Schema.Boolean,
+  num_tokens_to_generate: Schema.NullOr(NonNegativeInt),
+  num_tokens_total: Schema.NullOr(NonNegativeInt),
+  termination_id: Schema.NullOr(Schema.Int),
+  top_n_logprobs: NonNegativeInt,
+  return_prompt_top_n_logprobs: Schema.Boolean,
+  add_BOS: Schema.Boolean,
+  stop_words: Schema.NullOr(Schema.Array(Schema.String)),
+  detokenize_stop_sequence: Schema.Boolean,
+  return_prompt_tokens: Schema.Boolean,
+  streaming: Schema.Boolean,
+  streaming_interval: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+  do_kv_handoff: Schema.Boolean
+})
+
+/**
+ * The sampling parameters map: the known fields plus any extra keys (Python identifiers, values of
+ * any msgpack-encodable kind). For decoding on the receiving side: it also checks the two
+ * cross-field rules (`num_tokens_to_generate` and `num_tokens_total` never both set;
+ * `return_prompt_top_n_logprobs` equal to its derivation). Keys that are not identifiers are not
+ * extra keys and are dropped by decoding.
+ *
+ * @example
+ * ```ts
+ * import { SamplingParams } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * const decoded = Schema.decodeUnknownSync(SamplingParams.SamplingParams)({
+ *   ...SamplingParams.defaults,
+ *   seed: 7
+ * })
+ * decoded.seed // 7
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const SamplingParams = Schema.StructWithRest(KnownFields, [
+  Schema.Record(Schema.String.check(Schema.isPattern(EXTRA_KEY)), Schema.Unknown)
+]).check(
+  Schema.makeFilter((p) =>
+    p.num_tokens_to_generate !== null && p.num_tokens_total !== null
+      ? "num_tokens_to_generate and num_tokens_total cannot both be set"
+      : p.return_prompt_top_n_logprobs !== (p.top_n_logprobs > 0 && !p.skip_prompt_log_probs)
+      ? "return_prompt_top_n_logprobs must equal top_n_logprobs > 0 && !skip_prompt_log_probs"
+      : undefined
+  )
+)
+
+/**
+ * @since 0.1.0
+ */
+export type SamplingParams = typeof SamplingParams.Type
+
+type Known = typeof KnownFields.Type
+
+/**
+ * What {@link make} takes: any subset of the known fields (`undefined` means "the default"), plus
+ * extra keys.
+ *
+ * @since 0.1.0
+ */
+export type SamplingParamsInput =
+  & { readonly [K in keyof Known]?: Known[K] | undefined }
+  & { readonly [key: string]: unknown }
+
+/**
+ * The Python defaults, in wire order.
+ *
+ * @since 0.1.0
+ */
+export const defaults: SamplingParams = Object.freeze({
+  temperature: 1.0,
+  top_k: 0,
+  top_p: 0.0,
+  return_log_probs: false,
+  skip_prompt_log_probs: false,
+  return_segments: false,
+  num_tokens_to_generate: null,
+  num_tokens_total: null,
+  termination_id: null,
+  top_n_logprobs: 0,
+  return_prompt_top_n_logprobs: false,
+  add_BOS: false,
+  stop_words: null,
+  detokenize_stop_sequence: false,
+  return_prompt_tokens: false,
+  streaming: false,
+  streaming_interval: 1,
+  do_kv_handoff: false
+})
+
+const KNOWN: ReadonlySet<string> = new Set(Object.keys(defaults))
+
+const fail = (field: string, why: string): Result.Result<never, ProtocolError> =>
+  Result.fail(protocolError(new InvalidSamplingParams({ field, why })))
+
+const show = (value: unknown): string => {
+  if (typeof value === "string") return JSON.stringify(value)
+  if (typeof value === "bigint") return `${value}n`
+  if (typeof value === "number" || typeof value === "boolean" || value == null) return String(value)
+  return Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : `a ${typeof value}`
+}
+
+const isNonNegativeInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0
+
+/**
+ * Builds the wire map from user input: fills the Python defaults, derives
+ * `return_prompt_top_n_logprobs`, validates every known field (plain checks, no Schema pass), and
+ * checks that extra values are msgpack-encodable. The result is a fresh object whose keys are in
+ * wire order (known keys, then extra keys in input order); the input is never mutated.
+ * `undefined` means "not given": a known field takes its default, an extra key is left out.
+ *
+ * Fails with `InvalidSamplingParams` (naming the field) or `NotEncodable` (an extra value).
+ *
+ * @example
+ * ```ts
+ * import { SamplingParams } from "@mcore-effect/protocol"
+ * import { Result } from "effect"
+ *
+ * const params = SamplingParams.make({ temperature: 0.7, top_p: 0.9, num_tokens_to_generate: 32 })
+ * if (Result.isSuccess(params)) params.success.streaming_interval // 1
+ *
+ * SamplingParams.make({ num_tokens_to_generate: 8, num_tokens_total: 64 }) // Failure: InvalidSamplingParams
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make = (input?: SamplingParamsInput | null): Result.Result<SamplingParams, ProtocolError> => {
+  if (input === undefined || input === null) return Result.succeed({ ...defaults })
+  if (typeof input !== "object" || Array.isArray(input)) {
+    return fail("sampling_params", `must be an object, got ${show(input)}`)
+  }
+  const i = input as Record<string, unknown>
+  // `undefined` means "not given"; an explicit null is kept (and refused where null is not allowed).
+  const get = (key: keyof Known): unknown => {
+    const v = i[key]
+    return v === undefined ? defaults[key] : v
+  }
+
+  const temperature = get("temperature")
+  if (typeof temperature !== "number" || !(temperature >= 0) || temperature === Infinity) {
+    return fail("temperature", `must be a finite number >= 0, got ${show(temperature)}`)
+  }
+  const top_k = get("top_k")
+  if (!isNonNegativeInt(top_k)) return fail("top_k", `must be a non-negative integer, got ${show(top_k)}`)
+  const top_p = get("top_p")
+  if (typeof top_p !== "number" || !(top_p >= 0 && top_p <= 1)) {
+    return fail("top_p", `must be a number in [0, 1], got ${show(top_p)}`)
+  }
+
+  const return_log_probs = get("return_log_probs")
+  if (typeof return_log_probs !== "boolean") return notBoolean("return_log_probs", return_log_probs)
+  const skip_prompt_log_probs = get("skip_prompt_log_probs")
+  if (typeof skip_prompt_log_probs !== "boolean") return notBoolean("skip_prompt_log_probs", skip_prompt_log_probs)
+  const return_segments = get("return_segments")
+  if (typeof return_segments !== "boolean") return notBoolean("return_segments", return_segments)
+
+  const num_tokens_to_generate = get("num_tokens_to_generate")
+  if (num_tokens_to_generate !== null && !isNonNegativeInt(num_tokens_to_generate)) {
+    return fail(
+      "num_tokens_to_generate",
+      `must be a non-negative integer or null, got ${show(num_tokens_to_generate)}`
+    )
+  }
+  const num_tokens_total = get("num_tokens_total")
+  if (num_tokens_total !== null && !isNonNegativeInt(num_tokens_total)) {
+    return fail("num_tokens_total", `must be a non-negative integer or null, got ${show(num_tokens_total)}`)
+  }
+  if (num_tokens_to_generate !== null && num_tokens_total !== null) {
+    return fail("num_tokens_total", "cannot be set together with num_tokens_to_generate")
+  }
+  const termination_id = get("termination_id")
+  if (termination_id !== null && !Number.isSafeInteger(termination_id)) {
+    return fail("termination_id", `must be an integer or null, got ${show(termination_id)}`)
+  }
+  const top_n_logprobs = get("top_n_logprobs")
+  if (!isNonNegativeInt(top_n_logprobs)) {
+    return fail("top_n_logprobs", `must be a non-negative integer, got ${show(top_n_logprobs)}`)
+  }
+  const derived = top_n_logprobs > 0 && !skip_prompt_log_probs
+  const given = i.return_prompt_top_n_logprobs
+  if (given !== undefined && given !== derived) {
+    return fail(
+      "return_prompt_top_n_logprobs",
+      typeof given === "boolean"
+        ? `is derived as top_n_logprobs > 0 && !skip_prompt_log_probs (${derived}); ${given} contradicts it`
+        : `must be a boolean, got ${show(given)}`
+    )
+  }
+  const add_BOS = get("add_BOS")
+  if (typeof add_BOS !== "boolean") return notBoolean("add_BOS", add_BOS)
+
+  const stopInput = get("stop_words")
+  let stop_words: ReadonlyArray<string> | null = null
+  if (stopInput !== null) {
+    if (!Array.isArray(stopInput)) {
+      return fail("stop_words", `must be null or an array of strings, got ${show(stopInput)}`)
+    }
+    for (let k = 0; k < stopInput.length; k++) {
+      if (typeof stopInput[k] !== "string") {
+        return fail("stop_words", `must be null or an array of strings; element ${k} is ${show(stopInput[k])}`)
+      }
+    }
+    // A copy, so later changes to the caller's array cannot reach a built request.
+    stop_words = stopInput.slice() as Array<string>
+  }
+  const detokenize_stop_sequence = get("detokenize_stop_sequence")
+  if (typeof detokenize_stop_sequence !== "boolean") {
+    return notBoolean("detokenize_stop_sequence", detokenize_stop_sequence)
+  }
+  const return_prompt_tokens = get("return_prompt_tokens")
+  if (typeof return_prompt_tokens !== "boolean") return notBoolean("return_prompt_tokens", return_prompt_tokens)
+  const streaming = get("streaming")
+  if (typeof streaming !== "boolean") return notBoolean("streaming", streaming)
+  const streaming_interval = get("streaming_interval")
+  if (!Number.isSafeInteger(streaming_interval) || (streaming_interval as number) < 1) {
+    return fail("streaming_interval", `must be an integer >= 1, got ${show(streaming_interval)}`)
+  }
+  const do_kv_handoff = get("do_kv_handoff")
+  if (typeof do_kv_handoff !== "boolean") return notBoolean("do_kv_handoff", do_kv_handoff)
+
+  // Built as one literal so the key order is the wire order.
+  const out: Record<string, unknown> = {
+    temperature,
+    top_k,
+    top_p,
+    return_log_probs,
+    skip_prompt_log_probs,
+    return_segments,
+    num_tokens_to_generate,
+    num_tokens_total,
+    termination_id,
+    top_n_logprobs,
+    return_prompt_top_n_logprobs: derived,
+    add_BOS,
+    stop_words,
+    detokenize_stop_sequence,
+    return_prompt_tokens,
+    streaming,
+    streaming_interval,
+    do_kv_handoff
+  }
+
+  for (const key of Object.keys(i)) {
+    if (KNOWN.has(key)) continue
+    const value = i[key]
+    if (value === undefined) continue
+    if (!EXTRA_KEY.test(key) || PYTHON_METHODS.has(key)) {
+      return fail(
+        key,
+        "is not usable as an extra key: the Python side sets extra keys as attributes, so a key must be " +
+          "an ASCII identifier starting with a letter and not a SamplingParams method"
+      )
+    }
+    try {
+      Msgpack.encode(value)
+    } catch (cause) {
+      const known = cause instanceof Msgpack.NotEncodableException
+      return Result.fail(protocolError(
+        new NotEncodable({
+          what: `sampling_params.${key}`,
+          path: known ? cause.path : "",
+          why: known ? cause.reason : String(cause)
+        })
+      ))
+    }
+    out[key] = value
+  }
+  return Result.succeed(out as SamplingParams)
+}
+
+const notBoolean = (field: string, value: unknown): Result.Result<never, ProtocolError> =>
+  fail(field, `must be a boolean, got ${show(value)}`)
+
+/**
+ * The same parameters with `streaming` forced on, as a stream submission sends them (the Python
+ * client sets it in place; here the input is left as it was).
+ *
+ * @example
+ * ```ts
+ * import { SamplingParams } from "@mcore-effect/protocol"
+ *
+ * SamplingParams.withStreaming(SamplingParams.defaults).streaming // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const withStreaming = (params: SamplingParams): SamplingParams =>
+  // Spreading keeps the key order: `streaming` is already in its wire position.
+  params.streaming ? params : { ...params, streaming: true }

@@ -1,0 +1,295 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Result, Schema } from "effect"
+import * as fc from "fast-check"
+import * as Msgpack from "../src/Msgpack.ts"
+import type { ProtocolError } from "../src/ProtocolError.ts"
+import * as SamplingParams from "../src/SamplingParams.ts"
+
+const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString("hex")
+
+const WIRE_ORDER = [
+  "temperature",
+  "top_k",
+  "top_p",
+  "return_log_probs",
+  "skip_prompt_log_probs",
+  "return_segments",
+  "num_tokens_to_generate",
+  "num_tokens_total",
+  "termination_id",
+  "top_n_logprobs",
+  "return_prompt_top_n_logprobs",
+  "add_BOS",
+  "stop_words",
+  "detokenize_stop_sequence",
+  "return_prompt_tokens",
+  "streaming",
+  "streaming_interval",
+  "do_kv_handoff"
+]
+
+/** frames.json `submit_text`, frame 0 (written by the Python peer). */
+const SUBMIT_TEXT_FRAME0 =
+  "941400de0012ab74656d7065726174757265cb3fe6666666666666a5746f705f6b00a5746f705f70cb3feccccccccccccdb07265" +
+  "7475726e5f6c6f675f70726f6273c2b5736b69705f70726f6d70745f6c6f675f70726f6273c2af72657475726e5f7365676d656e" +
+  "7473c2b66e756d5f746f6b656e735f746f5f67656e657261746520b06e756d5f746f6b656e735f746f74616cc0ae7465726d696e" +
+  "6174696f6e5f6964c0ae746f705f6e5f6c6f6770726f627300bc72657475726e5f70726f6d70745f746f705f6e5f6c6f6770726f" +
+  "6273c2a76164645f424f53c2aa73746f705f776f726473c0b86465746f6b656e697a655f73746f705f73657175656e6365c2b472" +
+  "657475726e5f70726f6d70745f746f6b656e73c2a973747265616d696e67c2b273747265616d696e675f696e74657276616c01ad" +
+  "646f5f6b765f68616e646f6666c2c0"
+
+/** frames.json `submit_with_kv`, frame 0. */
+const SUBMIT_WITH_KV_FRAME0 =
+  "941803de0012ab74656d7065726174757265cb3fe6666666666666a5746f705f6b00a5746f705f70cb3feccccccccccccdb07265" +
+  "7475726e5f6c6f675f70726f6273c2b5736b69705f70726f6d70745f6c6f675f70726f6273c2af72657475726e5f7365676d656e" +
+  "7473c2b66e756d5f746f6b656e735f746f5f67656e657261746520b06e756d5f746f6b656e735f746f74616cc0ae7465726d696e" +
+  "6174696f6e5f6964c0ae746f705f6e5f6c6f6770726f627300bc72657475726e5f70726f6d70745f746f705f6e5f6c6f6770726f" +
+  "6273c2a76164645f424f53c2aa73746f705f776f726473c0b86465746f6b656e697a655f73746f705f73657175656e6365c2b472" +
+  "657475726e5f70726f6d70745f746f6b656e73c2a973747265616d696e67c2b273747265616d696e675f696e74657276616c01ad" +
+  "646f5f6b765f68616e646f6666c383a56167656e74a970726566696c6c2d30a2747002a66c61796f757493010203"
+
+const ok = (input?: SamplingParams.SamplingParamsInput | null): SamplingParams.SamplingParams => {
+  const result = SamplingParams.make(input)
+  if (Result.isFailure(result)) throw new Error(result.failure.message)
+  return result.success
+}
+
+const failure = (input: unknown): ProtocolError => {
+  const result = SamplingParams.make(input as SamplingParams.SamplingParamsInput)
+  if (Result.isSuccess(result)) throw new Error(`expected a failure, got ${JSON.stringify(result.success)}`)
+  return result.failure
+}
+
+const invalid = (input: unknown): { readonly field: string; readonly why: string } => {
+  const reason = failure(input).reason
+  if (reason._tag !== "InvalidSamplingParams") throw new Error(`expected InvalidSamplingParams, got ${reason._tag}`)
+  return reason
+}
+
+describe("SamplingParams.make", () => {
+  it("fills the Python defaults, in wire order", () => {
+    for (const input of [undefined, null, {}]) {
+      const params = ok(input)
+      expect(Object.keys(params)).toEqual(WIRE_ORDER)
+      expect(params).toEqual(SamplingParams.defaults)
+      expect(params).not.toBe(SamplingParams.defaults)
+    }
+    expect(Object.keys(SamplingParams.defaults)).toEqual(WIRE_ORDER)
+  })
+
+  it("reproduces the sampling params of the Python peer's frames byte for byte", () => {
+    const params = ok({ temperature: 0.7, top_p: 0.9, num_tokens_to_generate: 32 })
+    expect(hex(Msgpack.encode([20, 0, params, null]))).toBe(SUBMIT_TEXT_FRAME0)
+
+    const kv = ok({ temperature: 0.7, top_p: 0.9, num_tokens_to_generate: 32, do_kv_handoff: true })
+    const kvMeta = { agent: "prefill-0", tp: 2, layout: [1, 2, 3] }
+    expect(hex(Msgpack.encode([24, 3, kv, kvMeta]))).toBe(SUBMIT_WITH_KV_FRAME0)
+  })
+
+  it("keeps the wire order whatever order the input is written in", () => {
+    const params = ok({ do_kv_handoff: true, streaming: true, temperature: 0.5, top_k: 4 })
+    expect(Object.keys(params)).toEqual(WIRE_ORDER)
+    expect(params).toMatchObject({ do_kv_handoff: true, streaming: true, temperature: 0.5, top_k: 4 })
+  })
+
+  it("derives return_prompt_top_n_logprobs", () => {
+    expect(ok({ top_n_logprobs: 3 }).return_prompt_top_n_logprobs).toBe(true)
+    expect(ok({ top_n_logprobs: 3, skip_prompt_log_probs: true }).return_prompt_top_n_logprobs).toBe(false)
+    expect(ok({ top_n_logprobs: 0 }).return_prompt_top_n_logprobs).toBe(false)
+    // An explicit value that agrees is fine (a made params fed back in, for one).
+    expect(ok({ top_n_logprobs: 2, return_prompt_top_n_logprobs: true }).return_prompt_top_n_logprobs).toBe(true)
+    expect(ok({ return_prompt_top_n_logprobs: false }).return_prompt_top_n_logprobs).toBe(false)
+  })
+
+  it("refuses an explicit return_prompt_top_n_logprobs that contradicts the derivation", () => {
+    expect(invalid({ return_prompt_top_n_logprobs: true }).field).toBe("return_prompt_top_n_logprobs")
+    expect(
+      invalid({ top_n_logprobs: 2, skip_prompt_log_probs: true, return_prompt_top_n_logprobs: true }).field
+    ).toBe("return_prompt_top_n_logprobs")
+    expect(invalid({ top_n_logprobs: 2, return_prompt_top_n_logprobs: false }).why).toContain("contradicts")
+    expect(invalid({ return_prompt_top_n_logprobs: "yes" }).why).toContain("boolean")
+  })
+
+  it("never accepts num_tokens_to_generate and num_tokens_total together", () => {
+    const reason = invalid({ num_tokens_to_generate: 8, num_tokens_total: 64 })
+    expect(reason.field).toBe("num_tokens_total")
+    expect(reason.why).toContain("num_tokens_to_generate")
+    expect(ok({ num_tokens_total: 64 }).num_tokens_total).toBe(64)
+    expect(ok({ num_tokens_to_generate: 0, num_tokens_total: null }).num_tokens_to_generate).toBe(0)
+  })
+
+  const bad: ReadonlyArray<readonly [string, unknown]> = [
+    ["temperature", -0.1],
+    ["temperature", Number.NaN],
+    ["temperature", Infinity],
+    ["temperature", "0.7"],
+    ["temperature", null],
+    ["top_k", -1],
+    ["top_k", 1.5],
+    ["top_k", 2 ** 53],
+    ["top_p", 1.01],
+    ["top_p", -0.5],
+    ["top_p", Number.NaN],
+    ["num_tokens_to_generate", -1],
+    ["num_tokens_to_generate", 3.5],
+    ["num_tokens_to_generate", "8"],
+    ["num_tokens_total", -2],
+    ["termination_id", 1.5],
+    ["termination_id", "2"],
+    ["top_n_logprobs", -1],
+    ["top_n_logprobs", 0.5],
+    ["stop_words", "stop"],
+    ["stop_words", ["a", 1]],
+    ["streaming_interval", 0],
+    ["streaming_interval", 1.5],
+    ["streaming_interval", true],
+    ["streaming_interval", null],
+    ["return_log_probs", 1],
+    ["skip_prompt_log_probs", "false"],
+    ["return_segments", null],
+    ["add_BOS", 0],
+    ["detokenize_stop_sequence", "true"],
+    ["return_prompt_tokens", 1],
+    ["streaming", "yes"],
+    ["do_kv_handoff", {}]
+  ]
+  for (const [field, value] of bad) {
+    it(`refuses ${field} = ${typeof value === "string" ? JSON.stringify(value) : String(value)}, naming the field`, () => {
+      const reason = invalid({ [field]: value })
+      expect(reason.field).toBe(field)
+      expect(reason.why.length).toBeGreaterThan(0)
+    })
+  }
+
+  it("accepts the edges of each range", () => {
+    const params = ok({
+      temperature: 0,
+      top_p: 1,
+      top_k: 50,
+      termination_id: -1,
+      num_tokens_to_generate: null,
+      stop_words: [],
+      streaming_interval: 16
+    })
+    expect(params).toMatchObject({ temperature: 0, top_p: 1, top_k: 50, termination_id: -1, stop_words: [] })
+  })
+
+  it("treats undefined as not given", () => {
+    expect(ok({ temperature: undefined, stop_words: undefined, seed: undefined })).toEqual(SamplingParams.defaults)
+  })
+
+  it("refuses a non-object", () => {
+    for (const input of [3, "x", [1], true]) expect(invalid(input).field).toBe("sampling_params")
+  })
+
+  it("lets extra keys ride along after the known ones, in input order", () => {
+    const params = ok({ seed: 7, temperature: 0.2, detokenize_generations: false, meta: { a: [1, "x"] } })
+    expect(Object.keys(params)).toEqual([...WIRE_ORDER, "seed", "detokenize_generations", "meta"])
+    expect(params.seed).toBe(7)
+    const decoded = Msgpack.decode(Msgpack.encode(params)) as Record<string, unknown>
+    expect(Object.keys(decoded)).toEqual([...WIRE_ORDER, "seed", "detokenize_generations", "meta"])
+  })
+
+  it("refuses an extra value msgpack cannot hold", () => {
+    const reason = failure({ seed: 1, callback: () => 1 }).reason
+    expect(reason._tag).toBe("NotEncodable")
+    if (reason._tag === "NotEncodable") expect(reason.what).toBe("sampling_params.callback")
+
+    const nested = failure({ meta: { when: new Date(0) } }).reason
+    expect(nested._tag).toBe("NotEncodable")
+    if (nested._tag === "NotEncodable") expect(nested.path).toBe("when")
+
+    const cycle: Record<string, unknown> = {}
+    cycle.self = cycle
+    expect(failure({ meta: cycle }).reason._tag).toBe("NotEncodable")
+    expect(failure({ big: 2n ** 64n }).reason._tag).toBe("NotEncodable")
+  })
+
+  it("refuses extra keys the Python side could not set as attributes", () => {
+    for (const key of ["__class__", "_private", "0", "42", "has space", "x-y", "", "serialize", "add_attributes"]) {
+      expect(invalid(JSON.parse(JSON.stringify({ [key]: 1 }))).field).toBe(key)
+    }
+    // `__proto__` written as an own key (as JSON.parse does) is refused too, not turned into a prototype.
+    expect(invalid(JSON.parse("{\"__proto__\": {\"x\": 1}}")).field).toBe("__proto__")
+  })
+
+  it("returns a fresh object and never touches the input", () => {
+    const stop_words = ["END"]
+    const input = { temperature: 0.3, stop_words, top_n_logprobs: 2, extra_flag: true }
+    const snapshot = structuredClone(input)
+    const params = ok(input)
+    expect(input).toEqual(snapshot)
+    expect(params.stop_words).toEqual(["END"])
+    stop_words.push("later")
+    expect(params.stop_words).toEqual(["END"])
+  })
+
+  it.prop("accepts every value of the Schema and gives it back unchanged", [SamplingParams.SamplingParams], ([p]) => {
+    const made = ok(p)
+    expect(made).toEqual(p)
+    expect(ok(made)).toEqual(made)
+  })
+
+  it("builds a value the Schema decodes, for any valid partial input", () => {
+    const input = fc.record(
+      {
+        temperature: fc.double({ min: 0, max: 4, noNaN: true }),
+        top_k: fc.nat(1000),
+        top_p: fc.double({ min: 0, max: 1, noNaN: true }),
+        skip_prompt_log_probs: fc.boolean(),
+        num_tokens_to_generate: fc.option(fc.nat(), { nil: null }),
+        termination_id: fc.option(fc.integer(), { nil: null }),
+        top_n_logprobs: fc.nat(20),
+        stop_words: fc.option(fc.array(fc.string()), { nil: null }),
+        streaming: fc.boolean(),
+        streaming_interval: fc.integer({ min: 1, max: 64 }),
+        seed: fc.nat()
+      },
+      { requiredKeys: [] }
+    )
+    const decode = Schema.decodeUnknownSync(SamplingParams.SamplingParams)
+    fc.assert(
+      fc.property(input, (i) => {
+        const made = ok(i)
+        expect(Object.keys(made).slice(0, WIRE_ORDER.length)).toEqual(WIRE_ORDER)
+        expect(decode(made)).toEqual(made)
+      })
+    )
+  })
+})
+
+describe("SamplingParams.withStreaming", () => {
+  it("forces streaming on without touching the input or the key order", () => {
+    const params = ok({ temperature: 0.5, seed: 3 })
+    const streaming = SamplingParams.withStreaming(params)
+    expect(streaming.streaming).toBe(true)
+    expect(params.streaming).toBe(false)
+    expect(Object.keys(streaming)).toEqual(Object.keys(params))
+    expect({ ...streaming, streaming: false }).toEqual(params)
+    expect(SamplingParams.withStreaming(streaming)).toBe(streaming)
+  })
+})
+
+describe("SamplingParams (Schema)", () => {
+  const decode = Schema.decodeUnknownResult(SamplingParams.SamplingParams)
+
+  it("decodes what the Python peer sends, extra keys included", () => {
+    const wire = Msgpack.decode(Buffer.from(SUBMIT_TEXT_FRAME0, "hex")) as ReadonlyArray<unknown>
+    const decoded = decode({ ...(wire[2] as object), seed: 5 })
+    expect(Result.isSuccess(decoded) && decoded.success.seed).toBe(5)
+    expect(Result.isSuccess(decoded) && decoded.success.num_tokens_to_generate).toBe(32)
+  })
+
+  it("checks the cross-field rules", () => {
+    expect(Result.isFailure(decode({ ...SamplingParams.defaults, num_tokens_to_generate: 1, num_tokens_total: 2 })))
+      .toBe(true)
+    expect(Result.isFailure(decode({ ...SamplingParams.defaults, top_n_logprobs: 2 }))).toBe(true)
+    expect(Result.isSuccess(decode({ ...SamplingParams.defaults, top_n_logprobs: 2, return_prompt_top_n_logprobs: true })))
+      .toBe(true)
+  })
+
+  it("refuses a missing known field", () => {
+    const { streaming_interval: _, ...rest } = SamplingParams.defaults
+    expect(Result.isFailure(decode(rest))).toBe(true)
+  })
+})
