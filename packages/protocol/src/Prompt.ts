@@ -1,0 +1,147 @@
+/**
+ * The prompt of a submission: a string, or token ids.
+ *
+ * The coordinator never decodes the prompt frame (it forwards it), so the client is the only
+ * place that can refuse a bad one before an engine trips on it. Validation is one plain loop
+ * over the ids; typed arrays are checked by what their element type can hold and are sent as
+ * msgpack int arrays by the encoder, without a copy to a plain array.
+ *
+ * @since 0.1.0
+ */
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import { InvalidPrompt, type ProtocolError, protocolError } from "./ProtocolError.ts"
+
+/**
+ * Token ids: a plain array, or an integer typed array whose elements are ids (`Float64Array`
+ * holds every safe integer exactly, so it is accepted too).
+ *
+ * @since 0.1.0
+ */
+export type TokenIds =
+  | ReadonlyArray<number>
+  | Int32Array
+  | Uint32Array
+  | Int16Array
+  | Uint16Array
+  | Float64Array
+
+/**
+ * @since 0.1.0
+ */
+export type Prompt = string | TokenIds
+
+/**
+ * True for token ids, false for a text prompt.
+ *
+ * @example
+ * ```ts
+ * import { Prompt } from "@mcore-effect/protocol"
+ *
+ * Prompt.isTokenIds([1, 2, 3]) // true
+ * Prompt.isTokenIds("Hello") // false
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const isTokenIds = (prompt: Prompt): prompt is TokenIds => typeof prompt !== "string"
+
+/** A local constant, so the hot loop compares against an immediate rather than loading `Number.MAX_SAFE_INTEGER`. */
+const MAX_SAFE = 9007199254740991
+
+const fail = (why: string): Result.Result<never, ProtocolError> =>
+  Result.fail(protocolError(new InvalidPrompt({ why })))
+
+const show = (value: unknown): string => {
+  if (typeof value === "string") return JSON.stringify(value.length > 20 ? value.slice(0, 20) + "…" : value)
+  if (typeof value === "bigint") return `${value}n (a bigint)`
+  if (typeof value === "number" || typeof value === "boolean" || value == null) return String(value)
+  if (Array.isArray(value)) return "an array"
+  return typeof value === "object" ? "an object" : `a ${typeof value}`
+}
+
+const badId = (index: number, value: unknown): Result.Result<never, ProtocolError> =>
+  fail(`token id at index ${index} is ${show(value)}; token ids are non-negative safe integers`)
+
+/**
+ * Checks a prompt: a string, or token ids that are all non-negative safe integers (the first bad
+ * one is reported with its index and value). A `Uint8Array` is refused (it is bytes, not token
+ * ids), as is any other typed array, a nested array, or anything else. The prompt is returned as
+ * given: typed arrays stay typed arrays.
+ *
+ * @example
+ * ```ts
+ * import { Prompt } from "@mcore-effect/protocol"
+ *
+ * Prompt.validate("Hello, world") // Success
+ * Prompt.validate(new Int32Array([1, 2, 3])) // Success, the same Int32Array
+ * Prompt.validate([1, -1]) // Failure: InvalidPrompt, "token id at index 1 is -1; ..."
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const validate = (input: unknown): Result.Result<Prompt, ProtocolError> => {
+  if (typeof input === "string") return Result.succeed(input)
+  if (Array.isArray(input)) {
+    const n = input.length
+    for (let i = 0; i < n; i++) {
+      const v = input[i]
+      // One comparison chain per id: rejects non-numbers, NaN, negatives, fractions and > 2^53 - 1.
+      if (!(typeof v === "number" && v >= 0 && v <= MAX_SAFE && Math.floor(v) === v)) {
+        return badId(i, v)
+      }
+    }
+    return Result.succeed(input as ReadonlyArray<number>)
+  }
+  if (ArrayBuffer.isView(input)) {
+    // Unsigned element types cannot hold a bad id: nothing to scan.
+    if (input instanceof Uint32Array || input instanceof Uint16Array) return Result.succeed(input)
+    if (input instanceof Int32Array || input instanceof Int16Array) {
+      const n = input.length
+      for (let i = 0; i < n; i++) {
+        if (input[i]! < 0) return badId(i, input[i])
+      }
+      return Result.succeed(input)
+    }
+    if (input instanceof Float64Array) {
+      const n = input.length
+      for (let i = 0; i < n; i++) {
+        const v = input[i]!
+        if (!(v >= 0 && v <= MAX_SAFE && Math.floor(v) === v)) return badId(i, v)
+      }
+      return Result.succeed(input)
+    }
+    if (input instanceof Uint8Array) {
+      return fail(
+        "a Uint8Array is bytes, not token ids (it would be sent as msgpack bin); " +
+          "pass an array, Int32Array, Uint32Array, Int16Array, Uint16Array or Float64Array"
+      )
+    }
+    return fail(
+      `a ${input.constructor.name} cannot hold token ids; ` +
+        "pass an array, Int32Array, Uint32Array, Int16Array, Uint16Array or Float64Array"
+    )
+  }
+  return fail(`a prompt is a string or an array of token ids, got ${show(input)}`)
+}
+
+/**
+ * The prompt frame as the receiving side decodes it: a string, or an array of non-negative
+ * integers (msgpack has no typed arrays; whatever the client held arrives as an array).
+ *
+ * @example
+ * ```ts
+ * import { Prompt } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * Schema.decodeUnknownSync(Prompt.PromptWire)([1, 2, 3]) // [1, 2, 3]
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const PromptWire = Schema.Union([Schema.String, Schema.Array(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))])
+
+/**
+ * @since 0.1.0
+ */
+export type PromptWire = typeof PromptWire.Type
