@@ -1,5 +1,25 @@
 import { defineConfig } from "vitest/config"
 
+// vitest 5's summary calls Map.groupBy (Node 21+) when a test fails; on Node 20 that crash would
+// hide the failure report. Supply it here, in the process that runs the reporters.
+if (typeof (Map as { groupBy?: unknown }).groupBy !== "function") {
+  Object.defineProperty(Map, "groupBy", {
+    configurable: true,
+    writable: true,
+    value: <K, V>(items: Iterable<V>, key: (item: V, index: number) => K): Map<K, Array<V>> => {
+      const groups = new Map<K, Array<V>>()
+      let index = 0
+      for (const item of items) {
+        const k = key(item, index++)
+        const group = groups.get(k)
+        if (group === undefined) groups.set(k, [item])
+        else group.push(item)
+      }
+      return groups
+    }
+  })
+}
+
 export default defineConfig({
   // Tests run against each package's TypeScript sources (the "source" export condition),
   // so `pnpm test` needs no build of the packages it imports.
