@@ -1,0 +1,455 @@
+/**
+ * `multi_modal_data`: validated, packed once into frame 3, and keyed by the SHA-256 of exactly
+ * those bytes.
+ *
+ * The coordinator never decodes frame 3; it reads the small descriptor in frame 0 instead (the
+ * cache key for media affinity, and the item counts). The key is the hash of the frame as sent,
+ * with every map's keys sorted, so the same media sent the same way always gets the same key,
+ * whichever language packed it.
+ *
+ * @since 0.1.0
+ */
+import { createHash } from "node:crypto"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as Msgpack from "./Msgpack.ts"
+import { InvalidMedia, type ProtocolError, protocolError, UnsupportedModality } from "./ProtocolError.ts"
+
+/**
+ * Raw media: the encoded bytes of one item (sent as a one-element list), or a list of them.
+ *
+ * @since 0.1.0
+ */
+export type RawMedia = Uint8Array | ReadonlyArray<Uint8Array>
+
+/**
+ * Typed arrays accepted as the innermost dimension of a tensor. `Uint8Array` is not one: it is
+ * sent as msgpack bin, which the engine would read as bytes rather than numbers.
+ *
+ * @since 0.1.0
+ */
+export type TensorRow =
+  | Int8Array
+  | Uint8ClampedArray
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | Float32Array
+  | Float64Array
+
+/**
+ * A tensor as nested arrays of numbers (what `torch.Tensor.tolist()` gives), rectangular, with
+ * typed arrays allowed as its innermost rows.
+ *
+ * @since 0.1.0
+ */
+export type Tensor = number | TensorRow | ReadonlyArray<Tensor>
+
+/**
+ * A preprocessed image item. `num_tiles` holds one entry per image (static tiling, each image cut
+ * into tiles stacked along `imgs`' first dimension); `imgs_sizes` one `[h, w]` row per image
+ * (dynamic resolution). At least one tensor is required, and static tiling (`num_tiles` without
+ * `imgs_sizes`) needs `num_img_embeddings_per_tile > 0`, as the engine requires.
+ *
+ * @since 0.1.0
+ */
+export interface ImageTensors {
+  readonly imgs?: Tensor | null | undefined
+  readonly imgs_sizes?: Tensor | null | undefined
+  readonly num_tiles?: Tensor | null | undefined
+  readonly num_img_embeddings_per_tile?: number | null | undefined
+}
+
+/**
+ * A preprocessed video item: `imgs` (the frames' patches), `imgs_sizes` (one row per frame) and
+ * `num_frames` (one entry per video) are required, as the engine requires them;
+ * `num_img_embeddings_per_tile` (an integer), `video_frame_indices` (a tensor) and `video_fps`
+ * (a number or a tensor) are optional timing and sizing metadata.
+ *
+ * @since 0.1.0
+ */
+export interface VideoTensors {
+  readonly imgs?: Tensor | null | undefined
+  readonly imgs_sizes?: Tensor | null | undefined
+  readonly num_frames?: Tensor | null | undefined
+  readonly num_img_embeddings_per_tile?: number | null | undefined
+  readonly video_frame_indices?: Tensor | null | undefined
+  readonly video_fps?: Tensor | null | undefined
+}
+
+/**
+ * The vLLM-style modality map a caller submits. A modality whose value is `null` or `undefined`
+ * is absent. Any other key (audio included) is an unsupported modality.
+ *
+ * @since 0.1.0
+ */
+export interface MultiModalData {
+  readonly image?: RawMedia | ImageTensors | null | undefined
+  readonly video?: RawMedia | VideoTensors | null | undefined
+}
+
+/**
+ * The bounded part of the media, in frame 0: the cache key and each present modality's count.
+ *
+ * @example
+ * ```ts
+ * import { Media } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * Schema.decodeUnknownSync(Media.MediaDescriptor)({
+ *   media_cache_key: "31d2c2fe85cc23f0829831d85b1120b8fa4e93887d4e03817c43cd3ece0d0f66",
+ *   modalities: { image: 1 }
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const MediaDescriptor = Schema.Struct({
+  media_cache_key: Schema.String.check(Schema.isPattern(/^[0-9a-f]{64}$/)),
+  modalities: Schema.Struct({
+    image: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
+    video: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
+  })
+})
+
+/**
+ * @since 0.1.0
+ */
+export type MediaDescriptor = typeof MediaDescriptor.Type
+
+/**
+ * A tensor as it arrives: nested arrays of numbers.
+ *
+ * @since 0.1.0
+ */
+export type TensorWire = number | ReadonlyArray<TensorWire>
+
+/**
+ * @since 0.1.0
+ */
+export const TensorWire: Schema.Codec<TensorWire> = Schema.Union([
+  Schema.Number,
+  Schema.Array(Schema.suspend((): Schema.Codec<TensorWire> => TensorWire))
+])
+
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * A raw item as it arrives: always a list of byte strings (bin decodes as `Uint8Array`, a
+ * `Buffer` under Node).
+ *
+ * @since 0.1.0
+ */
+export const RawMediaWire = Schema.Array(Schema.Uint8Array)
+
+/**
+ * @since 0.1.0
+ */
+export const ImageTensorsWire = Schema.Struct({
+  imgs: Schema.optionalKey(TensorWire),
+  imgs_sizes: Schema.optionalKey(TensorWire),
+  num_tiles: Schema.optionalKey(TensorWire),
+  num_img_embeddings_per_tile: Schema.optionalKey(NonNegativeInt)
+})
+
+/**
+ * @since 0.1.0
+ */
+export const VideoTensorsWire = Schema.Struct({
+  imgs: TensorWire,
+  imgs_sizes: TensorWire,
+  num_frames: TensorWire,
+  num_img_embeddings_per_tile: Schema.optionalKey(NonNegativeInt),
+  video_frame_indices: Schema.optionalKey(TensorWire),
+  video_fps: Schema.optionalKey(TensorWire)
+})
+
+/**
+ * Frame 3 as the receiving side (an engine, a test engine) decodes it. Decoding walks every
+ * tensor element: fine for a test peer, not for a hot path.
+ *
+ * @example
+ * ```ts
+ * import { Media, Msgpack } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * const frame = Msgpack.encode({ image: [new Uint8Array([1, 2])] })
+ * Schema.decodeUnknownSync(Media.MediaWire)(Msgpack.decode(frame)) // { image: [Uint8Array [1, 2]] }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const MediaWire = Schema.Struct({
+  image: Schema.optionalKey(Schema.Union([RawMediaWire, ImageTensorsWire])),
+  video: Schema.optionalKey(Schema.Union([RawMediaWire, VideoTensorsWire]))
+})
+
+/**
+ * @since 0.1.0
+ */
+export type MediaWire = typeof MediaWire.Type
+
+/**
+ * Media ready to send: frame 3's exact bytes, the descriptor for frame 0, and the cache key (also
+ * the salt of the prompt's block hashes).
+ *
+ * @since 0.1.0
+ */
+export interface PreparedMedia {
+  readonly frame: Uint8Array
+  readonly descriptor: MediaDescriptor
+  readonly cacheKey: string
+}
+
+/**
+ * The media cache key: the lowercase hex SHA-256 of frame 3's bytes.
+ *
+ * @example
+ * ```ts
+ * import { Media } from "@mcore-effect/protocol"
+ *
+ * Media.mediaCacheKey(new Uint8Array([0x81, 0xa5, 0x69, 0x6d, 0x61, 0x67, 0x65, 0x91, 0xc4, 0x00]))
+ * // "c6408222e3f42e6057af3b4c77423409f2ce8e441c6be2e87939a3ee09dc5070"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const mediaCacheKey = (frame: Uint8Array): string => createHash("sha256").update(frame).digest("hex")
+
+type Modality = "image" | "video"
+
+const TENSOR_KEYS: Record<Modality, ReadonlyArray<string>> = {
+  image: ["imgs", "imgs_sizes", "num_tiles"],
+  video: ["imgs", "imgs_sizes", "num_frames", "video_frame_indices", "video_fps"]
+}
+
+/** Python's packer refuses deeper nesting; refusing here gives the caller a clearer reason. */
+const MAX_TENSOR_DEPTH = 64
+
+const invalid = (modality: string, why: string): Result.Result<never, ProtocolError> =>
+  Result.fail(protocolError(new InvalidMedia({ modality, why })))
+
+const describe = (value: unknown): string => {
+  if (value === null) return "null"
+  if (Array.isArray(value)) return "an array"
+  if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`
+  if (typeof value === "object") return "an object"
+  if (typeof value === "string") return "a string"
+  return typeof value === "number" || typeof value === "boolean" ? String(value) : `a ${typeof value}`
+}
+
+const isTensorRow = (value: ArrayBufferView): boolean =>
+  value instanceof Float32Array || value instanceof Float64Array || value instanceof Int32Array ||
+  value instanceof Uint32Array || value instanceof Int16Array || value instanceof Uint16Array ||
+  value instanceof Int8Array || value instanceof Uint8ClampedArray
+
+/** Error text with the path of the offending element; built only when something is wrong. */
+class TensorIssue {
+  constructor(readonly path: string, readonly why: string) {}
+}
+
+/** The tensor's shape (`[]` for a scalar), or what is wrong with it. Touches every element once. */
+const shapeOf = (t: unknown, depth: number): ReadonlyArray<number> | TensorIssue => {
+  if (typeof t === "number") return []
+  if (Array.isArray(t)) {
+    if (depth >= MAX_TENSOR_DEPTH) return new TensorIssue("", `nested deeper than ${MAX_TENSOR_DEPTH} levels`)
+    const n = t.length
+    if (n === 0) return [0]
+    const first = shapeOf(t[0], depth + 1)
+    if (first instanceof TensorIssue) return new TensorIssue(`[0]${first.path}`, first.why)
+    if (first.length === 0) {
+      // The innermost dimension: a tight loop over numbers, no recursion.
+      for (let i = 1; i < n; i++) {
+        if (typeof t[i] !== "number") {
+          return new TensorIssue(`[${i}]`, `${describe(t[i])} where a number was expected (ragged or not numeric)`)
+        }
+      }
+      return [n]
+    }
+    for (let i = 1; i < n; i++) {
+      const s = shapeOf(t[i], depth + 1)
+      if (s instanceof TensorIssue) return new TensorIssue(`[${i}]${s.path}`, s.why)
+      if (!sameShape(s, first)) {
+        return new TensorIssue(`[${i}]`, `has shape [${s.join(", ")}] where [0] has [${first.join(", ")}] (ragged)`)
+      }
+    }
+    return [n, ...first]
+  }
+  if (ArrayBuffer.isView(t)) {
+    if (isTensorRow(t)) return [(t as TensorRow).length]
+    return new TensorIssue(
+      "",
+      t instanceof Uint8Array
+        ? "a Uint8Array would be sent as bytes, not numbers; use an array or another typed array"
+        : `a ${t.constructor.name} is not a tensor row (use an array or a numeric typed array)`
+    )
+  }
+  return new TensorIssue("", `${describe(t)} is not a number or an array of numbers`)
+}
+
+const sameShape = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): boolean => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+  if (value === null || typeof value !== "object") return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+interface Item {
+  readonly wire: unknown
+  readonly count: number
+}
+
+const rawItem = (modality: Modality, value: unknown): Result.Result<Item, ProtocolError> | undefined => {
+  if (value instanceof Uint8Array) return Result.succeed({ wire: [value], count: 1 })
+  if (!Array.isArray(value)) return undefined
+  if (value.length === 0) {
+    return invalid(modality, `an empty list of ${modality}s (leave the key out, or pass null, for no ${modality})`)
+  }
+  for (let i = 0; i < value.length; i++) {
+    if (!(value[i] instanceof Uint8Array)) {
+      return invalid(modality, `a raw list holds only Uint8Array items; item ${i} is ${describe(value[i])}`)
+    }
+  }
+  return Result.succeed({ wire: value, count: value.length })
+}
+
+/** The first dimension of a tensor already known to be valid: how many items it describes. */
+const leadingDim = (shape: ReadonlyArray<number>): number => (shape.length === 0 ? 1 : shape[0]!)
+
+const tensorItem = (modality: Modality, value: Record<string, unknown>): Result.Result<Item, ProtocolError> => {
+  const tensorKeys = TENSOR_KEYS[modality]
+  const wire: Record<string, unknown> = {}
+  const shapes: Record<string, ReadonlyArray<number>> = {}
+  for (const key of Object.keys(value)) {
+    const v = value[key]
+    // Absent, as the Python side skips a None tensor.
+    if (v === undefined || v === null) continue
+    if (key === "num_img_embeddings_per_tile") {
+      if (!Number.isSafeInteger(v) || (v as number) < 0) {
+        return invalid(modality, `num_img_embeddings_per_tile must be a non-negative integer, got ${describe(v)}`)
+      }
+      wire[key] = v
+      continue
+    }
+    if (!tensorKeys.includes(key)) {
+      return invalid(
+        modality,
+        `unknown key "${key}" in a preprocessed ${modality} map (expected ${
+          [...tensorKeys, "num_img_embeddings_per_tile"].join(", ")
+        })`
+      )
+    }
+    const shape = shapeOf(v, 0)
+    if (shape instanceof TensorIssue) return invalid(modality, `${key}${shape.path}: ${shape.why}`)
+    shapes[key] = shape
+    wire[key] = v
+  }
+
+  let count: number
+  if (modality === "image") {
+    if (shapes.imgs === undefined && shapes.imgs_sizes === undefined && shapes.num_tiles === undefined) {
+      return invalid(modality, "a preprocessed image map needs at least one of imgs, imgs_sizes, num_tiles")
+    }
+    const perTile = wire.num_img_embeddings_per_tile as number | undefined
+    if (shapes.num_tiles !== undefined && shapes.imgs_sizes === undefined && !(perTile !== undefined && perTile > 0)) {
+      return invalid(modality, "static tiling (num_tiles without imgs_sizes) needs num_img_embeddings_per_tile > 0")
+    }
+    // One num_tiles entry, or one imgs_sizes row, per image; otherwise each leading slice of imgs is one.
+    count = leadingDim(shapes.num_tiles ?? shapes.imgs_sizes ?? shapes.imgs!)
+  } else {
+    const missing = ["imgs", "imgs_sizes", "num_frames"].filter((k) => shapes[k] === undefined)
+    if (missing.length > 0) {
+      return invalid(modality, `a preprocessed video map needs imgs, imgs_sizes and num_frames; missing ${missing.join(", ")}`)
+    }
+    // One num_frames entry per video.
+    count = leadingDim(shapes.num_frames!)
+  }
+  if (count < 1) return invalid(modality, `the preprocessed map describes no ${modality} (an empty leading dimension)`)
+  return Result.succeed({ wire, count })
+}
+
+const item = (modality: Modality, value: unknown): Result.Result<Item, ProtocolError> => {
+  const raw = rawItem(modality, value)
+  if (raw !== undefined) return raw
+  if (isPlainObject(value)) return tensorItem(modality, value)
+  return invalid(
+    modality,
+    `expected a Uint8Array, a list of Uint8Array, or a preprocessed tensor map; got ${describe(value)}`
+  )
+}
+
+/**
+ * Validates `multi_modal_data` and packs it into frame 3: raw bytes become a one-element list,
+ * lists of bytes go as they are, and a preprocessed tensor map goes with its keys sorted (every
+ * map of the frame is packed with sorted keys). Returns `null` when there is no media (no data,
+ * or only absent modalities).
+ *
+ * Fails with `UnsupportedModality` for any key other than `image` and `video` (audio included),
+ * checked before anything is built, and with `InvalidMedia` for anything malformed: an item that
+ * is not bytes, a list of bytes or a tensor map; an empty list; a ragged or non-numeric tensor;
+ * an unknown key in a tensor map; a tensor map that describes no item.
+ *
+ * Item counts: a raw list counts its items. A preprocessed image map counts the entries of
+ * `num_tiles` if present (static tiling: one entry per image), else the rows of `imgs_sizes`
+ * (dynamic resolution: one `[h, w]` per image), else the first dimension of `imgs`. A
+ * preprocessed video map counts the entries of `num_frames` (one per video). A scalar counts 1.
+ *
+ * @example
+ * ```ts
+ * import { Media } from "@mcore-effect/protocol"
+ * import { Result } from "effect"
+ *
+ * const prepared = Media.prepare({ image: new Uint8Array([0, 1, 2, 3]) })
+ * if (Result.isSuccess(prepared) && prepared.success !== null) {
+ *   prepared.success.descriptor // { media_cache_key: "…", modalities: { image: 1 } }
+ * }
+ *
+ * Media.prepare({ audio: new Uint8Array([1]) }) // Failure: UnsupportedModality "audio"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const prepare = (
+  data: MultiModalData | null | undefined
+): Result.Result<PreparedMedia | null, ProtocolError> => {
+  if (data === null || data === undefined) return Result.succeed(null)
+  if (!isPlainObject(data)) {
+    return invalid("multi_modal_data", `must be a map of modality to media, got ${describe(data)}`)
+  }
+  const keys = Object.keys(data)
+  for (const key of keys) {
+    if (key !== "image" && key !== "video") {
+      return Result.fail(protocolError(new UnsupportedModality({ modality: key })))
+    }
+  }
+
+  const media: Record<string, unknown> = {}
+  const modalities: { image?: number; video?: number } = {}
+  for (const modality of ["image", "video"] as const) {
+    const value = data[modality]
+    if (value === undefined || value === null) continue
+    const built = item(modality, value)
+    if (Result.isFailure(built)) return Result.fail(built.failure)
+    media[modality] = built.success.wire
+    modalities[modality] = built.success.count
+  }
+  if (modalities.image === undefined && modalities.video === undefined) return Result.succeed(null)
+
+  let frame: Uint8Array
+  try {
+    frame = Msgpack.encode(media, { sortKeys: true })
+  } catch (cause) {
+    return invalid(
+      "multi_modal_data",
+      `not encodable: ${cause instanceof Msgpack.NotEncodableException ? cause.message : String(cause)}`
+    )
+  }
+  const cacheKey = mediaCacheKey(frame)
+  return Result.succeed({ frame, descriptor: { media_cache_key: cacheKey, modalities }, cacheKey })
+}
