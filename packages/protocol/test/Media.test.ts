@@ -194,7 +194,7 @@ describe("Media.prepare: preprocessed tensor maps", () => {
         imgs_sizes: [[16, 16], [16, 16], [16, 16]],
         num_frames: [2, 1],
         video_fps: 2.5,
-        video_frame_indices: [[0, 5], [0]].map((r) => r.concat(r.length === 1 ? [3] : [])),
+        video_frame_indices: [[0, 5], [0, 3]],
         num_img_embeddings_per_tile: 64
       }
     })
