@@ -126,6 +126,14 @@ export type MediaDescriptor = typeof MediaDescriptor.Type
 export type TensorWire = number | ReadonlyArray<TensorWire>
 
 /**
+ * @example
+ * ```ts
+ * import { Media } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * Schema.decodeUnknownSync(Media.TensorWire)([[1, 2], [3, 4]])
+ * ```
+ *
  * @since 0.1.0
  */
 export const TensorWire: Schema.Codec<TensorWire> = Schema.Union([
@@ -139,11 +147,29 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
  * A raw item as it arrives: always a list of byte strings (bin decodes as `Uint8Array`, a
  * `Buffer` under Node).
  *
+ * @example
+ * ```ts
+ * import { Media } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * Schema.decodeUnknownSync(Media.RawMediaWire)([new Uint8Array([0xff, 0xd8])])
+ * ```
+ *
  * @since 0.1.0
  */
 export const RawMediaWire = Schema.Array(Schema.Uint8Array)
 
 /**
+ * A preprocessed image map as it arrives (see {@link ImageTensors}).
+ *
+ * @example
+ * ```ts
+ * import { Media } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * Schema.decodeUnknownSync(Media.ImageTensorsWire)({ imgs: [[0.5]], num_tiles: [1], num_img_embeddings_per_tile: 256 })
+ * ```
+ *
  * @since 0.1.0
  */
 export const ImageTensorsWire = Schema.Struct({
@@ -154,6 +180,16 @@ export const ImageTensorsWire = Schema.Struct({
 })
 
 /**
+ * A preprocessed video map as it arrives (see {@link VideoTensors}).
+ *
+ * @example
+ * ```ts
+ * import { Media } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * Schema.decodeUnknownSync(Media.VideoTensorsWire)({ imgs: [[0.5]], imgs_sizes: [[16, 16]], num_frames: [1] })
+ * ```
+ *
  * @since 0.1.0
  */
 export const VideoTensorsWire = Schema.Struct({

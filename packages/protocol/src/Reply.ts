@@ -19,6 +19,14 @@ import { MalformedFrame, type ProtocolError, protocolError } from "./ProtocolErr
 /**
  * A request's status, by its Python enum name.
  *
+ * @example
+ * ```ts
+ * import { Reply } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * Schema.is(Reply.Status)("COMPLETED") // true
+ * ```
+ *
  * @since 0.1.0
  */
 export const Status = Schema.Literals([
@@ -37,7 +45,16 @@ export type Status = typeof Status.Type
 const STATUSES: ReadonlySet<unknown> = new Set(Status.literals)
 
 /**
- * The reply body as it comes off the wire: a map of anything.
+ * The reply body as it comes off the wire: a map of anything. {@link decodeReply} (or
+ * {@link DynamicInferenceRequestFromMap}) turns it into a {@link DynamicInferenceRequest}.
+ *
+ * @example
+ * ```ts
+ * import { Reply } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * Schema.decodeUnknownSync(Reply.ReplyMap)({ request_id: 7, anything: [1] })
+ * ```
  *
  * @since 0.1.0
  */

@@ -29,6 +29,13 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 /**
  * The known fields, in wire order.
  *
+ * @example
+ * ```ts
+ * import { SamplingParams } from "@mcore-effect/protocol"
+ *
+ * Object.keys(SamplingParams.KnownFields.fields) // ["temperature", "top_k", ..., "do_kv_handoff"]
+ * ```
+ *
  * @since 0.1.0
  */
 export const KnownFields = Schema.Struct({
@@ -103,7 +110,14 @@ export type SamplingParamsInput =
   & { readonly [key: string]: unknown }
 
 /**
- * The Python defaults, in wire order.
+ * The Python defaults, in wire order (frozen; {@link make} returns copies).
+ *
+ * @example
+ * ```ts
+ * import { SamplingParams } from "@mcore-effect/protocol"
+ *
+ * SamplingParams.defaults.streaming_interval // 1
+ * ```
  *
  * @since 0.1.0
  */
