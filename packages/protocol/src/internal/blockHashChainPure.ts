@@ -1,0 +1,109 @@
+/**
+ * The block-hash chain on `node:crypto` alone: always available, nothing to compile.
+ *
+ * One SHA-256 call per block is unavoidable from JavaScript (each block's input starts with
+ * the previous block's digest), so the work is in making each call cheap:
+ *
+ * - `crypto.hash` one-shot, asking for the digest as a `"binary"` (latin1) string. On Node 20 a
+ *   call that returns a Buffer costs ~5x more than one that returns a 32-character string:
+ *   allocating the Buffer, not hashing, dominates a small block.
+ * - Each block's tokens are written as int64 straight into one reused message buffer
+ *   `[parent | block]`: no allocation per call or per block but the digest string. A fresh
+ *   buffer for the whole prompt cost more than the hashing at large blocks (page faults).
+ *
+ * A WebAssembly SHA-256 running the whole chain in one call was measured too and lost at
+ * every block size of 16 tokens and up (see the package's bench).
+ *
+ * @internal
+ */
+import * as Crypto from "node:crypto"
+import type { TokenIds } from "../BlockHashes.ts"
+
+/** `crypto.hash` arrived in Node 20.12; older runtimes pay for a Hash object per block. */
+const sha256Binary: (data: Uint8Array) => string =
+  typeof Crypto.hash === "function"
+    ? (data) => Crypto.hash("sha256", data, "binary")
+    : (data) => Crypto.createHash("sha256").update(data).digest("binary")
+
+const TWO_32 = 4294967296
+
+/** Messages up to this size reuse one buffer; a larger one (huge blocks) is not kept. */
+const KEPT_MESSAGE_BYTES = 1 << 20
+let kept = new Uint8Array(32 + 8 * 256)
+
+const messageBuffer = (bytes: number): Uint8Array => {
+  if (bytes <= kept.length) return kept
+  const buffer = new Uint8Array(bytes)
+  if (bytes <= KEPT_MESSAGE_BYTES) kept = buffer
+  return buffer
+}
+
+const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+const LOW_WORD = HOST_LITTLE_ENDIAN ? 0 : 4
+const HIGH_WORD = 4 - LOW_WORD
+
+/**
+ * Stores `(x mod (2^63 - 1)) + 1` where `x = high * 2^32 + low`, as the `index`-th element of
+ * the BigUint64Array behind `out`, in 32-bit halves: a BigInt per block would cost more than
+ * the rest of the loop.
+ */
+export const storeHash = (out: DataView, index: number, low: number, high: number): void => {
+  if (high < 0x80000000) {
+    // x <= 2^63 - 1: x + 1, except x = 2^63 - 1 itself, which is 0 mod (2^63 - 1).
+    if (high === 0x7fffffff && low === 0xffffffff) {
+      high = 0
+      low = 1
+    } else if (low === 0xffffffff) {
+      high += 1
+      low = 0
+    } else {
+      low += 1
+    }
+  } else if (high === 0xffffffff && low >= 0xfffffffe) {
+    // x = 2^64 - 2 or 2^64 - 1, that is 2 * (2^63 - 1) + 0 or + 1.
+    high = 0
+    low -= 0xfffffffd
+  } else {
+    // 2^63 <= x < 2^64 - 2: x - (2^63 - 1) + 1.
+    high -= 0x80000000
+    low += 2
+    if (low >= TWO_32) {
+      low -= TWO_32
+      high += 1
+    }
+  }
+  out.setUint32(index * 8 + LOW_WORD, low, HOST_LITTLE_ENDIAN)
+  out.setUint32(index * 8 + HIGH_WORD, high, HOST_LITTLE_ENDIAN)
+}
+
+/**
+ * Writes into `out` the hashes of its `out.length` first blocks of `blockSizeTokens` tokens,
+ * the chain starting from the 32 bytes of `parent`.
+ */
+export const chainPure = (tokens: TokenIds, blockSizeTokens: number, parent: Uint8Array, out: BigUint64Array): void => {
+  const blocks = out.length
+  if (blocks === 0) return
+  const messageBytes = 32 + 8 * blockSizeTokens
+  const memory = messageBuffer(messageBytes)
+  const view = new DataView(memory.buffer, memory.byteOffset, messageBytes)
+  const message = memory.subarray(0, messageBytes)
+  const hashes = new DataView(out.buffer, out.byteOffset, out.byteLength)
+  memory.set(parent, 0)
+  for (let b = 0, k = 0; b < blocks; b++) {
+    for (let offset = 32; offset < messageBytes; offset += 8, k++) {
+      const token = tokens[k] as number
+      // Token ids fit in 32 bits in practice; the rare larger one takes the BigInt path.
+      if (token >= 0 && token < TWO_32) {
+        view.setUint32(offset, token, true)
+        view.setUint32(offset + 4, 0, true)
+      } else {
+        view.setBigInt64(offset, BigInt(token), true)
+      }
+    }
+    const digest = sha256Binary(message)
+    for (let i = 0; i < 32; i++) memory[i] = digest.charCodeAt(i)
+    const low = (memory[0]! | (memory[1]! << 8) | (memory[2]! << 16) | (memory[3]! << 24)) >>> 0
+    const high = (memory[4]! | (memory[5]! << 8) | (memory[6]! << 16) | (memory[7]! << 24)) >>> 0
+    storeHash(hashes, b, low, high)
+  }
+}
