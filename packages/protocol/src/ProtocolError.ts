@@ -116,6 +116,21 @@ export class InvalidMedia extends Schema.Class<InvalidMedia>("@mcore-effect/prot
 }
 
 /**
+ * A KV handoff whose `kv_meta` is not a map or whose `src_block_ids` are not block ids.
+ *
+ * @since 0.1.0
+ */
+export class InvalidKvHandoff extends Schema.Class<InvalidKvHandoff>("@mcore-effect/protocol/InvalidKvHandoff")({
+  _tag: Schema.tag("InvalidKvHandoff"),
+  field: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `invalid KV handoff: ${this.field} ${this.why}`
+  }
+}
+
+/**
  * A value with no msgpack form a Python peer can read (a function, a symbol, a class instance,
  * a cycle, an integer beyond 64 bits).
  *
@@ -145,6 +160,7 @@ export const ProtocolErrorReason = Schema.Union([
   InvalidSamplingParams,
   UnsupportedModality,
   InvalidMedia,
+  InvalidKvHandoff,
   NotEncodable
 ])
 

@@ -1,0 +1,117 @@
+/**
+ * The integer header that opens every message's metadata frame.
+ *
+ * @since 0.1.0
+ */
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import { type ProtocolError, protocolError, UnknownHeader } from "./ProtocolError.ts"
+
+/**
+ * Which part of the protocol a header belongs to.
+ *
+ * @since 0.1.0
+ */
+export type HeaderCategory = "connection" | "request" | "control" | "lifecycle" | "transport"
+
+/**
+ * Every header: its wire value and its category, the one table the rest is derived from.
+ *
+ * @since 0.1.0
+ */
+export const table = {
+  CONNECT: { value: 0, category: "connection" },
+  CONNECT_ACK: { value: 1, category: "connection" },
+  SUBMIT_REQUEST: { value: 20, category: "request" },
+  ENGINE_REPLY: { value: 21, category: "request" },
+  ENGINE_REPLY_PARTIAL: { value: 22, category: "request" },
+  ABORT_REQUEST: { value: 23, category: "request" },
+  SUBMIT_REQUEST_WITH_KV: { value: 24, category: "request" },
+  RELEASE_KV: { value: 25, category: "request" },
+  SEND_KV: { value: 26, category: "request" },
+  PAUSE: { value: 40, category: "control" },
+  UNPAUSE: { value: 41, category: "control" },
+  SUSPEND: { value: 42, category: "control" },
+  RESUME: { value: 43, category: "control" },
+  SET_GENERATION_EPOCH: { value: 44, category: "control" },
+  STOP: { value: 45, category: "control" },
+  START_CUDA_PROFILER: { value: 46, category: "control" },
+  STOP_CUDA_PROFILER: { value: 47, category: "control" },
+  DISCONNECT: { value: 60, category: "lifecycle" },
+  SHUTDOWN: { value: 61, category: "lifecycle" },
+  TP_BROADCAST: { value: 80, category: "transport" },
+  KV_HANDOFF_COMPLETE: { value: 81, category: "transport" }
+} as const satisfies Record<string, { readonly value: number; readonly category: HeaderCategory }>
+
+/**
+ * A header's name, as in the Python `Headers` enum.
+ *
+ * @since 0.1.0
+ */
+export type HeaderName = keyof typeof table
+
+/**
+ * A header's wire value.
+ *
+ * @since 0.1.0
+ */
+export type Header = (typeof table)[HeaderName]["value"]
+
+/**
+ * Header values by name: `Headers.values.SUBMIT_REQUEST === 20`.
+ *
+ * @example
+ * ```ts
+ * import { Headers } from "@mcore-effect/protocol"
+ *
+ * Headers.values.ABORT_REQUEST // 23
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const values = Object.fromEntries(Object.entries(table).map(([name, h]) => [name, h.value])) as {
+  readonly [K in HeaderName]: (typeof table)[K]["value"]
+}
+
+const names = new Map<number, HeaderName>(
+  Object.entries(table).map(([name, h]) => [h.value, name as HeaderName])
+)
+
+/**
+ * The name of a header value.
+ *
+ * @since 0.1.0
+ */
+export const nameOf = (header: Header): HeaderName => names.get(header)!
+
+/**
+ * The category of a header value.
+ *
+ * @since 0.1.0
+ */
+export const categoryOf = (header: Header): HeaderCategory => table[nameOf(header)].category
+
+/**
+ * A Schema of the known header values.
+ *
+ * @since 0.1.0
+ */
+export const HeaderSchema = Schema.Literals(Object.values(table).map((h) => h.value) as Array<Header>)
+
+/**
+ * Reads a header value off the wire: a known header, or an `UnknownHeader` error.
+ *
+ * @example
+ * ```ts
+ * import { Headers } from "@mcore-effect/protocol"
+ *
+ * Headers.decode(40) // Result.succeed(40), PAUSE
+ * Headers.decode(99) // Result.fail(ProtocolError(UnknownHeader { value: 99 }))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const decode = (value: unknown): Result.Result<Header, ProtocolError> =>
+  typeof value === "number" && names.has(value)
+    ? Result.succeed(value as Header)
+    : Result.fail(protocolError(new UnknownHeader({ value })))

@@ -1,0 +1,105 @@
+/**
+ * How a message is laid out on the wire, declared once: which values ride in the metadata frame
+ * (frame 0, after the header, in declaration order) and which body frames follow (one per body,
+ * in declaration order). `Frames` derives encode and decode from these declarations, so no frame
+ * index is written by hand and the two directions cannot drift.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import type { Header } from "./Headers.ts"
+
+/**
+ * One message's declaration.
+ *
+ * @since 0.1.0
+ */
+export interface MessageSpec<
+  Tag extends string = string,
+  Metadata extends Schema.Struct.Fields = Schema.Struct.Fields,
+  Bodies extends Schema.Struct.Fields = Schema.Struct.Fields
+> {
+  readonly tag: Tag
+  readonly header: Header
+  /** Values of frame 0 after the header, in wire order. Bounded: nothing here grows with the prompt. */
+  readonly metadata: Metadata
+  /** Body frames, in wire order. */
+  readonly bodies: Bodies
+  /**
+   * A body that spans all remaining frames, one array element per frame, its length given by an
+   * array in the metadata (the engines' batched replies). Always the last body.
+   */
+  readonly variadic: { readonly body: keyof Bodies & string; readonly countedBy: keyof Metadata & string } | undefined
+  readonly metadataKeys: ReadonlyArray<keyof Metadata & string>
+  readonly bodyKeys: ReadonlyArray<keyof Bodies & string>
+  /** The whole message as a tagged struct: its type, validation and arbitraries. */
+  readonly schema: Schema.TaggedStruct<Tag, Metadata & Bodies>
+}
+
+/**
+ * Any message declaration.
+ *
+ * @since 0.1.0
+ */
+export type Any = MessageSpec<string, any, any>
+
+/**
+ * The message value a declaration describes.
+ *
+ * @since 0.1.0
+ */
+export type Type<S extends Any> = S["schema"]["Type"]
+
+/**
+ * Declares a message.
+ *
+ * @example
+ * ```ts
+ * import { Headers, MessageSpec } from "@mcore-effect/protocol"
+ * import { Schema } from "effect"
+ *
+ * const Abort = MessageSpec.make("AbortRequest", Headers.values.ABORT_REQUEST, {
+ *   metadata: { requestId: Schema.Int },
+ *   bodies: {}
+ * })
+ * // frames: [pack([23, requestId])]
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make = <
+  const Tag extends string,
+  const Metadata extends Schema.Struct.Fields,
+  const Bodies extends Schema.Struct.Fields
+>(
+  tag: Tag,
+  header: Header,
+  layout: {
+    readonly metadata: Metadata
+    readonly bodies: Bodies
+    readonly variadic?: { readonly body: keyof Bodies & string; readonly countedBy: keyof Metadata & string }
+  }
+): MessageSpec<Tag, Metadata, Bodies> => {
+  const bodyKeys = Object.keys(layout.bodies) as Array<keyof Bodies & string>
+  if (layout.variadic !== undefined && bodyKeys[bodyKeys.length - 1] !== layout.variadic.body) {
+    throw new globalThis.Error(`${tag}: the variadic body must be the last body`)
+  }
+  return {
+    tag,
+    header,
+    metadata: layout.metadata,
+    bodies: layout.bodies,
+    variadic: layout.variadic,
+    metadataKeys: Object.keys(layout.metadata) as Array<keyof Metadata & string>,
+    bodyKeys,
+    schema: Schema.TaggedStruct(tag, { ...layout.metadata, ...layout.bodies } as Metadata & Bodies)
+  }
+}
+
+/**
+ * The frame count a message of this declaration has, when it is fixed.
+ *
+ * @since 0.1.0
+ */
+export const fixedArity = (spec: Any): number | undefined =>
+  spec.variadic === undefined ? 1 + spec.bodyKeys.length : undefined

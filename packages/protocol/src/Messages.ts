@@ -1,0 +1,239 @@
+/**
+ * Every message of the protocol, declared once, grouped by the direction it travels in. Each
+ * group's codec (`Client`, `Coordinator`, `Engine`) is derived from these declarations.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import * as Frames from "./Frames.ts"
+import { values as H } from "./Headers.ts"
+import { MediaDescriptor, MediaWire } from "./Media.ts"
+import * as MessageSpec from "./MessageSpec.ts"
+import { Raw } from "./Msgpack.ts"
+import { PromptWire } from "./Prompt.ts"
+import { PartialReply, ReplyMap } from "./Reply.ts"
+import { SamplingParams } from "./SamplingParams.ts"
+import { BlockHashList, IntList, KvMeta, RequestId } from "./WireTypes.ts"
+
+const signal = <const Tag extends string>(tag: Tag, header: (typeof H)[keyof typeof H]) =>
+  MessageSpec.make(tag, header, { metadata: {}, bodies: {} })
+
+/** Token ids as an integer typed array: sent as a msgpack int array, never as bin. */
+const TypedTokenIds = Schema.declare(
+  (u: unknown): u is Int32Array | Uint32Array | Int16Array | Uint16Array | Float64Array =>
+    u instanceof Int32Array || u instanceof Uint32Array || u instanceof Int16Array ||
+    u instanceof Uint16Array || u instanceof Float64Array
+)
+
+/** What a prompt body holds: text, or token ids (decoded as a plain array). */
+const PromptBody = Schema.Union([PromptWire, TypedTokenIds])
+
+/** A body handed over already encoded (the media frame, hashed for its cache key as sent). */
+const RawFrame = Schema.instanceOf(Raw)
+
+// ---------------------------------------------------------------------------------------------
+// Client to coordinator (and, re-numbered, coordinator to engine)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `pack([0])`: the handshake; the coordinator answers CONNECT_ACK.
+ *
+ * @since 0.1.0
+ */
+export const Connect = signal("Connect", H.CONNECT)
+
+/**
+ * The five-frame submission. Frame 0 is bounded (the coordinator decodes it on every request);
+ * the prompt, media and offload params are bodies it forwards without decoding; the block
+ * hashes (frame 2) are read for routing only. The count never varies.
+ *
+ * @since 0.1.0
+ */
+export const SubmitRequest = MessageSpec.make("SubmitRequest", H.SUBMIT_REQUEST, {
+  metadata: {
+    requestId: RequestId,
+    samplingParams: SamplingParams,
+    mediaDescriptor: Schema.NullOr(MediaDescriptor)
+  },
+  bodies: {
+    prompt: PromptBody,
+    /** `null`: this client did not hash (the coordinator will). `[]`: hashed, shorter than a block. */
+    blockHashes: Schema.NullOr(BlockHashList),
+    media: Schema.NullOr(Schema.Union([MediaWire, RawFrame])),
+    offloadParams: Schema.Unknown
+  }
+})
+
+/**
+ * The three-frame KV handoff: a decode request carrying the prefill peer's KV metadata
+ * (bounded, in frame 0) and the source block ids (one per block, so a body).
+ *
+ * @since 0.1.0
+ */
+export const SubmitRequestWithKv = MessageSpec.make("SubmitRequestWithKv", H.SUBMIT_REQUEST_WITH_KV, {
+  metadata: { requestId: RequestId, samplingParams: SamplingParams, kvMeta: KvMeta },
+  bodies: { prompt: PromptBody, srcBlockIds: IntList }
+})
+
+/**
+ * `pack([23, request_id])`: cancel an in-flight request.
+ *
+ * @since 0.1.0
+ */
+export const AbortRequest = MessageSpec.make("AbortRequest", H.ABORT_REQUEST, {
+  metadata: { requestId: RequestId },
+  bodies: {}
+})
+
+/**
+ * `pack([25, request_id])`: release the KV blocks pinned for a handed-off request.
+ *
+ * @since 0.1.0
+ */
+export const ReleaseKv = MessageSpec.make("ReleaseKv", H.RELEASE_KV, {
+  metadata: { requestId: RequestId },
+  bodies: {}
+})
+
+/** @since 0.1.0 */
+export const Pause = signal("Pause", H.PAUSE)
+/** @since 0.1.0 */
+export const Unpause = signal("Unpause", H.UNPAUSE)
+/** @since 0.1.0 */
+export const Suspend = signal("Suspend", H.SUSPEND)
+/** @since 0.1.0 */
+export const Resume = signal("Resume", H.RESUME)
+/** @since 0.1.0 */
+export const Stop = signal("Stop", H.STOP)
+/** @since 0.1.0 */
+export const StartCudaProfiler = signal("StartCudaProfiler", H.START_CUDA_PROFILER)
+/** @since 0.1.0 */
+export const StopCudaProfiler = signal("StopCudaProfiler", H.STOP_CUDA_PROFILER)
+/** @since 0.1.0 */
+export const Disconnect = signal("Disconnect", H.DISCONNECT)
+/** @since 0.1.0 */
+export const Shutdown = signal("Shutdown", H.SHUTDOWN)
+
+/**
+ * `pack([44, generation_epoch])`: stamp in-flight requests with a policy epoch.
+ *
+ * @since 0.1.0
+ */
+export const SetGenerationEpoch = MessageSpec.make("SetGenerationEpoch", H.SET_GENERATION_EPOCH, {
+  metadata: { generationEpoch: Schema.Int },
+  bodies: {}
+})
+
+// ---------------------------------------------------------------------------------------------
+// Coordinator to client
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `pack([1])`: the coordinator accepted the handshake.
+ *
+ * @since 0.1.0
+ */
+export const ConnectAck = signal("ConnectAck", H.CONNECT_ACK)
+
+/**
+ * A finished request: `pack([21, request_id])` and the reply map.
+ *
+ * @since 0.1.0
+ */
+export const EngineReply = MessageSpec.make("EngineReply", H.ENGINE_REPLY, {
+  metadata: { requestId: RequestId },
+  bodies: { reply: ReplyMap }
+})
+
+/**
+ * New tokens of a streaming request: `pack([22, request_id])` and `{request_id, new_tokens}`.
+ *
+ * @since 0.1.0
+ */
+export const EngineReplyPartial = MessageSpec.make("EngineReplyPartial", H.ENGINE_REPLY_PARTIAL, {
+  metadata: { requestId: RequestId },
+  bodies: { partial: PartialReply }
+})
+
+// ---------------------------------------------------------------------------------------------
+// Engine to coordinator (batched per engine step)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * An engine step's finished requests: `pack([21, [[id, needs_detokenize], ...]])`, then one reply
+ * frame per entry. The coordinator splits it into one `EngineReply` per client.
+ *
+ * @since 0.1.0
+ */
+export const EngineReplyBatch = MessageSpec.make("EngineReplyBatch", H.ENGINE_REPLY, {
+  metadata: { entries: Schema.Array(Schema.Tuple([RequestId, Schema.Boolean])) },
+  bodies: { replies: Schema.Array(ReplyMap) },
+  variadic: { body: "replies", countedBy: "entries" }
+})
+
+/**
+ * An engine step's partials: `pack([22, [id, ...]])`, then one partial frame per id.
+ *
+ * @since 0.1.0
+ */
+export const EngineReplyPartialBatch = MessageSpec.make("EngineReplyPartialBatch", H.ENGINE_REPLY_PARTIAL, {
+  metadata: { requestIds: Schema.Array(RequestId) },
+  bodies: { partials: Schema.Array(PartialReply) },
+  variadic: { body: "partials", countedBy: "requestIds" }
+})
+
+// ---------------------------------------------------------------------------------------------
+// Codecs by direction
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * What a client sends to the coordinator (and what the coordinator forwards to engines).
+ *
+ * @since 0.1.0
+ */
+export const Client = Frames.codec([
+  Connect,
+  SubmitRequest,
+  SubmitRequestWithKv,
+  AbortRequest,
+  ReleaseKv,
+  Pause,
+  Unpause,
+  Suspend,
+  Resume,
+  Stop,
+  StartCudaProfiler,
+  StopCudaProfiler,
+  SetGenerationEpoch,
+  Disconnect,
+  Shutdown
+])
+
+/**
+ * @since 0.1.0
+ */
+export type ClientMessage = MessageSpec.Type<(typeof Client.specs)[number]>
+
+/**
+ * What the coordinator sends to a client.
+ *
+ * @since 0.1.0
+ */
+export const Coordinator = Frames.codec([ConnectAck, EngineReply, EngineReplyPartial])
+
+/**
+ * @since 0.1.0
+ */
+export type CoordinatorMessage = MessageSpec.Type<(typeof Coordinator.specs)[number]>
+
+/**
+ * What an engine sends to the coordinator.
+ *
+ * @since 0.1.0
+ */
+export const Engine = Frames.codec([Connect, EngineReplyBatch, EngineReplyPartialBatch])
+
+/**
+ * @since 0.1.0
+ */
+export type EngineMessage = MessageSpec.Type<(typeof Engine.specs)[number]>
