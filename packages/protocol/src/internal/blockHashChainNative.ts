@@ -59,7 +59,7 @@ const isTypedArray = (tokens: TokenIds): tokens is Exclude<TokenIds, ReadonlyArr
 
 /** Arrays up to this many tokens are copied into one reused buffer: a fresh one per call costs page faults. */
 const KEPT_TOKENS = 1 << 17
-let kept = new Float64Array(0)
+let kept: Float64Array = new Float64Array(0)
 
 /** A plain loop: `new Float64Array(array)` is several times slower on Node 20. */
 const toFloat64 = (tokens: ReadonlyArray<number>, count: number): Float64Array => {
