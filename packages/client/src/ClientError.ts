@@ -1,0 +1,241 @@
+/**
+ * The one error type of the client. Callers match on `reason._tag`; each reason is a small
+ * tagged class that says exactly what went wrong, and `message` is derived from it.
+ *
+ * @since 0.1.0
+ */
+import { ProtocolError } from "@mcore-effect/protocol"
+import * as Schema from "effect/Schema"
+
+/**
+ * No CONNECT_ACK arrived within the configured connect timeout.
+ *
+ * @since 0.1.0
+ */
+export class ConnectTimeout extends Schema.Class<ConnectTimeout>("@mcore-effect/client/ConnectTimeout")({
+  _tag: Schema.tag("ConnectTimeout"),
+  address: Schema.String,
+  timeoutMillis: Schema.Number
+}) {
+  get message(): string {
+    return `no CONNECT_ACK from ${this.address} within ${this.timeoutMillis} ms`
+  }
+}
+
+/**
+ * The coordinator answered the CONNECT with something other than CONNECT_ACK.
+ *
+ * @since 0.1.0
+ */
+export class HandshakeRejected extends Schema.Class<HandshakeRejected>("@mcore-effect/client/HandshakeRejected")({
+  _tag: Schema.tag("HandshakeRejected"),
+  address: Schema.String,
+  /** What arrived instead, as far as it could be read. */
+  received: Schema.String
+}) {
+  get message(): string {
+    return `${this.address} answered CONNECT with ${this.received} instead of CONNECT_ACK`
+  }
+}
+
+/**
+ * The client's scope closed while the request was pending, or an operation was called after it.
+ *
+ * @since 0.1.0
+ */
+export class ClientClosed extends Schema.Class<ClientClosed>("@mcore-effect/client/ClientClosed")({
+  _tag: Schema.tag("ClientClosed")
+}) {
+  get message(): string {
+    return "the inference client is closed"
+  }
+}
+
+/**
+ * The connection to the coordinator dropped (closed by the peer, or no heartbeat within the
+ * heartbeat timeout). Requests in flight on it cannot be answered any more; new ones fail with this
+ * until the coordinator is back and has acknowledged a new CONNECT.
+ *
+ * @since 0.1.0
+ */
+export class CoordinatorLost extends Schema.Class<CoordinatorLost>("@mcore-effect/client/CoordinatorLost")({
+  _tag: Schema.tag("CoordinatorLost"),
+  address: Schema.String
+}) {
+  get message(): string {
+    return `lost the connection to the coordinator at ${this.address}`
+  }
+}
+
+/**
+ * The request was aborted with `abort(requestId)` while something was waiting for it.
+ *
+ * @since 0.1.0
+ */
+export class RequestAborted extends Schema.Class<RequestAborted>("@mcore-effect/client/RequestAborted")({
+  _tag: Schema.tag("RequestAborted"),
+  requestId: Schema.Number
+}) {
+  get message(): string {
+    return `request ${this.requestId} was aborted`
+  }
+}
+
+/**
+ * The request's deadline passed; it was aborted on the coordinator.
+ *
+ * @since 0.1.0
+ */
+export class RequestTimeout extends Schema.Class<RequestTimeout>("@mcore-effect/client/RequestTimeout")({
+  _tag: Schema.tag("RequestTimeout"),
+  requestId: Schema.Number,
+  timeoutMillis: Schema.Number
+}) {
+  get message(): string {
+    return `request ${this.requestId} did not finish within ${this.timeoutMillis} ms (aborted)`
+  }
+}
+
+/**
+ * The request was refused before anything was sent: a bad prompt, bad sampling parameters,
+ * unsupported media, or offload params with no msgpack form. `error.reason` says which.
+ *
+ * @since 0.1.0
+ */
+export class InvalidRequest extends Schema.Class<InvalidRequest>("@mcore-effect/client/InvalidRequest")({
+  _tag: Schema.tag("InvalidRequest"),
+  error: ProtocolError.ProtocolError
+}) {
+  get message(): string {
+    return this.error.message
+  }
+}
+
+/**
+ * The coordinator's reply to this request could not be read (its body is not a reply map, or a
+ * known field has the wrong type with `deserialize` on). The request cannot finish otherwise.
+ *
+ * @since 0.1.0
+ */
+export class MalformedReply extends Schema.Class<MalformedReply>("@mcore-effect/client/MalformedReply")({
+  _tag: Schema.tag("MalformedReply"),
+  requestId: Schema.Number,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `the reply to request ${this.requestId} is malformed: ${this.why}`
+  }
+}
+
+/**
+ * An argument that is not what the operation takes (a request id that is not a non-negative
+ * integer, a generation epoch that is not an integer, a negative timeout).
+ *
+ * @since 0.1.0
+ */
+export class InvalidArgument extends Schema.Class<InvalidArgument>("@mcore-effect/client/InvalidArgument")({
+  _tag: Schema.tag("InvalidArgument"),
+  name: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `invalid ${this.name}: ${this.why}`
+  }
+}
+
+/**
+ * ZeroMQ refused the coordinator's address.
+ *
+ * @since 0.1.0
+ */
+export class InvalidAddress extends Schema.Class<InvalidAddress>("@mcore-effect/client/InvalidAddress")({
+  _tag: Schema.tag("InvalidAddress"),
+  address: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `cannot connect to ${JSON.stringify(this.address)}: ${this.why}`
+  }
+}
+
+/**
+ * ZeroMQ refused to queue a message (the socket failed under us).
+ *
+ * @since 0.1.0
+ */
+export class SendFailed extends Schema.Class<SendFailed>("@mcore-effect/client/SendFailed")({
+  _tag: Schema.tag("SendFailed"),
+  /** The request whose message failed, when it was one. */
+  requestId: Schema.NullOr(Schema.Number),
+  cause: Schema.Defect()
+}) {
+  get message(): string {
+    const why = this.cause instanceof globalThis.Error ? this.cause.message : String(this.cause)
+    return `sending ${this.requestId === null ? "a message" : `request ${this.requestId}`} failed: ${why}`
+  }
+}
+
+/**
+ * Every reason a client operation can fail.
+ *
+ * @since 0.1.0
+ */
+export const ClientErrorReason = Schema.Union([
+  ConnectTimeout,
+  HandshakeRejected,
+  ClientClosed,
+  CoordinatorLost,
+  RequestAborted,
+  RequestTimeout,
+  InvalidRequest,
+  InvalidArgument,
+  InvalidAddress,
+  MalformedReply,
+  SendFailed
+])
+
+/**
+ * @since 0.1.0
+ */
+export type ClientErrorReason = typeof ClientErrorReason.Type
+
+/**
+ * A failure of an `InferenceClient` operation. Match on `reason._tag`.
+ *
+ * @example
+ * ```ts
+ * import { ClientError, InferenceClient } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.InferenceClient
+ *   return yield* client.submit("Hello")
+ * }).pipe(
+ *   Effect.catchReason("ClientError", "CoordinatorLost", (lost) => Effect.succeed(lost.message))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class ClientError extends Schema.TaggedError<ClientError>("@mcore-effect/client/ClientError")(
+  "ClientError",
+  { reason: ClientErrorReason }
+) {
+  override get message(): string {
+    return `${this.reason._tag}: ${this.reason.message}`
+  }
+}
+
+/**
+ * Wraps a reason in a {@link ClientError}.
+ *
+ * @since 0.1.0
+ */
+export const clientError = (reason: ClientErrorReason): ClientError => new ClientError({ reason })
+
+/**
+ * True for a {@link ClientError}.
+ *
+ * @since 0.1.0
+ */
+export const isClientError = (u: unknown): u is ClientError => u instanceof ClientError

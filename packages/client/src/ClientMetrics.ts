@@ -1,0 +1,152 @@
+/**
+ * The client's Effect metrics. They live in the `MetricRegistry` of the context the client layer
+ * was built in (so a test or an application reads them with `Metric.value` there), and carry the
+ * `CurrentMetricAttributes` of that context.
+ *
+ * @since 0.1.0
+ */
+import type * as Context from "effect/Context"
+import * as Metric from "effect/Metric"
+
+const seconds = Metric.exponentialBoundaries({ start: 0.0005, factor: 2, count: 20 })
+
+/**
+ * Requests handed to the coordinator (validation failures are not counted).
+ *
+ * @since 0.1.0
+ */
+export const submitted = Metric.counter("mcore_client_requests_submitted", {
+  description: "Requests sent to the coordinator",
+  incremental: true
+})
+
+/**
+ * Requests whose final reply arrived.
+ *
+ * @since 0.1.0
+ */
+export const completed = Metric.counter("mcore_client_requests_completed", {
+  description: "Requests whose final reply arrived",
+  incremental: true
+})
+
+/**
+ * Requests aborted: the waiting fiber was interrupted, a stream was dropped early, or
+ * `abort(requestId)` was called while it was pending.
+ *
+ * @since 0.1.0
+ */
+export const aborted = Metric.counter("mcore_client_requests_aborted", {
+  description: "Requests aborted (interruption, early end of a stream, abort)",
+  incremental: true
+})
+
+/**
+ * Requests that failed after being sent: `CoordinatorLost`, `ClientClosed`, `RequestTimeout`,
+ * `SendFailed`.
+ *
+ * @since 0.1.0
+ */
+export const failed = Metric.counter("mcore_client_requests_failed", {
+  description: "Requests failed after submission (coordinator lost, client closed, timeout, send failure)",
+  incremental: true
+})
+
+/**
+ * Requests submitted and not yet finished.
+ *
+ * @since 0.1.0
+ */
+export const inFlight = Metric.gauge("mcore_client_requests_in_flight", {
+  description: "Requests submitted and not yet finished"
+})
+
+/**
+ * Seconds from submission to the final reply (the `latency` added to the reply).
+ *
+ * @since 0.1.0
+ */
+export const latency = Metric.histogram("mcore_client_request_latency_seconds", {
+  description: "Seconds from submission to the final reply",
+  boundaries: seconds
+})
+
+/**
+ * Seconds from submission to the first partial of a streaming request.
+ *
+ * @since 0.1.0
+ */
+export const timeToFirstToken = Metric.histogram("mcore_client_time_to_first_token_seconds", {
+  description: "Seconds from submission to the first streamed tokens",
+  boundaries: seconds
+})
+
+/**
+ * Generated tokens received in final replies.
+ *
+ * @since 0.1.0
+ */
+export const tokensReceived = Metric.counter("mcore_client_tokens_received", {
+  description: "Generated tokens received in final replies",
+  incremental: true
+})
+
+/**
+ * Messages from the coordinator that were dropped, by `reason`: `malformed` (not a message of the
+ * protocol) or `unknown_request` (a reply or partial for an id that is not pending: aborted,
+ * timed out, failed, or never sent).
+ *
+ * @since 0.1.0
+ */
+export const messagesDropped = Metric.counter("mcore_client_messages_dropped", {
+  description: "Messages from the coordinator dropped (malformed, or for a request that is not pending)",
+  incremental: true
+})
+
+const malformedDropped = Metric.withAttributes(messagesDropped, { reason: "malformed" })
+const unknownDropped = Metric.withAttributes(messagesDropped, { reason: "unknown_request" })
+
+/**
+ * Records into the metrics from plain callbacks (the socket loops run outside the fiber runtime),
+ * against the context the client was built in.
+ *
+ * @since 0.1.0
+ */
+export class Recorder {
+  constructor(private readonly context: Context.Context<never>) {}
+
+  submitted(): void {
+    submitted.updateUnsafe(1, this.context)
+    inFlight.modifyUnsafe(1, this.context)
+  }
+
+  completed(latencySeconds: number, tokens: number): void {
+    completed.updateUnsafe(1, this.context)
+    inFlight.modifyUnsafe(-1, this.context)
+    latency.updateUnsafe(latencySeconds, this.context)
+    if (tokens > 0) tokensReceived.updateUnsafe(tokens, this.context)
+  }
+
+  firstToken(seconds: number): void {
+    timeToFirstToken.updateUnsafe(seconds, this.context)
+  }
+
+  aborted(): void {
+    aborted.updateUnsafe(1, this.context)
+    inFlight.modifyUnsafe(-1, this.context)
+  }
+
+  failed(count: number): void {
+    if (count === 0) return
+    failed.updateUnsafe(count, this.context)
+    inFlight.modifyUnsafe(-count, this.context)
+  }
+
+  malformed(): void {
+    malformedDropped.updateUnsafe(1, this.context)
+  }
+
+  unknownRequest(): void {
+    unknownDropped.updateUnsafe(1, this.context)
+  }
+}

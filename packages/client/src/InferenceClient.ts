@@ -1,0 +1,623 @@
+/**
+ * The client of a Megatron-LM Core inference coordinator, as an Effect service: the Python
+ * `InferenceClient` (submit, stream, KV handoff, abort, control signals), with a typed error for
+ * every failure, interruption as abort, and liveness instead of hanging.
+ *
+ * @since 0.1.0
+ */
+import {
+  type Media,
+  Messages,
+  PrefixHashing,
+  Prompt,
+  type ProtocolError,
+  Reply as ProtocolReply,
+  type SamplingParams,
+  Submission,
+  type WireTypes
+} from "@mcore-effect/protocol"
+import type * as Config from "effect/Config"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
+import * as Stream from "effect/Stream"
+import * as ClientConfig from "./ClientConfig.ts"
+import {
+  ClientClosed,
+  type ClientError,
+  clientError,
+  ConnectTimeout,
+  CoordinatorLost,
+  HandshakeRejected,
+  InvalidArgument,
+  InvalidRequest,
+  RequestAborted,
+  RequestTimeout,
+  SendFailed
+} from "./ClientError.ts"
+import { Recorder } from "./ClientMetrics.ts"
+import * as CoordinatorSocket from "./CoordinatorSocket.ts"
+import * as Listener from "./Listener.ts"
+import * as PendingRequests from "./PendingRequests.ts"
+
+/**
+ * A finished request: the raw reply map with `latency` when the client was built with
+ * `deserialize: false` (the default), the typed `DynamicInferenceRequest` (also with `latency`)
+ * when `deserialize: true`. Tell them apart with {@link isDeserialized}.
+ *
+ * @since 0.1.0
+ */
+export type Reply = Listener.AnyReply
+
+/**
+ * The raw reply map plus `latency` (seconds from submission, a float).
+ *
+ * @since 0.1.0
+ */
+export type RawReply = Listener.RawReply
+
+/**
+ * True for a typed reply (a client built with `deserialize: true`).
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const tokens = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.InferenceClient
+ *   const reply = yield* client.submit("Hello")
+ *   return InferenceClient.isDeserialized(reply) ? reply.generated_tokens : reply.generated_tokens
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const isDeserialized = (reply: Reply): reply is ProtocolReply.DynamicInferenceRequest =>
+  reply instanceof ProtocolReply.DynamicInferenceRequest
+
+/**
+ * One event of a streamed request: `Partial`s (new tokens, in order), then exactly one `Final`.
+ *
+ * @since 0.1.0
+ */
+export type StreamEvent = PendingRequests.StreamEvent<Reply>
+
+/**
+ * A prompt: text, or token ids (an array or an integer typed array).
+ *
+ * @since 0.1.0
+ */
+export type PromptInput = Prompt.Prompt
+
+/**
+ * Options of a submission.
+ *
+ * @since 0.1.0
+ */
+export interface SubmitOptions {
+  /** vLLM-style modality map: `image` and/or `video` (raw bytes, a list of them, or tensors). */
+  readonly multiModalData?: Media.MultiModalData | null | undefined
+  /** Opaque metadata for the engine's payload stager; any msgpack-encodable value. */
+  readonly offloadParams?: unknown
+  /** A deadline for this request, overriding the client's `requestTimeout`. */
+  readonly timeout?: Duration.Input | undefined
+}
+
+/**
+ * Options of a KV handoff submission.
+ *
+ * @since 0.1.0
+ */
+export interface HandoffOptions {
+  /** A deadline for this request, overriding the client's `requestTimeout`. */
+  readonly timeout?: Duration.Input | undefined
+}
+
+/**
+ * A submitted request: its id (what `abort` takes) and its reply, to await. Interrupting the
+ * fiber awaiting `reply` aborts the request.
+ *
+ * @since 0.1.0
+ */
+export interface Submitted {
+  readonly requestId: number
+  readonly reply: Effect.Effect<Reply, ClientError>
+}
+
+/**
+ * The service.
+ *
+ * @since 0.1.0
+ */
+export interface Service {
+  /**
+   * Submits a request and waits for its reply. Interrupting the wait aborts the request on the
+   * coordinator. Nothing is sent when the prompt, parameters or media are refused.
+   */
+  readonly submit: (
+    prompt: PromptInput,
+    samplingParams?: SamplingParams.SamplingParamsInput | undefined,
+    options?: SubmitOptions | undefined
+  ) => Effect.Effect<Reply, ClientError>
+  /** Submits a request and returns at once with its id and its reply to await. */
+  readonly submitWithId: (
+    prompt: PromptInput,
+    samplingParams?: SamplingParams.SamplingParamsInput | undefined,
+    options?: SubmitOptions | undefined
+  ) => Effect.Effect<Submitted, ClientError>
+  /**
+   * A streamed request, submitted when the stream is run (with `streaming` forced on): its
+   * partials in order, then its final reply, then the end. Ending consumption early aborts it.
+   */
+  readonly stream: (
+    prompt: PromptInput,
+    samplingParams?: SamplingParams.SamplingParamsInput | undefined,
+    options?: SubmitOptions | undefined
+  ) => Stream.Stream<StreamEvent, ClientError>
+  /**
+   * A decode request carrying the prefill peer's KV metadata: the decode engine pulls the KV from
+   * `srcBlockIds` on the peer `kvMeta` describes, then generates.
+   */
+  readonly submitWithKvHandoff: (
+    prompt: PromptInput,
+    samplingParams: SamplingParams.SamplingParamsInput | undefined,
+    kvMeta: WireTypes.KvMeta,
+    srcBlockIds: ReadonlyArray<number>,
+    options?: HandoffOptions | undefined
+  ) => Effect.Effect<Reply, ClientError>
+  /** {@link Service.submitWithKvHandoff}, streamed. */
+  readonly streamWithKvHandoff: (
+    prompt: PromptInput,
+    samplingParams: SamplingParams.SamplingParamsInput | undefined,
+    kvMeta: WireTypes.KvMeta,
+    srcBlockIds: ReadonlyArray<number>,
+    options?: HandoffOptions | undefined
+  ) => Stream.Stream<StreamEvent, ClientError>
+  /** Tells every engine to release the KV blocks pinned for `requestId` (fire-and-forget). */
+  readonly releaseHandoff: (requestId: number) => Effect.Effect<void, ClientError>
+  /**
+   * Cancels a request on the coordinator; whatever waits for it here fails with `RequestAborted`.
+   */
+  readonly abort: (requestId: number) => Effect.Effect<void, ClientError>
+  /** PAUSE to every engine. */
+  readonly pauseEngines: () => Effect.Effect<void, ClientError>
+  /** UNPAUSE to every engine. */
+  readonly unpauseEngines: () => Effect.Effect<void, ClientError>
+  /** SUSPEND to every engine (requires PAUSED). */
+  readonly suspendEngines: () => Effect.Effect<void, ClientError>
+  /** RESUME to every engine (requires SUSPENDED). */
+  readonly resumeEngines: () => Effect.Effect<void, ClientError>
+  /** STOP to every engine (requires PAUSED or SUSPENDED); does not affect the coordinator. */
+  readonly stopEngines: () => Effect.Effect<void, ClientError>
+  /** Stamps every in-flight request with a generation epoch. */
+  readonly setGenerationEpoch: (generationEpoch: number) => Effect.Effect<void, ClientError>
+  /** START_CUDA_PROFILER to every engine. */
+  readonly startCudaProfiler: () => Effect.Effect<void, ClientError>
+  /** STOP_CUDA_PROFILER to every engine. */
+  readonly stopCudaProfiler: () => Effect.Effect<void, ClientError>
+  /** Tells the coordinator to exit its loop; does not affect the engines. */
+  readonly shutdownCoordinator: () => Effect.Effect<void, ClientError>
+  /**
+   * The routing hashes this client sends in frame 2 for a prompt: `null` when it does not hash
+   * (text prompt, or block size or prefix policy not configured), else one hash per full block,
+   * salted by `mediaCacheKey` when given.
+   */
+  readonly blockHashes: (
+    prompt: PromptInput,
+    mediaCacheKey?: string | null | undefined
+  ) => Effect.Effect<BigUint64Array | null, ClientError>
+  /** Requests in flight (submitted, neither finished nor aborted). */
+  readonly pendingCount: Effect.Effect<number>
+}
+
+/**
+ * The `InferenceClient` service.
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.InferenceClient
+ *   const reply = yield* client.submit([1, 2, 3, 4], { num_tokens_to_generate: 16 })
+ *   return reply.latency
+ * }).pipe(Effect.provide(InferenceClient.layer({ address: "tcp://127.0.0.1:5555" })))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class InferenceClient extends Context.Service<InferenceClient, Service>()(
+  "@mcore-effect/client/InferenceClient"
+) {}
+
+type State = "connecting" | "ready" | "lost" | "closed"
+
+const encodeConstant = (message: Messages.ClientMessage): ReadonlyArray<Uint8Array> =>
+  Result.getOrThrow(Messages.Client.encode(message))
+
+const CONNECT = encodeConstant({ _tag: "Connect" })
+
+const invalidRequest = (error: ProtocolError.ProtocolError): ClientError =>
+  clientError(new InvalidRequest({ error }))
+
+const invalidArgument = (name: string, why: string): ClientError =>
+  clientError(new InvalidArgument({ name, why }))
+
+const checkRequestId = (requestId: number): ClientError | undefined =>
+  Number.isSafeInteger(requestId) && requestId >= 0
+    ? undefined
+    : invalidArgument("requestId", `expected a non-negative integer, got ${String(requestId)}`)
+
+const timeoutMillis = (
+  input: Duration.Input | undefined,
+  fallback: number | undefined
+): Result.Result<number | undefined, ClientError> => {
+  if (input === undefined) return Result.succeed(fallback)
+  const duration = Duration.fromInput(input)
+  if (duration._tag === "None") return Result.fail(invalidArgument("timeout", `not a duration: ${String(input)}`))
+  const millis = Duration.toMillis(duration.value)
+  return millis >= 0 && !Number.isNaN(millis)
+    ? Result.succeed(millis === Infinity ? undefined : millis)
+    : Result.fail(invalidArgument("timeout", "must not be negative"))
+}
+
+/**
+ * Builds the client: opens the socket, performs the CONNECT / CONNECT_ACK handshake and starts
+ * the listener, all owned by the current scope. Closing the scope fails every pending request
+ * and stream with `ClientClosed`, stops the listener and closes the socket.
+ *
+ * @since 0.1.0
+ */
+export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
+  const config = ClientConfig.resolve(options)
+  const { address } = config
+  const context = yield* Effect.context<never>()
+  const metrics = new Recorder(context)
+  const runFork = Effect.runForkWith(context)
+  const warn = (message: string): void => {
+    runFork(Effect.logWarning(message).pipe(Effect.annotateLogs({ coordinator: address })))
+  }
+
+  let state: State = "connecting"
+  let nextRequestId = 0
+  const firstAck = Deferred.makeUnsafe<void, ClientError>()
+  const closedError = clientError(new ClientClosed())
+  const lostError = clientError(new CoordinatorLost({ address }))
+
+  const pending = yield* PendingRequests.make<Reply>(metrics, () => closedError)
+
+  const socket = yield* CoordinatorSocket.make({
+    address,
+    heartbeatIntervalMillis: config.heartbeatIntervalMillis,
+    heartbeatTimeoutMillis: config.heartbeatTimeoutMillis,
+    events: {
+      onUp: () => {
+        // The restarted (or reachable again) coordinator does not know this connection: say
+        // CONNECT again; submissions resume at its CONNECT_ACK.
+        if (state === "lost") socket.send(CONNECT, -1)
+      },
+      onDown: () => {
+        if (state !== "ready") return
+        state = "lost"
+        warn(`lost the coordinator; failing ${pending.size} pending request(s)`)
+        pending.failAll(lostError)
+      },
+      onSendError: (requestId, cause) => {
+        const entry = requestId >= 0 ? pending.take(requestId) : undefined
+        if (entry !== undefined) {
+          pending.fail(entry, clientError(new SendFailed({ requestId, cause })), "failed")
+        } else if (state !== "closed") {
+          warn(`a message to the coordinator was not sent: ${String(cause)}`)
+        }
+      }
+    }
+  })
+
+  yield* Listener.make({
+    socket,
+    pending,
+    metrics,
+    deserialize: config.deserialize,
+    warn,
+    handshake: {
+      awaitingFirstAck: () => state === "connecting",
+      acknowledged: () => {
+        if (state === "connecting") {
+          state = "ready"
+          Deferred.doneUnsafe(firstAck, Exit.void)
+        } else if (state === "lost") {
+          state = "ready"
+          warn("the coordinator is back (CONNECT_ACK)")
+        }
+      },
+      rejected: (received) => {
+        Deferred.doneUnsafe(firstAck, Exit.fail(clientError(new HandshakeRejected({ address, received }))))
+      }
+    }
+  })
+
+  // Runs first at scope close: from here on every operation fails with ClientClosed.
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      state = "closed"
+    })
+  )
+
+  socket.send(CONNECT, -1)
+  yield* Deferred.await(firstAck).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(config.connectTimeoutMillis),
+      orElse: () =>
+        Effect.fail(clientError(new ConnectTimeout({ address, timeoutMillis: config.connectTimeoutMillis })))
+    })
+  )
+
+  // ------------------------------------------------------------------------------------------
+  // Sending
+  // ------------------------------------------------------------------------------------------
+
+  const unavailable = (): ClientError | undefined =>
+    state === "ready" ? undefined : state === "lost" ? lostError : closedError
+
+  const sendAbort = (requestId: number): void => {
+    // Not the request's own message: a failure to send it fails nothing.
+    if (state === "ready") socket.send(encodeConstant({ _tag: "AbortRequest", requestId }), -1)
+  }
+
+  /** Interruption or early end of a stream: abort, if the request is still pending. */
+  const cancel = (requestId: number): void => {
+    const entry = pending.take(requestId)
+    if (entry === undefined) return
+    sendAbort(requestId)
+    pending.fail(entry, clientError(new RequestAborted({ requestId })), "aborted")
+  }
+
+  const expire = (requestId: number, millis: number): void => {
+    const entry = pending.take(requestId)
+    if (entry === undefined) return
+    sendAbort(requestId)
+    pending.fail(entry, clientError(new RequestTimeout({ requestId, timeoutMillis: millis })), "failed")
+  }
+
+  /**
+   * Validates, encodes, registers and queues a request, in one synchronous step so ids go out in
+   * the order they are assigned. Nothing is registered or sent when anything is refused.
+   */
+  const register = <E extends PendingRequests.Entry<Reply>>(
+    build: (requestId: number) => Result.Result<Messages.ClientMessage, ProtocolError.ProtocolError>,
+    entryOf: (requestId: number, startedAt: number) => E,
+    timeout: Duration.Input | undefined
+  ): Result.Result<E, ClientError> => {
+    const error = unavailable()
+    if (error !== undefined) return Result.fail(error)
+    const deadline = timeoutMillis(timeout, config.requestTimeoutMillis)
+    if (Result.isFailure(deadline)) return Result.fail(deadline.failure)
+    const requestId = nextRequestId
+    const message = build(requestId)
+    if (Result.isFailure(message)) return Result.fail(invalidRequest(message.failure))
+    const frames = Messages.Client.encode(message.success)
+    if (Result.isFailure(frames)) return Result.fail(invalidRequest(frames.failure))
+    nextRequestId++
+    const entry = entryOf(requestId, performance.now())
+    pending.add(entry)
+    const millis = deadline.success
+    if (millis !== undefined) entry.timer = setTimeout(expire, millis, requestId, millis)
+    socket.send(frames.success, requestId)
+    return Result.succeed(entry)
+  }
+
+  const single = (requestId: number, startedAt: number) => new PendingRequests.Single<Reply>(requestId, startedAt)
+
+  const awaitReply = (entry: PendingRequests.Single<Reply>): Effect.Effect<Reply, ClientError> =>
+    Deferred.await(entry.deferred).pipe(Effect.onInterrupt(() => Effect.sync(() => cancel(entry.requestId))))
+
+  const submission = (
+    prompt: PromptInput,
+    samplingParams: SamplingParams.SamplingParamsInput | undefined,
+    options: SubmitOptions | undefined,
+    streaming: boolean
+  ) =>
+  (requestId: number) =>
+    Submission.submitRequest({
+      requestId,
+      prompt,
+      samplingParams,
+      multiModalData: options?.multiModalData,
+      offloadParams: options?.offloadParams,
+      streaming
+    }, config.hashing)
+
+  const handoff = (
+    prompt: PromptInput,
+    samplingParams: SamplingParams.SamplingParamsInput | undefined,
+    kvMeta: WireTypes.KvMeta,
+    srcBlockIds: ReadonlyArray<number>,
+    streaming: boolean
+  ) =>
+  (requestId: number) => Submission.submitRequestWithKv({ requestId, prompt, samplingParams, kvMeta, srcBlockIds, streaming })
+
+  const submitSingle = (
+    build: (requestId: number) => Result.Result<Messages.ClientMessage, ProtocolError.ProtocolError>,
+    timeout: Duration.Input | undefined
+  ) =>
+    Effect.suspend(() => Effect.fromResult(register(build, single, timeout))).pipe(
+      Effect.tap((entry) => Effect.annotateCurrentSpan("mcore.request_id", entry.requestId))
+    )
+
+  const streamOf = (
+    name: string,
+    build: (requestId: number) => Result.Result<Messages.ClientMessage, ProtocolError.ProtocolError>,
+    timeout: Duration.Input | undefined
+  ): Stream.Stream<StreamEvent, ClientError> =>
+    Stream.callback<StreamEvent, ClientError>((queue) =>
+      Effect.suspend(() =>
+        Effect.fromResult(
+          register(
+            build,
+            (requestId, startedAt) => new PendingRequests.Streamed<Reply>(requestId, startedAt, queue),
+            timeout
+          )
+        )
+      ).pipe(
+        Effect.flatMap((entry) =>
+          Effect.annotateCurrentSpan("mcore.request_id", entry.requestId).pipe(
+            // The stream ended (Final arrived: nothing pending) or its consumer stopped: abort.
+            Effect.andThen(Effect.addFinalizer(() => Effect.sync(() => cancel(entry.requestId))))
+          )
+        )
+      )
+    ).pipe(Stream.withSpan(name))
+
+  const signal = (name: string, message: Messages.ClientMessage) => {
+    const frames = encodeConstant(message)
+    return Effect.fn(name)(function*() {
+      const error = unavailable()
+      if (error !== undefined) return yield* Effect.fail(error)
+      socket.send(frames, -1)
+    })
+  }
+
+  const sendWithId = (
+    name: string,
+    message: (requestId: number) => Messages.ClientMessage,
+    local: (requestId: number) => void
+  ) =>
+    Effect.fn(name)(function*(requestId: number) {
+      yield* Effect.annotateCurrentSpan("mcore.request_id", requestId)
+      const invalid = checkRequestId(requestId)
+      if (invalid !== undefined) return yield* Effect.fail(invalid)
+      const error = unavailable()
+      if (error !== undefined) return yield* Effect.fail(error)
+      socket.send(encodeConstant(message(requestId)), -1)
+      local(requestId)
+    })
+
+  return InferenceClient.of({
+    submit: Effect.fn("InferenceClient.submit")(function*(
+      prompt: PromptInput,
+      samplingParams?: SamplingParams.SamplingParamsInput,
+      options?: SubmitOptions
+    ) {
+      const entry = yield* submitSingle(submission(prompt, samplingParams, options, false), options?.timeout)
+      return yield* awaitReply(entry)
+    }),
+    submitWithId: Effect.fn("InferenceClient.submitWithId")(function*(
+      prompt: PromptInput,
+      samplingParams?: SamplingParams.SamplingParamsInput,
+      options?: SubmitOptions
+    ) {
+      const entry = yield* submitSingle(submission(prompt, samplingParams, options, false), options?.timeout)
+      return { requestId: entry.requestId, reply: awaitReply(entry) }
+    }),
+    stream: (prompt, samplingParams, options) =>
+      streamOf("InferenceClient.stream", submission(prompt, samplingParams, options, true), options?.timeout),
+    submitWithKvHandoff: Effect.fn("InferenceClient.submitWithKvHandoff")(
+      function*(
+        prompt: PromptInput,
+        samplingParams: SamplingParams.SamplingParamsInput | undefined,
+        kvMeta: WireTypes.KvMeta,
+        srcBlockIds: ReadonlyArray<number>,
+        options?: HandoffOptions
+      ) {
+        const entry = yield* submitSingle(handoff(prompt, samplingParams, kvMeta, srcBlockIds, false), options?.timeout)
+        return yield* awaitReply(entry)
+      }
+    ),
+    streamWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
+      streamOf(
+        "InferenceClient.streamWithKvHandoff",
+        handoff(prompt, samplingParams, kvMeta, srcBlockIds, true),
+        options?.timeout
+      ),
+    releaseHandoff: sendWithId("InferenceClient.releaseHandoff", (requestId) => ({ _tag: "ReleaseKv", requestId }), () => {}),
+    abort: sendWithId("InferenceClient.abort", (requestId) => ({ _tag: "AbortRequest", requestId }), (requestId) => {
+      const entry = pending.take(requestId)
+      if (entry !== undefined) pending.fail(entry, clientError(new RequestAborted({ requestId })), "aborted")
+    }),
+    pauseEngines: signal("InferenceClient.pauseEngines", { _tag: "Pause" }),
+    unpauseEngines: signal("InferenceClient.unpauseEngines", { _tag: "Unpause" }),
+    suspendEngines: signal("InferenceClient.suspendEngines", { _tag: "Suspend" }),
+    resumeEngines: signal("InferenceClient.resumeEngines", { _tag: "Resume" }),
+    stopEngines: signal("InferenceClient.stopEngines", { _tag: "Stop" }),
+    startCudaProfiler: signal("InferenceClient.startCudaProfiler", { _tag: "StartCudaProfiler" }),
+    stopCudaProfiler: signal("InferenceClient.stopCudaProfiler", { _tag: "StopCudaProfiler" }),
+    shutdownCoordinator: signal("InferenceClient.shutdownCoordinator", { _tag: "Shutdown" }),
+    setGenerationEpoch: Effect.fn("InferenceClient.setGenerationEpoch")(function*(generationEpoch: number) {
+      if (!Number.isSafeInteger(generationEpoch)) {
+        return yield* Effect.fail(
+          invalidArgument("generationEpoch", `expected an integer, got ${String(generationEpoch)}`)
+        )
+      }
+      const error = unavailable()
+      if (error !== undefined) return yield* Effect.fail(error)
+      socket.send(encodeConstant({ _tag: "SetGenerationEpoch", generationEpoch }), -1)
+    }),
+    blockHashes: (prompt, mediaCacheKey) =>
+      Effect.suspend(() => {
+        const valid = Prompt.validate(prompt)
+        if (Result.isFailure(valid)) return Effect.fail(invalidRequest(valid.failure))
+        return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, config.hashing, mediaCacheKey))
+      }),
+    pendingCount: Effect.sync(() => pending.size)
+  })
+})
+
+/**
+ * The client as a layer: acquiring it connects and performs the handshake (failing with
+ * `ConnectTimeout`, `HandshakeRejected` or `InvalidAddress`); releasing it closes the client.
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const ClientLive = InferenceClient.layer({
+ *   address: "tcp://127.0.0.1:5555",
+ *   blockSizeTokens: 64,
+ *   prefixCachingPolicy: "longest_prefix",
+ *   connectTimeout: "5 seconds",
+ *   heartbeatTimeout: "3 seconds"
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.InferenceClient
+ *   const { requestId, reply } = yield* client.submitWithId("Hello", { num_tokens_to_generate: 8 })
+ *   return yield* reply
+ * }).pipe(Effect.provide(ClientLive))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = (options: ClientConfig.ClientOptions): Layer.Layer<InferenceClient, ClientError> =>
+  Layer.effect(InferenceClient, make(options))
+
+/**
+ * The client as a layer whose options are read from `Config` (by default
+ * {@link ClientConfig.config}: `MCORE_COORDINATOR_ADDRESS` and friends).
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient } from "@mcore-effect/client"
+ *
+ * // MCORE_COORDINATOR_ADDRESS=tcp://127.0.0.1:5555 MCORE_DESERIALIZE=true
+ * const ClientLive = InferenceClient.layerConfig()
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layerConfig = (
+  config: Config.Config<ClientConfig.ClientOptions> = ClientConfig.config
+): Layer.Layer<InferenceClient, ClientError | Config.ConfigError> =>
+  Layer.effect(
+    InferenceClient,
+    Effect.gen(function*() {
+      return yield* make(yield* config)
+    })
+  )

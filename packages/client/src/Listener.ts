@@ -1,0 +1,190 @@
+/**
+ * The receive side: one promise loop that reads every message the coordinator sends, decodes it,
+ * and finishes the request it names in the registry. A scoped resource: started on acquire,
+ * stopped on release (the socket's close then ends the pending receive).
+ *
+ * Whatever arrives, the loop survives it: a message that is not one of the protocol's is counted
+ * and logged and dropped; a reply for an id that is not pending (aborted, timed out, or unknown)
+ * is counted and dropped without decoding its body; a reply whose body is not a reply fails only
+ * its own request.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { Messages, Msgpack, type ProtocolError, Reply } from "@mcore-effect/protocol"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import { clientError, MalformedReply } from "./ClientError.ts"
+import type { Recorder } from "./ClientMetrics.ts"
+import type { CoordinatorSocket } from "./CoordinatorSocket.ts"
+import type { Entry, PendingRequests } from "./PendingRequests.ts"
+
+/**
+ * A reply as the client hands it over: the raw map with `latency` added, or the typed request.
+ *
+ * @since 0.1.0
+ */
+export type AnyReply = RawReply | Reply.DynamicInferenceRequest
+
+/**
+ * The raw reply map (`deserialize: false`), as the engine serialized it, plus `latency`: seconds
+ * from submission, a float.
+ *
+ * @since 0.1.0
+ */
+export interface RawReply {
+  readonly latency: number
+  readonly [key: string]: unknown
+}
+
+/**
+ * What the listener reports about the connection's handshake.
+ *
+ * @since 0.1.0
+ */
+export interface Handshake {
+  /** True until the first CONNECT_ACK: then anything but CONNECT_ACK rejects the handshake. */
+  readonly awaitingFirstAck: () => boolean
+  readonly acknowledged: () => void
+  readonly rejected: (received: string) => void
+}
+
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ */
+export interface Options {
+  readonly socket: CoordinatorSocket
+  readonly pending: PendingRequests<AnyReply>
+  readonly metrics: Recorder
+  readonly deserialize: boolean
+  readonly handshake: Handshake
+  /** Logs a warning (from outside the fiber runtime). */
+  readonly warn: (message: string) => void
+}
+
+const tokensOf = (reply: Record<string, unknown>): number => {
+  const length = reply.generated_length
+  if (typeof length === "number") return length
+  const tokens = reply.generated_tokens
+  return Array.isArray(tokens) ? tokens.length : 0
+}
+
+const describe = (error: ProtocolError.ProtocolError, frames: ReadonlyArray<Uint8Array>): string =>
+  `${error.message} (${frames.length} frame(s))`
+
+/**
+ * Reads the body of a reply and finishes its request. The body is only decoded here, for a
+ * request that is pending: a late reply costs a map lookup, not a decode.
+ */
+const finish = (options: Options, entry: Entry<AnyReply>, body: Uint8Array | undefined): void => {
+  const { metrics, pending } = options
+  const latency = (performance.now() - entry.startedAt) / 1000
+  let map: unknown
+  try {
+    map = body === undefined ? undefined : Msgpack.decode(body)
+  } catch (cause) {
+    map = cause
+  }
+  if (isMap(map)) {
+    // The client's addition, before decoding, so the typed reply carries it too.
+    map.latency = latency
+    if (!options.deserialize) return pending.complete(entry, map as RawReply, latency, tokensOf(map))
+    const decoded = Reply.decodeReply(map)
+    if (Result.isSuccess(decoded)) return pending.complete(entry, decoded.success, latency, tokensOf(map))
+    return malformedReply(options, entry, decoded.failure.message)
+  }
+  return malformedReply(
+    options,
+    entry,
+    map instanceof Error
+      ? map.message
+      : `the reply should be a map, got ${map === null ? "null" : Array.isArray(map) ? "an array" : typeof map}`
+  )
+}
+
+const malformedReply = (options: Options, entry: Entry<AnyReply>, why: string): void => {
+  options.metrics.malformed()
+  options.warn(`dropped a malformed reply to request ${entry.requestId}: ${why}`)
+  options.pending.fail(entry, clientError(new MalformedReply({ requestId: entry.requestId, why })), "failed")
+}
+
+const isMap = (u: unknown): u is Record<string, unknown> => {
+  if (u === null || typeof u !== "object") return false
+  const proto = Object.getPrototypeOf(u)
+  return proto === Object.prototype || proto === null
+}
+
+const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): void => {
+  const { handshake, metrics, pending } = options
+  const envelope = Messages.Coordinator.decodeEnvelope(frames)
+  if (Result.isFailure(envelope)) {
+    metrics.malformed()
+    if (handshake.awaitingFirstAck()) return handshake.rejected(describe(envelope.failure, frames))
+    options.warn(`dropped a malformed message from the coordinator: ${describe(envelope.failure, frames)}`)
+    return
+  }
+  const { metadata, spec } = envelope.success
+  if (spec.tag === "ConnectAck") return handshake.acknowledged()
+  if (handshake.awaitingFirstAck()) return handshake.rejected(spec.tag)
+  const requestId = metadata.requestId as number
+  if (spec.tag === "EngineReply") {
+    const entry = pending.take(requestId)
+    if (entry === undefined) return metrics.unknownRequest()
+    return finish(options, entry, frames[1])
+  }
+  // EngineReplyPartial
+  const entry = pending.get(requestId)
+  if (entry === undefined) return metrics.unknownRequest()
+  const body = Messages.Coordinator.decodeBody(envelope.success, "partial")
+  if (Result.isFailure(body)) {
+    metrics.malformed()
+    options.warn(`dropped a malformed partial of request ${requestId}: ${body.failure.message}`)
+    return
+  }
+  pending.partial(entry, (body.success as Reply.PartialReply).new_tokens)
+}
+
+const loop = async (options: Options, state: { stopped: boolean }): Promise<void> => {
+  const { socket } = options
+  while (!state.stopped) {
+    let frames: Array<Buffer>
+    try {
+      frames = await socket.receive()
+    } catch (cause) {
+      if (state.stopped || socket.isClosed()) return
+      options.warn(`receive failed: ${cause instanceof Error ? cause.message : String(cause)}`)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      continue
+    }
+    if (state.stopped) return
+    try {
+      handle(options, frames)
+    } catch (cause) {
+      // Not expected (decoding returns errors, it does not throw); but nothing that arrives may
+      // end the loop.
+      options.metrics.malformed()
+      options.warn(`a message from the coordinator broke its handler: ${String(cause)}`)
+    }
+  }
+}
+
+/**
+ * Starts the receive loop; it stops when the scope closes.
+ *
+ * @since 0.1.0
+ */
+export const make = (options: Options): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const state = { stopped: false }
+      void loop(options, state)
+      return state
+    }),
+    (state) =>
+      Effect.sync(() => {
+        state.stopped = true
+      })
+  ).pipe(Effect.asVoid)

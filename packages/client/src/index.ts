@@ -1,0 +1,10 @@
+/**
+ * A TypeScript / Effect client for Megatron-LM Core's inference coordinator: the Python
+ * `InferenceClient` as an Effect service, wire-compatible with the Python peers.
+ *
+ * @since 0.1.0
+ */
+export * as ClientConfig from "./ClientConfig.ts"
+export * as ClientError from "./ClientError.ts"
+export * as ClientMetrics from "./ClientMetrics.ts"
+export * as InferenceClient from "./InferenceClient.ts"

@@ -1,0 +1,288 @@
+/**
+ * The client against a coordinator that does exactly what each test says: handshake failures,
+ * aborts and late replies, garbage on the wire, a coordinator that disappears. Real ZeroMQ
+ * sockets on loopback.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Msgpack } from "@mcore-effect/protocol"
+import { Effect, Exit, Fiber, Metric, Result, Scope, Stream } from "effect"
+import { ClientMetrics, InferenceClient } from "../src/index.ts"
+import * as StubCoordinator from "./support/StubCoordinator.ts"
+
+const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provideService(effect, Metric.MetricRegistry, new Map())
+
+/** The next message whose tag is `tag`, skipping CONNECTs. */
+const takeMessage = (stub: StubCoordinator.StubCoordinator) =>
+  Effect.gen(function*() {
+    for (;;) {
+      const received = yield* stub.take
+      if (Result.isSuccess(received.message) && received.message.success._tag === "Connect") continue
+      return received
+    }
+  })
+
+const tagOf = (received: StubCoordinator.Received) =>
+  Result.isSuccess(received.message) ? received.message.success._tag : "undecodable"
+
+/** Every message up to and including the next PAUSE (the test's end-of-sequence marker). */
+const takeUntilPause = (stub: StubCoordinator.StubCoordinator) =>
+  Effect.gen(function*() {
+    const out: Array<StubCoordinator.Received> = []
+    for (;;) {
+      const received = yield* takeMessage(stub)
+      out.push(received)
+      if (tagOf(received) === "Pause") return out
+    }
+  })
+
+const reasonOf = <A>(effect: Effect.Effect<A, { readonly reason: { readonly _tag: string } }>) =>
+  Effect.flip(effect).pipe(Effect.map((error) => error.reason._tag))
+
+describe("InferenceClient against a stub coordinator", () => {
+  it.live("says CONNECT first and is ready at CONNECT_ACK", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const first = yield* stub.take
+      expect(first.frames.map((f) => [...f])).toEqual([[0x91, 0x00]])
+      expect(yield* client.pendingCount).toBe(0)
+    }).pipe(withRegistry))
+
+  it.live("fails with ConnectTimeout when nobody acknowledges", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make({ ack: false })
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 200 })))
+      expect(error.reason._tag).toBe("ConnectTimeout")
+      expect(error.message).toContain(stub.address)
+    }).pipe(withRegistry))
+
+  it.live("fails with HandshakeRejected when anything but CONNECT_ACK answers", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make({ ack: false })
+      const fiber = yield* Effect.forkChild(Effect.scoped(InferenceClient.make({ address: stub.address })))
+      const connect = yield* stub.take
+      yield* stub.send(connect.identity, [Msgpack.encode([40])])
+      const exit = yield* Fiber.await(fiber)
+      expect(Exit.isFailure(exit)).toBe(true)
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      expect(error.reason._tag).toBe("HandshakeRejected")
+    }).pipe(withRegistry))
+
+  it.live("fails with HandshakeRejected on garbage instead of CONNECT_ACK", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make({ ack: false })
+      const fiber = yield* Effect.forkChild(Effect.scoped(InferenceClient.make({ address: stub.address })))
+      const connect = yield* stub.take
+      yield* stub.send(connect.identity, [Buffer.from([0xc1, 0xff])])
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      expect(error.reason._tag).toBe("HandshakeRejected")
+    }).pipe(withRegistry))
+
+  it.live("fails with InvalidAddress for an address ZeroMQ refuses", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: "nowhere" })))
+      expect(error.reason._tag).toBe("InvalidAddress")
+    }).pipe(withRegistry))
+
+  it.live("sends nothing for a refused request and does not spend its id", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      expect(yield* reasonOf(client.submit([1, -2, 3]))).toBe("InvalidRequest")
+      expect(yield* reasonOf(client.submit("x", { top_p: 7 }))).toBe("InvalidRequest")
+      expect(yield* reasonOf(client.submit("x", {}, { multiModalData: { audio: new Uint8Array(1) } as never })))
+        .toBe("InvalidRequest")
+      expect(yield* reasonOf(client.submit("x", {}, { offloadParams: { f: () => 1 } }))).toBe("InvalidRequest")
+      expect(yield* reasonOf(client.submitWithKvHandoff([1], {}, [] as never, [0]))).toBe("InvalidRequest")
+      expect(yield* reasonOf(client.abort(-1))).toBe("InvalidArgument")
+      expect(yield* reasonOf(client.setGenerationEpoch(1.5))).toBe("InvalidArgument")
+      expect(yield* client.pendingCount).toBe(0)
+      const { requestId } = yield* client.submitWithId("ok")
+      expect(requestId).toBe(0)
+      // The single writer keeps order: had anything been sent for the refused ones, it would come first.
+      const next = yield* takeMessage(stub)
+      expect(tagOf(next)).toBe("SubmitRequest")
+      expect(next.frames.length).toBe(5)
+    }).pipe(withRegistry))
+
+  it.live("interrupting a submit sends exactly one ABORT and empties the registry; the late reply is dropped", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const fiber = yield* Effect.forkChild(client.submit([1, 2, 3]))
+      const submitted = yield* takeMessage(stub)
+      expect(tagOf(submitted)).toBe("SubmitRequest")
+      expect(yield* client.pendingCount).toBe(1)
+      yield* Fiber.interrupt(fiber)
+      expect(yield* client.pendingCount).toBe(0)
+      yield* client.pauseEngines()
+      const sent = yield* takeUntilPause(stub)
+      expect(sent.map(tagOf)).toEqual(["AbortRequest", "Pause"])
+      expect(Result.getOrThrow(sent[0]!.message)).toEqual({ _tag: "AbortRequest", requestId: 0 })
+
+      // The engine finishes anyway: the reply is dropped and counted, and the next request is unaffected.
+      yield* stub.reply(submitted.identity, 0, { request_id: 0, status: "COMPLETED" })
+      const next = yield* Effect.forkChild(client.submit("next"))
+      const nextSubmit = yield* takeMessage(stub)
+      yield* stub.reply(nextSubmit.identity, 1, { request_id: 1, status: "COMPLETED", generated_length: 3 })
+      const reply = yield* Fiber.join(next)
+      expect(reply.request_id).toBe(1)
+      expect((yield* Metric.value(Metric.withAttributes(ClientMetrics.messagesDropped, { reason: "unknown_request" })))
+        .count).toBe(1)
+      expect((yield* Metric.value(ClientMetrics.aborted)).count).toBe(1)
+      expect((yield* Metric.value(ClientMetrics.completed)).count).toBe(1)
+      expect((yield* Metric.value(ClientMetrics.inFlight)).value).toBe(0)
+      expect(yield* client.pendingCount).toBe(0)
+    }).pipe(withRegistry))
+
+  it.live("abort(id) ends the waiting submit with RequestAborted and sends one ABORT", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const { reply, requestId } = yield* client.submitWithId("hello")
+      const waiting = yield* Effect.forkChild(reply)
+      yield* client.abort(requestId)
+      const error = yield* Effect.flip(Fiber.join(waiting))
+      expect(error.reason).toMatchObject({ _tag: "RequestAborted", requestId })
+      yield* client.pauseEngines()
+      expect((yield* takeUntilPause(stub)).map(tagOf)).toEqual(["SubmitRequest", "AbortRequest", "Pause"])
+      expect(yield* client.pendingCount).toBe(0)
+    }).pipe(withRegistry))
+
+  it.live("ending a stream early sends exactly one ABORT", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const fiber = yield* Effect.forkChild(client.stream([5, 6]).pipe(Stream.take(1), Stream.runCollect))
+      const submitted = yield* takeMessage(stub)
+      yield* stub.partial(submitted.identity, 0, [7])
+      const events = yield* Fiber.join(fiber)
+      expect(events).toEqual([{ _tag: "Partial", requestId: 0, newTokens: [7] }])
+      yield* client.pauseEngines()
+      expect((yield* takeUntilPause(stub)).map(tagOf)).toEqual(["AbortRequest", "Pause"])
+      expect(yield* client.pendingCount).toBe(0)
+    }).pipe(withRegistry))
+
+  it.live("a stream that reaches its final reply sends no ABORT", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const fiber = yield* Effect.forkChild(Stream.runCollect(client.stream([5, 6], { streaming_interval: 1 })))
+      const submitted = yield* takeMessage(stub)
+      const message = Result.getOrThrow(submitted.message)
+      expect(message._tag === "SubmitRequest" && message.samplingParams.streaming).toBe(true)
+      yield* stub.partial(submitted.identity, 0, [7])
+      yield* stub.partial(submitted.identity, 0, [8, 9])
+      yield* stub.reply(submitted.identity, 0, { request_id: 0, generated_tokens: [7, 8, 9] })
+      const events = yield* Fiber.join(fiber)
+      expect(events.map((e) => e._tag)).toEqual(["Partial", "Partial", "Final"])
+      expect(events[1]).toEqual({ _tag: "Partial", requestId: 0, newTokens: [8, 9] })
+      yield* client.pauseEngines()
+      expect((yield* takeUntilPause(stub)).map(tagOf)).toEqual(["Pause"])
+    }).pipe(withRegistry))
+
+  it.live("a deadline aborts the request and fails it with RequestTimeout", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const error = yield* Effect.flip(client.submit("slow", {}, { timeout: 50 }))
+      expect(error.reason).toMatchObject({ _tag: "RequestTimeout", requestId: 0, timeoutMillis: 50 })
+      yield* client.pauseEngines()
+      expect((yield* takeUntilPause(stub)).map(tagOf)).toEqual(["SubmitRequest", "AbortRequest", "Pause"])
+      expect(yield* client.pendingCount).toBe(0)
+      expect((yield* Metric.value(ClientMetrics.failed)).count).toBe(1)
+    }).pipe(withRegistry))
+
+  it.live("garbage from the coordinator is counted and dropped; requests in flight still complete", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const fiber = yield* Effect.forkChild(client.submit([1, 2]))
+      const submitted = yield* takeMessage(stub)
+      const garbage: Array<Array<Uint8Array>> = [
+        [Buffer.from([0xc1])], // not msgpack
+        [Msgpack.encode([99, 0])], // unknown header
+        [Msgpack.encode([21, 0])], // a reply without its body
+        [Msgpack.encode([21, "zero"]), Msgpack.encode({})], // a request id that is not one
+        [Msgpack.encode({ not: "an array" })],
+        [Msgpack.encode([22, 0]), Msgpack.encode({ request_id: 0, new_tokens: "seven" })], // a bad partial
+        [Msgpack.encode([20, 0])], // a header the coordinator does not send
+        [Buffer.alloc(0)]
+      ]
+      for (const frames of garbage) yield* stub.send(submitted.identity, frames)
+      yield* stub.reply(submitted.identity, 0, { request_id: 0, status: "COMPLETED" })
+      const reply = yield* Fiber.join(fiber)
+      expect(reply.status).toBe("COMPLETED")
+      expect((yield* Metric.value(Metric.withAttributes(ClientMetrics.messagesDropped, { reason: "malformed" })))
+        .count).toBe(garbage.length)
+    }).pipe(withRegistry))
+
+  it.live("a reply whose body is not a reply fails only its own request, with MalformedReply", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address, deserialize: true })
+      const first = yield* Effect.forkChild(client.submit("a"))
+      const second = yield* Effect.forkChild(client.submit("b"))
+      const a = yield* takeMessage(stub)
+      yield* takeMessage(stub)
+      yield* stub.send(a.identity, [Msgpack.encode([21, 0]), Msgpack.encode([1, 2, 3])])
+      yield* stub.reply(a.identity, 1, { request_id: 1, status: "COMPLETED" })
+      const error = yield* Effect.flip(Fiber.join(first))
+      expect(error.reason).toMatchObject({ _tag: "MalformedReply", requestId: 0 })
+      expect((yield* Fiber.join(second)).status).toBe("COMPLETED")
+    }).pipe(withRegistry))
+
+  it.live("closing the scope fails pending requests and streams with ClientClosed", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const scope = yield* Scope.make()
+      const client = yield* InferenceClient.make({ address: stub.address }).pipe(Scope.provide(scope))
+      const submits = yield* Effect.forkChild(
+        Effect.all([client.submit("a"), client.submit("b"), client.submit("c")], { concurrency: "unbounded" })
+      )
+      const stream = yield* Effect.forkChild(Stream.runCollect(client.stream("d")))
+      for (let i = 0; i < 4; i++) yield* takeMessage(stub)
+      expect(yield* client.pendingCount).toBe(4)
+      yield* Scope.close(scope, Exit.void)
+      expect((yield* Effect.flip(Fiber.join(submits))).reason._tag).toBe("ClientClosed")
+      expect((yield* Effect.flip(Fiber.join(stream))).reason._tag).toBe("ClientClosed")
+      expect(yield* client.pendingCount).toBe(0)
+      expect(yield* reasonOf(client.submit("after"))).toBe("ClientClosed")
+      expect(yield* reasonOf(client.pauseEngines())).toBe("ClientClosed")
+    }).pipe(withRegistry))
+
+  it.live("a coordinator that goes away fails what is pending with CoordinatorLost; the client recovers when it is back", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({
+        address: stub.address,
+        heartbeatInterval: 50,
+        heartbeatTimeout: 300
+      })
+      const pending = yield* Effect.forkChild(client.submit("a"))
+      const stream = yield* Effect.forkChild(Stream.runCollect(client.stream("b")))
+      yield* takeMessage(stub)
+      yield* takeMessage(stub)
+      yield* stub.close
+      expect((yield* Effect.flip(Fiber.join(pending))).reason._tag).toBe("CoordinatorLost")
+      expect((yield* Effect.flip(Fiber.join(stream))).reason._tag).toBe("CoordinatorLost")
+      expect(yield* reasonOf(client.submit("while lost"))).toBe("CoordinatorLost")
+      expect(yield* client.pendingCount).toBe(0)
+
+      // Back on the same address: the client says CONNECT again and works at the CONNECT_ACK.
+      const again = yield* StubCoordinator.make({ address: stub.address })
+      const connect = yield* again.take
+      expect(tagOf(connect)).toBe("Connect")
+      const reply = yield* Effect.gen(function*() {
+        for (;;) {
+          const attempt = yield* Effect.result(client.submitWithId("after"))
+          if (Result.isSuccess(attempt)) return attempt.success
+          yield* Effect.sleep(10)
+        }
+      })
+      const submitted = yield* takeMessage(again)
+      yield* again.reply(submitted.identity, reply.requestId, { request_id: reply.requestId })
+      expect((yield* reply.reply).request_id).toBe(reply.requestId)
+    }).pipe(withRegistry))
+})
