@@ -1,0 +1,181 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Result } from "effect"
+import { Messages, Msgpack, type ProtocolError, SamplingParams } from "../src/index.ts"
+
+const pack = (value: unknown) => Msgpack.encode(value)
+const nil = pack(null)
+
+const failureOf = <A>(result: Result.Result<A, ProtocolError.ProtocolError>): ProtocolError.ProtocolError => {
+  if (Result.isSuccess(result)) throw new Error(`expected a failure, got ${JSON.stringify(result.success)}`)
+  return result.failure
+}
+
+/** A valid five-frame SUBMIT to break in various ways. */
+const params = Result.getOrThrow(
+  Messages.Client.encode({
+    _tag: "SubmitRequest",
+    requestId: 1,
+    samplingParams: SamplingParams.defaults,
+    mediaDescriptor: null,
+    prompt: [1, 2, 3],
+    blockHashes: null,
+    media: null,
+    offloadParams: null
+  })
+)
+
+describe("decoding checks the arity first", () => {
+  it.each([1, 2, 3, 4, 6, 9])("a SUBMIT of %i frames is an ArityMismatch", (count) => {
+    const frames = Array.from({ length: count }, (_, i) => params[i] ?? nil)
+    const error = failureOf(Messages.Client.decode(frames))
+    expect(error.reason).toMatchObject({ _tag: "ArityMismatch", messageTag: "SubmitRequest", expected: 5, actual: count })
+    expect(error.message).toBe(`ArityMismatch: SubmitRequest takes 5 frame(s), got ${count}`)
+  })
+
+  it.each([1, 2, 4])("a KV handoff of %i frames is an ArityMismatch", (count) => {
+    const head = pack([24, 3, {}, {}])
+    const frames = [head, ...Array.from({ length: count - 1 }, () => pack([1]))]
+    expect(failureOf(Messages.Client.decode(frames)).reason).toMatchObject({
+      _tag: "ArityMismatch",
+      expected: 3,
+      actual: count
+    })
+  })
+
+  it.each([1, 3])("a reply of %i frames is an ArityMismatch", (count) => {
+    const frames = [pack([21, 7]), ...Array.from({ length: count - 1 }, () => pack({}))]
+    expect(failureOf(Messages.Coordinator.decode(frames)).reason).toMatchObject({
+      _tag: "ArityMismatch",
+      messageTag: "EngineReply",
+      expected: 2
+    })
+  })
+
+  it("arity is checked before the metadata: a 4-frame SUBMIT with a bad frame 0 tail is still ArityMismatch", () => {
+    const frames = [pack([20, "not an id", 5, 6]), nil, nil, nil]
+    expect(failureOf(Messages.Client.decode(frames)).reason._tag).toBe("ArityMismatch")
+  })
+
+  it("a batched engine reply must have one body per entry", () => {
+    const frames = [pack([21, [[1, false], [2, true]]]), pack({ request_id: 1 })]
+    expect(failureOf(Messages.Engine.decode(frames)).reason).toMatchObject({
+      _tag: "ArityMismatch",
+      messageTag: "EngineReplyBatch",
+      expected: 3,
+      actual: 2
+    })
+  })
+})
+
+describe("malformed frames are typed, with the frame and the reason", () => {
+  it("no frames at all", () => {
+    expect(failureOf(Messages.Client.decode([])).reason).toMatchObject({ _tag: "MalformedFrame", frame: 0 })
+  })
+
+  it("frame 0 that is not msgpack", () => {
+    const reason = failureOf(Messages.Client.decode([new Uint8Array([0xc1])])).reason
+    expect(reason).toMatchObject({ _tag: "MalformedFrame", frame: 0 })
+  })
+
+  it("frame 0 with trailing bytes", () => {
+    const reason = failureOf(Messages.Client.decode([new Uint8Array([0x91, 0x00, 0x00])])).reason
+    expect(reason).toMatchObject({ _tag: "MalformedFrame", frame: 0 })
+  })
+
+  it("frame 0 that is not an array with a header", () => {
+    for (const value of [{}, [], "x", 5, null]) {
+      expect(failureOf(Messages.Client.decode([pack(value)])).reason).toMatchObject({ _tag: "MalformedFrame", frame: 0 })
+    }
+  })
+
+  it("an unknown header", () => {
+    expect(failureOf(Messages.Client.decode([pack([99])])).reason).toMatchObject({ _tag: "UnknownHeader", value: 99 })
+  })
+
+  it("a known header that does not travel in this direction", () => {
+    const reason = failureOf(Messages.Coordinator.decode([pack([20, 1, {}, null]), nil, nil, nil, nil])).reason
+    expect(reason._tag).toBe("MalformedFrame")
+    expect(reason.message).toContain("SUBMIT_REQUEST (20) is not sent in this direction")
+  })
+
+  it("metadata with the wrong number of values", () => {
+    const reason = failureOf(Messages.Client.decode([pack([23])])).reason
+    expect(reason).toMatchObject({ _tag: "MalformedFrame", messageTag: "AbortRequest", frame: 0 })
+    expect(reason.message).toContain("expected 1 metadata value(s) after the header, got 0")
+  })
+
+  it("a metadata value of the wrong type names the field", () => {
+    const reason = failureOf(Messages.Client.decode([pack([23, -4])])).reason
+    expect(reason).toMatchObject({ _tag: "MalformedFrame", frame: 0 })
+    expect(reason.message).toContain("requestId")
+  })
+
+  it("a body that does not decode names its frame", () => {
+    const frames = [...params]
+    frames[1] = new Uint8Array([0xdd, 0xff, 0xff, 0xff, 0xff]) // an array claiming 4 billion elements
+    expect(failureOf(Messages.Client.decode(frames)).reason).toMatchObject({ _tag: "MalformedFrame", frame: 1 })
+    frames[1] = params[1]!
+    frames[2] = pack(["not", "hashes"])
+    const reason = failureOf(Messages.Client.decode(frames)).reason
+    expect(reason).toMatchObject({ _tag: "MalformedFrame", frame: 2 })
+    expect(reason.message).toContain("blockHashes")
+  })
+
+  it("a frame that is not bytes at all", () => {
+    const frames = [params[0]!, "prompt" as unknown as Uint8Array, nil, nil, nil]
+    expect(failureOf(Messages.Client.decode(frames)).reason).toMatchObject({ _tag: "MalformedFrame", frame: 1 })
+  })
+})
+
+describe("envelopes", () => {
+  it("read frame 0 only and leave the bodies as sent", () => {
+    const envelope = Result.getOrThrow(Messages.Client.decodeEnvelope(params))
+    expect(envelope.spec.tag).toBe("SubmitRequest")
+    expect(envelope.metadata.requestId).toBe(1)
+    expect(envelope.frames).toBe(params)
+    expect(Result.getOrThrow(Messages.Client.decodeBody(envelope, "blockHashes"))).toBeNull()
+    expect(Result.getOrThrow(Messages.Client.decodeBody(envelope, "prompt"))).toEqual([1, 2, 3])
+  })
+
+  it("an envelope whose body is garbage still reads, and the body read fails typed", () => {
+    const frames = [params[0]!, new Uint8Array([0xc1]), nil, nil, nil]
+    const envelope = Result.getOrThrow(Messages.Client.decodeEnvelope(frames))
+    expect(failureOf(Messages.Client.decodeBody(envelope, "prompt")).reason).toMatchObject({ frame: 1 })
+  })
+})
+
+describe("encoding", () => {
+  it("a value msgpack cannot hold is a typed NotEncodable naming the body and the path", () => {
+    const error = failureOf(
+      Messages.Client.encode({
+        _tag: "SubmitRequest",
+        requestId: 1,
+        samplingParams: SamplingParams.defaults,
+        mediaDescriptor: null,
+        prompt: [1],
+        blockHashes: null,
+        media: null,
+        offloadParams: { stage: { fn: () => 1 } }
+      })
+    )
+    expect(error.reason).toMatchObject({ _tag: "NotEncodable", what: "SubmitRequest offloadParams", path: "stage.fn" })
+  })
+
+  it("a cycle is NotEncodable, not a stack overflow", () => {
+    const cycle: Record<string, unknown> = {}
+    cycle.self = cycle
+    const error = failureOf(Messages.Client.encode({ _tag: "SetGenerationEpoch", generationEpoch: cycle as never }))
+    expect(error.reason._tag).toBe("NotEncodable")
+  })
+
+  it("block hashes above 2^53 go out as uint64 and come back exact", () => {
+    const hashes = new BigUint64Array([1n, 2n ** 53n + 1n, 2n ** 63n - 1n, 5_000_000_000n])
+    const decoded = Result.getOrThrow(Messages.Client.decode(params))
+    const frames = Result.getOrThrow(Messages.Client.encode({ ...decoded, blockHashes: hashes } as never))
+    expect(Buffer.from(frames[2]!).toString("hex")).toBe(
+      "9401cf0020000000000001cf7fffffffffffffffcf000000012a05f200"
+    )
+    const back = Result.getOrThrow(Messages.Client.decode(frames)) as { blockHashes: BigUint64Array }
+    expect(Array.from(back.blockHashes)).toEqual(Array.from(hashes))
+  })
+})
