@@ -35,12 +35,14 @@ const build = () => {
   const args = [gyp, "rebuild", "--release"]
   const nodeDir = process.env.npm_config_nodedir ? undefined : localNodeDir()
   if (nodeDir !== undefined) args.push(`--nodedir=${nodeDir}`)
-  const result = spawnSync(process.execPath, args, { cwd: here, encoding: "utf8", timeout: 600_000 })
+  const result = spawnSync(process.execPath, args, { cwd: here, encoding: "utf8", timeout: 180_000 })
   if (result.status === 0) return "native block hashing built"
-  const output = `${result.stderr ?? ""}\n${result.stdout ?? ""}`
+  // One line that names the cause: the compiler's own complaint, else node-gyp's.
+  const lines = `${result.stderr ?? ""}\n${result.stdout ?? ""}`.split("\n").map((line) => line.trim())
   const reason =
     result.error?.message ??
-    output.split("\n").find((line) => /error|not found|ENOENT/i.test(line))?.trim() ??
+    lines.find((line) => !line.startsWith("gyp") && /error|not found|not available/i.test(line)) ??
+    lines.find((line) => line.startsWith("gyp ERR! stack Error:"))?.slice("gyp ERR! stack ".length) ??
     `node-gyp exited with ${result.status}`
   return `native block hashing not built (${reason}); using the pure implementation`
 }
