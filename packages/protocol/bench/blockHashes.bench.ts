@@ -1,0 +1,150 @@
+/**
+ * `pnpm bench blockHashes`: block-hash throughput for a 32,768-token prompt.
+ *
+ * Throughput is MB/s of the prompt's int64 token bytes (32768 * 8). Every figure is also given
+ * as a ratio of one-shot SHA-256 over those same bytes (`crypto.hash`, measured in the same
+ * run, interleaved with each path): the chain can never beat hashing the bytes in one call,
+ * so that is the ceiling, and a ratio stays comparable across machines where MB/s does not.
+ * The Python column is Megatron-LM's reference (hashlib per block) as a ratio of the same
+ * ceiling, measured on the Python side.
+ *
+ * Times are CPU time of this process (see `secondsPer`). `--quick` takes fewer samples.
+ */
+import { hash } from "node:crypto"
+import { blockHashImplementation, blockHashesNative, blockHashesPure, type BlockHasher, type TokenIds } from "../src/BlockHashes.ts"
+
+const TOKENS = 32_768
+const BLOCK_SIZES = [16, 64, 256] as const
+const PYTHON_RATIO: Record<(typeof BLOCK_SIZES)[number], number> = { 16: 0.12, 64: 0.34, 256: 0.6 }
+const SAMPLES = process.argv.includes("--quick") ? 7 : 31
+/** Each timed sample repeats its function for at least this long. */
+const SAMPLE_MS = 10
+
+/** Deterministic token ids with a realistic spread (a 150k vocabulary). */
+const prompt = (): Array<number> => {
+  let state = 0x9e3779b9
+  return Array.from({ length: TOKENS }, () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0
+    return state % 150_000
+  })
+}
+
+const int64Bytes = (tokens: ReadonlyArray<number>): Buffer => {
+  const bytes = Buffer.alloc(tokens.length * 8)
+  tokens.forEach((token, i) => bytes.writeUInt32LE(token, i * 8))
+  return bytes
+}
+
+/**
+ * The straightforward port of the Python reference, for scale: one `crypto.hash` per block
+ * returning a Buffer, over bytes converted beforehand (the conversion is not timed).
+ */
+const naiveOver =
+  (bytes: Buffer): BlockHasher =>
+  (tokens, blockSizeTokens) => {
+    const out = new BigUint64Array(Math.floor(tokens.length / blockSizeTokens))
+    const blockBytes = blockSizeTokens * 8
+    const message = Buffer.alloc(32 + blockBytes)
+    for (let b = 0; b < out.length; b++) {
+      bytes.copy(message, 32, b * blockBytes, (b + 1) * blockBytes)
+      const digest = hash("sha256", message, "buffer")
+      digest.copy(message, 0)
+      out[b] = (digest.readBigUInt64LE(0) % 0x7fffffffffffffffn) + 1n
+    }
+    return out
+  }
+
+const median = (xs: ReadonlyArray<number>): number => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted[sorted.length >> 1]!
+}
+
+/**
+ * CPU seconds per call, not wall seconds: on a shared machine a sample that was descheduled
+ * would otherwise count as slow (measured here: wall-clock medians varied 2x between runs,
+ * CPU-time medians a few percent).
+ */
+const secondsPer = (f: () => unknown, repeats: number): number => {
+  const start = process.cpuUsage()
+  for (let i = 0; i < repeats; i++) f()
+  const { system, user } = process.cpuUsage(start)
+  return (user + system) / 1e6 / repeats
+}
+
+/** Enough repeats for a sample of ~SAMPLE_MS, found after a warm-up that lets the JIT settle. */
+const repeatsFor = (f: () => unknown): number => {
+  const warmUntil = performance.now() + 200
+  let runs = 0
+  while (performance.now() < warmUntil || runs < 20) {
+    f()
+    runs++
+  }
+  return Math.max(1, Math.ceil(SAMPLE_MS / 1000 / secondsPer(f, 20)))
+}
+
+interface Measurement {
+  readonly mbPerSecond: number
+  readonly ratio: number
+}
+
+/** Median throughput and median ratio to the ceiling, each sample paired with a ceiling sample taken just before. */
+const measure = (f: () => unknown, ceiling: () => unknown, bytes: number): Measurement => {
+  const repeats = repeatsFor(f)
+  const ceilingRepeats = repeatsFor(ceiling)
+  const throughputs: Array<number> = []
+  const ratios: Array<number> = []
+  for (let i = 0; i < SAMPLES; i++) {
+    const ceilingSeconds = secondsPer(ceiling, ceilingRepeats)
+    const seconds = secondsPer(f, repeats)
+    throughputs.push(bytes / seconds / 1e6)
+    ratios.push(ceilingSeconds / seconds)
+  }
+  return { mbPerSecond: median(throughputs), ratio: median(ratios) }
+}
+
+const percent = (ratio: number): string => `${(ratio * 100).toFixed(1)}%`
+
+export const run = async (): Promise<void> => {
+  const tokens = prompt()
+  const int32 = Int32Array.from(tokens)
+  const bytes = int64Bytes(tokens)
+  const ceiling = () => hash("sha256", bytes, "buffer")
+  const naive = naiveOver(bytes)
+
+  const paths: Array<readonly [string, BlockHasher, TokenIds]> = [
+    ["naive: crypto.hash per block", naive, tokens],
+    ["pure (Array)", blockHashesPure, tokens],
+    ["pure (Int32Array)", blockHashesPure, int32]
+  ]
+  if (blockHashesNative !== undefined) {
+    paths.push(["native (Array)", blockHashesNative, tokens], ["native (Int32Array)", blockHashesNative, int32])
+  }
+
+  // Benchmarking a wrong answer is worthless: every path must agree first.
+  for (const size of BLOCK_SIZES) {
+    const expected = String(naive(tokens, size))
+    for (const [name, hasher, input] of paths) {
+      if (String(hasher(input, size)) !== expected) throw new Error(`${name} disagrees with the naive chain at block size ${size}`)
+    }
+  }
+
+  const ceilingMb = bytes.length / median(Array.from({ length: SAMPLES }, () => secondsPer(ceiling, repeatsFor(ceiling)))) / 1e6
+  console.log(`\nblockHashes: ${TOKENS} tokens (${bytes.length} int64 bytes), median of ${SAMPLES} samples`)
+  console.log(`ceiling: one-shot crypto.hash over the same bytes, ${ceilingMb.toFixed(0)} MB/s`)
+  console.log(`blockHashes uses: ${blockHashImplementation}${blockHashesNative === undefined ? " (native addon not built or not loadable)" : ""}`)
+  const rows: Array<Record<string, string>> = []
+  for (const size of BLOCK_SIZES) {
+    for (const [name, hasher, input] of paths) {
+      const { mbPerSecond, ratio } = measure(() => hasher(input, size), ceiling, bytes.length)
+      rows.push({
+        "block size": String(size),
+        path: name,
+        "MB/s": mbPerSecond.toFixed(0),
+        "of ceiling": percent(ratio),
+        python: percent(PYTHON_RATIO[size]),
+        "vs python": `${(ratio / PYTHON_RATIO[size]).toFixed(2)}x`
+      })
+    }
+  }
+  console.table(rows)
+}
