@@ -175,10 +175,11 @@ class Writer {
 
   number(v: number): void {
     // Whole numbers go out as integers (Python reads ints where it expects floats); -0 stays a float.
-    if (Number.isInteger(v) && !Object.is(v, -0) && v < 1.8446744073709552e19 && v >= -9.223372036854776e18) {
+    // Only safe integers: beyond 2^53 a number is a float (an integer that large is a bigint), and
+    // as an integer it would come back as a bigint where a number was sent (and expected).
+    if (Number.isSafeInteger(v) && !Object.is(v, -0)) {
       if (v >= 0) this.uint(v)
-      else if (v >= Number.MIN_SAFE_INTEGER) this.negint(v)
-      else this.bigint(BigInt(v), "")
+      else this.negint(v)
     } else {
       this.float(v)
     }
@@ -361,8 +362,8 @@ const compareKeys = (a: unknown, b: unknown): number => {
 
 /**
  * Encodes one value the way Python's `msgpack.packb(value, use_bin_type=True)` does: integers in
- * their smallest form (bigints and whole numbers above 2^32 as uint64 / int64), non-integers as
- * float64, `Uint8Array` as bin, other typed arrays as arrays of ints, `undefined` as nil.
+ * their smallest form (bigints and whole numbers above 2^32 as uint64 / int64), other numbers
+ * (fractions, and whole numbers beyond 2^53, which a `number` holds only as floats) as float64, `Uint8Array` as bin, other typed arrays as arrays of ints, `undefined` as nil.
  *
  * @throws {@link NotEncodableException} for values a Python peer cannot read.
  *
