@@ -11,8 +11,9 @@
  *   `[parent | block]`: no allocation per call or per block but the digest string. A fresh
  *   buffer for the whole prompt cost more than the hashing at large blocks (page faults).
  *
- * A WebAssembly SHA-256 running the whole chain in one call was measured too and lost at
- * every block size of 16 tokens and up (see the package's bench).
+ * A WebAssembly SHA-256 running the whole chain in one call was measured too: 11%, 19% and
+ * 24% of one-shot SHA-256 throughput at blocks of 16, 64 and 256 tokens, against 17-20%,
+ * 38-40% and 57% for this loop. It wins only for blocks under about 8 tokens, so it is not here.
  *
  * @internal
  */
