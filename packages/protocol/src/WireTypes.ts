@@ -23,6 +23,8 @@ const UINT63_MAX = (1n << 63n) - 1n
 
 const BlockHash = Schema.Union([
   Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+  // msgpack decodes uint64 2^53 as a number (it is exact), one past the safe integers.
+  Schema.Literal(2 ** 53),
   Schema.BigInt.check(Schema.isBetweenBigInt({ minimum: 1n, maximum: UINT63_MAX }))
 ])
 
