@@ -5,4 +5,5 @@
  *
  * @since 0.1.0
  */
+export * as Arbitraries from "./Arbitraries.ts"
 export * as SchemaArbitrary from "./SchemaArbitrary.ts"
