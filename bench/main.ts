@@ -1,8 +1,11 @@
 // `pnpm bench`: runs every package's benchmark in turn. Each reports ratios against a baseline
-// measured in the same run, never absolute thresholds.
-const suites = process.argv.slice(2)
+// measured in the same run, never absolute thresholds. `pnpm bench <name> ...` runs those suites;
+// flags (`--quick`) are left for the suites to read from `process.argv`.
+const suites = process.argv.slice(2).filter((arg) => !arg.startsWith("--"))
 const all: Record<string, () => Promise<unknown>> = {
-  blockHashes: () => import("../packages/protocol/bench/blockHashes.bench.ts").then((m) => m.run())
+  client: () => import("../packages/client/bench/client.bench.ts").then((m) => m.run()),
+  blockHashes: () => import("../packages/protocol/bench/blockHashes.bench.ts").then((m) => m.run()),
+  submitEncode: () => import("../packages/protocol/bench/submitEncode.bench.ts").then((m) => m.run())
 }
 for (const [name, run] of Object.entries(all)) {
   if (suites.length === 0 || suites.includes(name)) await run()
