@@ -315,7 +315,21 @@ class Writer {
   object(v: object, depth: number, path: string): void {
     if (Array.isArray(v)) {
       this.arrayHeader(v.length)
-      for (let i = 0; i < v.length; i++) this.value(v[i], depth, path + "[" + i + "]")
+      // Elements are encoded with a relative path, and the index is added only when one fails:
+      // building "path[i]" for every element cost more than encoding it (a 512-token prompt).
+      for (let i = 0; i < v.length; i++) {
+        try {
+          this.value(v[i], depth, "")
+        } catch (cause) {
+          if (!(cause instanceof NotEncodableException)) throw cause
+          const inner = cause.path
+          const at = path + "[" + i + "]"
+          throw new NotEncodableException(
+            inner === "" ? at : inner[0] === "[" || inner[0] === "." ? at + inner : at + "." + inner,
+            cause.reason
+          )
+        }
+      }
       return
     }
     if (ArrayBuffer.isView(v)) {
