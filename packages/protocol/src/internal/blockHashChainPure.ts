@@ -13,7 +13,7 @@
  *
  * A WebAssembly SHA-256 running the whole chain in one call was measured too: 11%, 19% and
  * 24% of one-shot SHA-256 throughput at blocks of 16, 64 and 256 tokens, against 17-20%,
- * 38-40% and 57% for this loop. It wins only for blocks under about 8 tokens, so it is not here.
+ * 38-40% and 57% for this loop. It won only at blocks of 1 and 2 tokens, so it is not here.
  *
  * @internal
  */
