@@ -6,4 +6,14 @@
  * @since 0.1.0
  */
 export * as Arbitraries from "./Arbitraries.ts"
+export * as ControlState from "./ControlState.ts"
+export * as Faults from "./Faults.ts"
+export * as Generation from "./Generation.ts"
+export * as Loopback from "./Loopback.ts"
+export * as Routing from "./Routing.ts"
 export * as SchemaArbitrary from "./SchemaArbitrary.ts"
+export * as TestCluster from "./TestCluster.ts"
+export * as TestCoordinator from "./TestCoordinator.ts"
+export * as TestEngine from "./TestEngine.ts"
+export * as TestkitError from "./TestkitError.ts"
+export * as Vocabulary from "./Vocabulary.ts"

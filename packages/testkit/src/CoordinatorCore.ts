@@ -1,0 +1,811 @@
+/**
+ * The test coordinator's machinery: one ROUTER, one plain async read loop, one writer. It
+ * decodes frame 0 of every message (and frame 2 of a submission when the policy routes on
+ * prefixes), forwards bodies verbatim, and never lets a bad message take the loop down: every
+ * rejection is counted and logged. `TestCoordinator` wraps it as a scoped Effect resource.
+ *
+ * Behaviour follows Megatron's `data_parallel_inference_coordinator` (`coordinator.py`,
+ * `handlers.py`, `state.py`) where PROTOCOL.md is silent: an engine registers by sending one
+ * empty frame, engines are ordered by identity, a DISCONNECT from an engine removes it, replies
+ * from removed engines are still delivered, ABORT goes to the engine holding the request,
+ * RELEASE_KV is broadcast verbatim, a duplicate CONNECT is ignored, replies flagged
+ * `needs_detokenize` get `generated_text` filled here.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { BlockHashes, Headers, Msgpack } from "@mcore-effect/protocol"
+import * as Zmq from "zeromq"
+import * as ControlState from "./ControlState.ts"
+import * as Faults from "./Faults.ts"
+import * as MsgpackScan from "./MsgpackScan.ts"
+import * as Routing from "./Routing.ts"
+import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
+import * as Vocabulary from "./Vocabulary.ts"
+import {
+  identityKey,
+  isNil,
+  isRequestId,
+  NIL,
+  packHeader,
+  packHeaderInt,
+  showIdentity,
+  tryDecode,
+  withRequestId
+} from "./WireFrames.ts"
+
+const H = Headers.values
+
+const KEY_GENERATED_TEXT = Msgpack.encode("generated_text")
+const KEY_GENERATED_TOKENS = Msgpack.encode("generated_tokens")
+const KEY_SAMPLING_PARAMS = Msgpack.encode("sampling_params")
+const KEY_DETOKENIZE_STOP_SEQUENCE = Msgpack.encode("detokenize_stop_sequence")
+
+/**
+ * The reply with `generated_text` replaced by the detokenized `generated_tokens`, or `undefined`
+ * when the body is not a map holding both keys with a token array.
+ */
+const fillGeneratedText = (body: Uint8Array): Uint8Array | undefined => {
+  const found = MsgpackScan.findInMap(body, 0, [KEY_GENERATED_TEXT, KEY_GENERATED_TOKENS, KEY_SAMPLING_PARAMS])
+  if (found === undefined || found.end !== body.length) return undefined
+  const [text, tokens, params] = found.values
+  if (text === undefined || tokens === undefined) return undefined
+  const ids = Msgpack.decode(body.subarray(tokens[0], tokens[1]))
+  if (!Array.isArray(ids) || !ids.every((id) => typeof id === "number")) return undefined
+  let keepStopSequence = false
+  if (params !== undefined) {
+    const inner = MsgpackScan.findInMap(body, params[0], [KEY_DETOKENIZE_STOP_SEQUENCE])
+    const flag = inner?.values[0]
+    keepStopSequence = flag !== undefined && body[flag[0]] === 0xc3
+  }
+  const encoded = Msgpack.encode(Vocabulary.detokenize(ids, { removeEod: !keepStopSequence }))
+  const out = new Uint8Array(body.length - (text[1] - text[0]) + encoded.length)
+  out.set(body.subarray(0, text[0]), 0)
+  out.set(encoded, text[0])
+  out.set(body.subarray(text[1]), text[0] + encoded.length)
+  return out
+}
+
+/** Severity of a log line from the loop. */
+export type LogLevel = "Debug" | "Info" | "Warn" | "Error"
+
+/** How the loop reports what it drops (bridged to Effect's logger by `TestCoordinator`). */
+export type Log = (level: LogLevel, message: string) => void
+
+/**
+ * What the coordinator was configured with.
+ */
+export interface CoordinatorConfig {
+  readonly policy: Routing.Policy
+  readonly beta: number
+  readonly blockSizeTokens: number
+  /** How many messages per engine are kept for inspection (oldest dropped first). */
+  readonly recordLimit: number
+  readonly log: Log
+}
+
+/**
+ * Why messages were dropped, by kind.
+ *
+ * @since 0.1.0
+ */
+export interface Counters {
+  /** Messages from a client that never sent CONNECT (ignored, as Megatron does). */
+  neverConnected: number
+  /** A second CONNECT from a known client (ignored, no second ACK). */
+  duplicateConnect: number
+  /** Messages with the wrong number of frames (a SUBMIT that is not five, a KV handoff not three, ...). */
+  badArity: number
+  /** Frame 0 not decodable, not an array, or with metadata of the wrong shape. */
+  malformed: number
+  /** Frame 0's header is not in the protocol's table, or not one this side handles. */
+  unknownHeader: number
+  /** Engine replies or partials for a request id the coordinator does not hold. */
+  unknownRequest: number
+  /** Replies or partials from a peer that never registered as an engine. */
+  notFromEngine: number
+  /** ABORT_REQUEST for a request that is not in flight (dropped, as Megatron does). */
+  abortsDropped: number
+  /** Control signals not allowed in the current state (dropped with a warning). */
+  controlRejected: number
+  /** Control signals redundant in the current state (dropped silently). */
+  controlIdempotent: number
+  /** Messages that could not be delivered (peer gone). */
+  unreachable: number
+  /** Exceptions caught in the loop (a bug: the message is dropped, the loop goes on). */
+  internalErrors: number
+}
+
+/**
+ * A message the coordinator sent to an engine, kept for inspection.
+ *
+ * @since 0.1.0
+ */
+export interface Delivery {
+  readonly header: number
+  readonly name: Headers.HeaderName
+  /** The coordinator's id for the request, for SUBMIT, SUBMIT_WITH_KV and ABORT. */
+  readonly requestId: number | undefined
+  /** The client's own id for the request, when there is one. */
+  readonly clientRequestId: number | undefined
+  /** The client that sent it, as `showIdentity` prints it. */
+  readonly client: string | undefined
+  /** The frames as sent (identity excluded). */
+  readonly frames: ReadonlyArray<Uint8Array>
+}
+
+interface EngineEntry {
+  readonly identity: Buffer
+  readonly key: string
+  readonly name: string
+  load: number
+  received: Array<Delivery>
+  receivedTotal: number
+}
+
+interface InFlight {
+  readonly client: Buffer
+  readonly clientKey: string
+  readonly clientRequestId: number
+  readonly engine: EngineEntry
+  readonly hashes: ReadonlyArray<bigint>
+}
+
+interface Waiting {
+  readonly kind: "submit" | "kv"
+  readonly client: Buffer
+  readonly clientKey: string
+  readonly clientRequestId: number
+  readonly values: ReadonlyArray<unknown>
+  readonly frames: ReadonlyArray<Buffer>
+  readonly hashes: ReadonlyArray<bigint>
+}
+
+interface HeldPartial {
+  readonly message: Outgoing
+  readonly client: string
+  readonly requestId: number
+}
+
+const newCounters = (): Counters => ({
+  neverConnected: 0,
+  duplicateConnect: 0,
+  badArity: 0,
+  malformed: 0,
+  unknownHeader: 0,
+  unknownRequest: 0,
+  notFromEngine: 0,
+  abortsDropped: 0,
+  controlRejected: 0,
+  controlIdempotent: 0,
+  unreachable: 0,
+  internalErrors: 0
+})
+
+const isMap = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const nameOf = (header: number): Headers.HeaderName => Headers.nameOf(header as Headers.Header)
+
+const isKnownHeader = (header: unknown): header is Headers.Header =>
+  typeof header === "number" && Headers.nameOf(header as Headers.Header) !== undefined
+
+/** Messages handled between two yields to the event loop, so timers and other sockets get a turn. */
+const YIELD_EVERY = 512
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+/**
+ * @internal
+ */
+export class CoordinatorCore {
+  state: ControlState.State = "RUNNING"
+  running = true
+  shutdownReceived = false
+  readonly counters: Counters = newCounters()
+  readonly faults = new Faults.Switchboard()
+  nextRequestId = 0
+
+  private readonly writer: SocketWriter
+  private engines: Array<EngineEntry> = []
+  private readonly engineByKey = new Map<string, EngineEntry>()
+  private readonly removedEngines = new Set<string>()
+  private readonly knownClients = new Set<string>()
+  private readonly inFlight = new Map<number, InFlight>()
+  private readonly byClient = new Map<string, Map<number, number>>()
+  private readonly ownership = new Routing.HashOwnership()
+  private backlog: Array<Waiting> = []
+  private held: Array<HeldPartial> = []
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
+  private readonly changeListeners = new Set<() => void>()
+  private readonly stopped: Promise<void>
+  private resolveStopped!: () => void
+
+  private constructor(
+    private readonly router: Zmq.Router,
+    readonly address: string,
+    readonly config: CoordinatorConfig
+  ) {
+    this.writer = new SocketWriter(router, (error, message) => this.undeliverable(error, message))
+    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve))
+  }
+
+  /** Binds a ROUTER on `address` and starts the loop. Rejects when the bind fails. */
+  static async start(address: string, config: CoordinatorConfig): Promise<CoordinatorCore> {
+    const router = new Zmq.Router({
+      linger: 0,
+      sendHighWaterMark: 0,
+      receiveHighWaterMark: 0,
+      // Never wait to send (the queues are unbounded anyway): zeromq.js then sends synchronously
+      // instead of deferring every few hundred messages to a later event-loop turn.
+      sendTimeout: 0,
+      // As Megatron: a send to a peer that is gone fails instead of vanishing.
+      mandatory: true
+    })
+    try {
+      await router.bind(address)
+    } catch (error) {
+      router.close()
+      throw error
+    }
+    const core = new CoordinatorCore(router, router.lastEndpoint ?? address, config)
+    void core.readLoop()
+    return core
+  }
+
+  /** Resolves when the loop has ended (SHUTDOWN, crash or close). */
+  get done(): Promise<void> {
+    return this.stopped
+  }
+
+  /** Calls `listener` after every handled message until the returned function is called. */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener)
+    return () => this.changeListeners.delete(listener)
+  }
+
+  /** Closes the socket at once (linger 0): queued messages are lost, the loop ends. */
+  close(): void {
+    if (!this.running && this.router.closed) return
+    this.running = false
+    this.writer.close()
+    for (const timer of this.timers) clearTimeout(timer)
+    this.timers.clear()
+    this.held = []
+    if (!this.router.closed) this.router.close()
+    this.resolveStopped()
+    this.notify()
+  }
+
+  injectFault(fault: Faults.Fault): void {
+    this.faults.inject(fault)
+    if (fault._tag === "Hang") this.writer.pause()
+  }
+
+  clearFaults(tag?: Faults.FaultTag): void {
+    this.faults.clear(tag)
+    if (!this.faults.hung) this.writer.resume()
+    if (this.faults.reorderWindow === 0) this.flushHeld(undefined)
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Inspection
+  // -------------------------------------------------------------------------------------------
+
+  engineViews(): ReadonlyArray<{
+    readonly identity: string
+    readonly load: number
+    readonly received: ReadonlyArray<Delivery>
+    readonly receivedTotal: number
+  }> {
+    return this.engines.map((e) => ({
+      identity: e.name,
+      load: e.load,
+      received: e.received.slice(),
+      receivedTotal: e.receivedTotal
+    }))
+  }
+
+  get clientCount(): number {
+    return this.knownClients.size
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size
+  }
+
+  get backlogCount(): number {
+    return this.backlog.length
+  }
+
+  get heldHashes(): number {
+    return this.ownership.size
+  }
+
+  get pendingWrites(): number {
+    return this.writer.pending
+  }
+
+  /** Which engines (by identity) hold `hash` for some request in flight. */
+  holders(hash: bigint): ReadonlyArray<string> {
+    return this.engines.filter((e) => this.ownership.holds(e.key, hash)).map((e) => e.name)
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The loop
+  // -------------------------------------------------------------------------------------------
+
+  private async readLoop(): Promise<void> {
+    let handled = 0
+    try {
+      while (this.running) {
+        if (this.faults.hung) await this.faults.whenAnswering()
+        if (!this.running) break
+        let frames: Array<Buffer>
+        try {
+          frames = await this.router.receive()
+        } catch (error) {
+          if (!this.running || this.router.closed) break
+          this.counters.internalErrors++
+          this.config.log("Error", `coordinator: receive failed: ${String(error)}`)
+          continue
+        }
+        // A message read just as a Hang was switched on waits for the hang to end.
+        if (this.faults.hung) await this.faults.whenAnswering()
+        if (!this.running) break
+        try {
+          this.handle(frames)
+        } catch (error) {
+          this.counters.internalErrors++
+          this.config.log("Error", `coordinator: dropped a message after an unexpected error: ${String(error)}`)
+        }
+        this.notify()
+        if (++handled % YIELD_EVERY === 0) await yieldToEventLoop()
+      }
+    } finally {
+      // A loop that ends on its own (SHUTDOWN) closes the socket once its queue has drained.
+      if (!this.shutdownReceived) this.close()
+    }
+  }
+
+  private notify(): void {
+    for (const listener of this.changeListeners) listener()
+  }
+
+  private handle(frames: Array<Buffer>): void {
+    const identity = frames[0]!
+    // Megatron's engines register by sending one empty frame.
+    if (frames.length === 2 && frames[1]!.length === 0) return this.registerEngine(identity)
+    const values = tryDecode(frames[1])
+    if (!Array.isArray(values) || values.length === 0) {
+      return this.reject("malformed", identity, "frame 0 is not a msgpack array starting with a header")
+    }
+    const header = values[0]
+    if (!isKnownHeader(header)) return this.reject("unknownHeader", identity, `unknown header ${String(header)}`)
+    const key = identityKey(identity)
+    switch (header) {
+      case H.ENGINE_REPLY:
+        return this.engineReply(identity, key, frames, values)
+      case H.ENGINE_REPLY_PARTIAL:
+        return this.enginePartial(identity, key, frames, values)
+      case H.DISCONNECT:
+        // Megatron: only an engine's DISCONNECT means anything (it leaves the routing pool).
+        if (this.engineByKey.has(key)) this.removeEngine(key, "it sent DISCONNECT")
+        return
+      case H.CONNECT:
+        return this.connect(identity, key, frames)
+    }
+    if (!this.knownClients.has(key)) {
+      return this.reject("neverConnected", identity, `${nameOf(header)} from a client that never sent CONNECT`)
+    }
+    switch (header) {
+      case H.SUBMIT_REQUEST:
+        return this.submit(identity, key, frames, values)
+      case H.SUBMIT_REQUEST_WITH_KV:
+        return this.submitWithKv(identity, key, frames, values)
+      case H.ABORT_REQUEST:
+        return this.abort(identity, key, frames, values)
+      case H.RELEASE_KV:
+        if (!this.arity(identity, header, frames, 1)) return
+        if (values.length !== 2 || !isRequestId(values[1])) {
+          return this.reject("malformed", identity, "RELEASE_KV needs [25, request_id]")
+        }
+        // Broadcast verbatim: the id names the engine-side request (the reply's
+        // disaggregated_params), and engines that do not hold it ignore it.
+        return this.broadcast(header, frames[1]!)
+      case H.PAUSE:
+      case H.UNPAUSE:
+      case H.SUSPEND:
+      case H.RESUME:
+      case H.STOP:
+      case H.SET_GENERATION_EPOCH:
+        return this.control(identity, header, frames, values)
+      case H.START_CUDA_PROFILER:
+      case H.STOP_CUDA_PROFILER:
+        if (!this.arity(identity, header, frames, 1)) return
+        // Not a state transition: broadcast in any state.
+        return this.broadcast(header, frames[1]!)
+      case H.SHUTDOWN:
+        if (!this.arity(identity, header, frames, 1)) return
+        return this.shutdown()
+      default:
+        return this.reject("unknownHeader", identity, `${nameOf(header)} is not something a client sends`)
+    }
+  }
+
+  private reject(kind: keyof Counters, identity: Uint8Array, why: string): void {
+    this.counters[kind]++
+    this.config.log("Warn", `coordinator: dropped a message from ${showIdentity(identity)} (${kind}): ${why}`)
+  }
+
+  /** Checks a message's body count (frames after frame 0); counts and logs a mismatch. */
+  private arity(identity: Uint8Array, header: number, frames: ReadonlyArray<Buffer>, expected: number): boolean {
+    const actual = frames.length - 1
+    if (actual === expected) return true
+    this.reject("badArity", identity, `${nameOf(header)} has ${actual} frame(s), expected ${expected}`)
+    return false
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Engines
+  // -------------------------------------------------------------------------------------------
+
+  private registerEngine(identity: Buffer): void {
+    const key = identityKey(identity)
+    if (this.engineByKey.has(key)) return
+    const entry: EngineEntry = {
+      identity: Buffer.from(identity),
+      key,
+      name: showIdentity(identity),
+      load: 0,
+      received: [],
+      receivedTotal: 0
+    }
+    this.engineByKey.set(key, entry)
+    this.removedEngines.delete(key)
+    // Ordered by identity, as Megatron ranks them, so routing ties do not depend on who
+    // connected first.
+    this.engines = [...this.engines, entry].sort((a, b) => Buffer.compare(a.identity, b.identity))
+    this.config.log("Info", `coordinator: engine ${entry.name} registered (${this.engines.length} engine(s))`)
+    if (this.backlog.length > 0) {
+      const waiting = this.backlog
+      this.backlog = []
+      for (const w of waiting) this.dispatch(w)
+    }
+  }
+
+  private removeEngine(key: string, why: string): void {
+    const entry = this.engineByKey.get(key)
+    if (entry === undefined) return
+    this.engineByKey.delete(key)
+    this.removedEngines.add(key)
+    this.engines = this.engines.filter((e) => e !== entry)
+    this.ownership.dropEngine(key)
+    this.config.log("Warn", `coordinator: engine ${entry.name} removed: ${why} (${this.engines.length} left)`)
+  }
+
+  private deliver(
+    engine: EngineEntry,
+    frames: Array<Uint8Array>,
+    header: number,
+    requestId?: number,
+    clientRequestId?: number,
+    client?: Uint8Array
+  ): void {
+    if (this.config.recordLimit > 0) {
+      if (engine.received.length >= this.config.recordLimit) engine.received.shift()
+      engine.received.push({
+        header,
+        name: nameOf(header),
+        requestId,
+        clientRequestId,
+        client: client === undefined ? undefined : showIdentity(client),
+        frames
+      })
+    }
+    engine.receivedTotal++
+    this.writer.send([engine.identity, ...frames])
+  }
+
+  private broadcast(header: number, frame: Uint8Array): void {
+    for (const engine of this.engines) this.deliver(engine, [frame], header)
+  }
+
+  private undeliverable(error: unknown, message: Outgoing): void {
+    this.counters.unreachable++
+    const key = identityKey(message[0]!)
+    const code = (error as { code?: string } | null)?.code
+    if (code === "EHOSTUNREACH" && this.engineByKey.has(key)) this.removeEngine(key, "it is unreachable")
+    else this.config.log("Warn", `coordinator: could not deliver to ${showIdentity(message[0]!)}: ${String(error)}`)
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Clients
+  // -------------------------------------------------------------------------------------------
+
+  private connect(identity: Buffer, key: string, frames: ReadonlyArray<Buffer>): void {
+    if (!this.arity(identity, H.CONNECT, frames, 1)) return
+    if (this.knownClients.has(key)) {
+      this.counters.duplicateConnect++
+      this.config.log("Info", `coordinator: client ${showIdentity(identity)} sent a duplicate CONNECT; ignored`)
+      return
+    }
+    this.knownClients.add(key)
+    this.writer.send([identity, packHeader(H.CONNECT_ACK)])
+  }
+
+  private submit(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
+    if (!this.arity(identity, H.SUBMIT_REQUEST, frames, 5)) return
+    const [, clientRequestId, samplingParams, media] = values
+    if (values.length !== 4 || !isRequestId(clientRequestId) || !isMap(samplingParams) || (media !== null && !isMap(media))) {
+      return this.reject("malformed", identity, "SUBMIT_REQUEST metadata is not [20, request_id, sampling_params, media_descriptor]")
+    }
+    let hashes: ReadonlyArray<bigint> = []
+    if (this.config.policy !== "load_balanced") {
+      const mediaKey = media !== null && typeof media.media_cache_key === "string" ? media.media_cache_key : null
+      const computed = this.hashesOf(frames[3]!, frames[2]!, mediaKey)
+      if (typeof computed === "string") return this.reject("malformed", identity, computed)
+      hashes = Routing.routingHashes(this.config.policy, computed)
+    }
+    this.dispatch({ kind: "submit", client: identity, clientKey: key, clientRequestId, values, frames, hashes })
+  }
+
+  /** The request's block hashes: the client's (frame 2), or the prompt's own when frame 2 is nil. */
+  private hashesOf(hashFrame: Buffer, promptFrame: Buffer, mediaKey: string | null): ReadonlyArray<bigint> | string {
+    if (isNil(hashFrame)) {
+      const prompt = tryDecode(promptFrame)
+      let tokens: ReadonlyArray<number>
+      if (typeof prompt === "string") tokens = Vocabulary.tokenize(prompt)
+      else if (Array.isArray(prompt) && prompt.every(isRequestId)) tokens = prompt
+      else return "the prompt frame is neither a string nor token ids"
+      try {
+        return Array.from(BlockHashes.blockHashes(tokens, this.config.blockSizeTokens, mediaKey))
+      } catch (error) {
+        return `cannot hash the prompt: ${String(error)}`
+      }
+    }
+    const decoded = tryDecode(hashFrame)
+    if (!Array.isArray(decoded)) return "frame 2 is neither nil nor an array of block hashes"
+    const out: Array<bigint> = []
+    for (const h of decoded) {
+      if (typeof h === "bigint" && h >= 1n) out.push(h)
+      else if (typeof h === "number" && Number.isSafeInteger(h) && h >= 1) out.push(BigInt(h))
+      else return "frame 2 holds something that is not a block hash"
+    }
+    return out
+  }
+
+  private submitWithKv(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
+    if (!this.arity(identity, H.SUBMIT_REQUEST_WITH_KV, frames, 3)) return
+    const [, clientRequestId, samplingParams, kvMeta] = values
+    if (values.length !== 4 || !isRequestId(clientRequestId) || !isMap(samplingParams) || !isMap(kvMeta)) {
+      return this.reject("malformed", identity, "SUBMIT_REQUEST_WITH_KV metadata is not [24, request_id, sampling_params, kv_meta]")
+    }
+    this.dispatch({ kind: "kv", client: identity, clientKey: key, clientRequestId, values, frames, hashes: [] })
+  }
+
+  /** Re-numbers a submission and sends it to the engine the policy picks (or holds it until one registers). */
+  private dispatch(w: Waiting): void {
+    if (this.engines.length === 0) {
+      this.backlog.push(w)
+      return
+    }
+    const loads = this.engines.map((e) => e.load)
+    const engine = this.engines[
+      w.hashes.length === 0
+        ? Routing.leastLoaded(loads)
+        : Routing.choose({
+          beta: this.config.beta,
+          loads,
+          depths: this.ownership.depths(w.hashes, this.engines.map((e) => e.key)),
+          hashCount: w.hashes.length
+        }).engine
+    ]!
+    const requestId = this.nextRequestId++
+    this.inFlight.set(requestId, {
+      client: w.client,
+      clientKey: w.clientKey,
+      clientRequestId: w.clientRequestId,
+      engine,
+      hashes: w.hashes
+    })
+    let ids = this.byClient.get(w.clientKey)
+    if (ids === undefined) {
+      ids = new Map()
+      this.byClient.set(w.clientKey, ids)
+    }
+    ids.set(w.clientRequestId, requestId)
+    engine.load++
+    if (w.hashes.length > 0) this.ownership.claim(engine.key, w.hashes)
+    const f = w.frames
+    const metadata = withRequestId(f[1]!, w.values, requestId)
+    // Frame 2 (the client's hashes) was for routing only: the engine gets nil in its place.
+    const out = w.kind === "submit" ? [metadata, f[2]!, NIL, f[4]!, f[5]!] : [metadata, f[2]!, f[3]!]
+    const header = w.kind === "submit" ? H.SUBMIT_REQUEST : H.SUBMIT_REQUEST_WITH_KV
+    this.deliver(engine, out, header, requestId, w.clientRequestId, w.client)
+  }
+
+  private abort(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
+    if (!this.arity(identity, H.ABORT_REQUEST, frames, 1)) return
+    const clientRequestId = values[1]
+    if (values.length !== 2 || !isRequestId(clientRequestId)) {
+      return this.reject("malformed", identity, "ABORT_REQUEST needs [23, request_id]")
+    }
+    const requestId = this.byClient.get(key)?.get(clientRequestId)
+    const request = requestId === undefined ? undefined : this.inFlight.get(requestId)
+    if (request === undefined) {
+      // Not yet routed: it never reaches an engine. Otherwise unknown or finished: dropped.
+      const before = this.backlog.length
+      this.backlog = this.backlog.filter((w) => !(w.clientKey === key && w.clientRequestId === clientRequestId))
+      if (this.backlog.length === before) this.counters.abortsDropped++
+      return
+    }
+    this.deliver(request.engine, [packHeaderInt(H.ABORT_REQUEST, requestId!)], H.ABORT_REQUEST, requestId, clientRequestId, identity)
+  }
+
+  private control(identity: Buffer, header: Headers.Header, frames: Array<Buffer>, values: Array<unknown>): void {
+    if (!this.arity(identity, header, frames, 1)) return
+    if (header === H.SET_GENERATION_EPOCH && (values.length !== 2 || !Number.isSafeInteger(values[1]))) {
+      return this.reject("malformed", identity, "SET_GENERATION_EPOCH needs [44, generation_epoch]")
+    }
+    const signal = ControlState.signalOf(header)!
+    const outcome = ControlState.apply(this.state, signal)
+    if (outcome._tag === "Idempotent") {
+      this.counters.controlIdempotent++
+      return
+    }
+    if (outcome._tag === "Rejected") {
+      this.counters.controlRejected++
+      this.config.log("Warn", `coordinator: ignoring ${signal} in state ${this.state}`)
+      return
+    }
+    this.broadcast(header, frames[1]!)
+    this.state = outcome.next
+  }
+
+  private shutdown(): void {
+    this.shutdownReceived = true
+    this.running = false
+    this.config.log("Info", "coordinator: SHUTDOWN received; the loop ends (engines are not told)")
+    // Let what is already queued leave, then close, as a Python process exiting its loop would.
+    const finish = () => this.close()
+    const deadline = Date.now() + 1000
+    const poll = () => (this.writer.pending === 0 || Date.now() > deadline ? finish() : setTimeout(poll, 5))
+    poll()
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Engine replies
+  // -------------------------------------------------------------------------------------------
+
+  private fromEngine(identity: Buffer, key: string, header: number): boolean {
+    if (this.engineByKey.has(key) || this.removedEngines.has(key)) return true
+    this.reject("notFromEngine", identity, `${nameOf(header)} from a peer that never registered as an engine`)
+    return false
+  }
+
+  private engineReply(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
+    if (!this.fromEngine(identity, key, H.ENGINE_REPLY)) return
+    const entries = values[1]
+    if (values.length !== 2 || !Array.isArray(entries)) {
+      return this.reject("malformed", identity, "ENGINE_REPLY metadata is not [21, [[id, needs_detokenize], ...]]")
+    }
+    if (frames.length - 2 !== entries.length) {
+      return this.reject("badArity", identity, `ENGINE_REPLY lists ${entries.length} request(s) but carries ${frames.length - 2} body frame(s)`)
+    }
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]
+      if (!Array.isArray(entry) || entry.length !== 2 || !isRequestId(entry[0]) || typeof entry[1] !== "boolean") {
+        this.reject("malformed", identity, `ENGINE_REPLY entry ${i} is not [request_id, needs_detokenize]`)
+        continue
+      }
+      const requestId = entry[0]
+      const request = this.inFlight.get(requestId)
+      if (request === undefined) {
+        this.reject("unknownRequest", identity, `ENGINE_REPLY for request ${requestId}, which is not in flight`)
+        continue
+      }
+      this.inFlight.delete(requestId)
+      const ids = this.byClient.get(request.clientKey)
+      if (ids?.get(request.clientRequestId) === requestId) {
+        ids.delete(request.clientRequestId)
+        if (ids.size === 0) this.byClient.delete(request.clientKey)
+      }
+      request.engine.load--
+      if (request.hashes.length > 0) this.ownership.release(request.engine.key, request.hashes)
+      const body = entry[1] ? this.detokenize(frames[2 + i]!) : frames[2 + i]!
+      this.toClient("reply", request, [request.client, packHeaderInt(H.ENGINE_REPLY, request.clientRequestId), body])
+    }
+  }
+
+  /**
+   * Fills `generated_text` from the vocabulary (Megatron's `finalize_text`). The value is
+   * spliced into the body's bytes; only `generated_tokens` is decoded. A body laid out in a way
+   * the splice does not expect is decoded and re-encoded whole instead.
+   */
+  private detokenize(body: Buffer): Uint8Array {
+    try {
+      const spliced = fillGeneratedText(body)
+      if (spliced !== undefined) return spliced
+    } catch {
+      // Fall through to the slow path, which judges the body itself.
+    }
+    const reply = tryDecode(body)
+    if (!isMap(reply) || !Array.isArray(reply.generated_tokens)) return body
+    const params = isMap(reply.sampling_params) ? reply.sampling_params : {}
+    reply.generated_text = Vocabulary.detokenize(reply.generated_tokens as Array<number>, {
+      removeEod: params.detokenize_stop_sequence !== true
+    })
+    return Msgpack.encode(reply)
+  }
+
+  private enginePartial(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
+    if (!this.fromEngine(identity, key, H.ENGINE_REPLY_PARTIAL)) return
+    const ids = values[1]
+    if (values.length !== 2 || !Array.isArray(ids)) {
+      return this.reject("malformed", identity, "ENGINE_REPLY_PARTIAL metadata is not [22, [id, ...]]")
+    }
+    if (frames.length - 2 !== ids.length) {
+      return this.reject("badArity", identity, `ENGINE_REPLY_PARTIAL lists ${ids.length} request(s) but carries ${frames.length - 2} body frame(s)`)
+    }
+    for (let i = 0; i < ids.length; i++) {
+      const requestId = ids[i]
+      const request = isRequestId(requestId) ? this.inFlight.get(requestId) : undefined
+      if (request === undefined) {
+        this.reject("unknownRequest", identity, `ENGINE_REPLY_PARTIAL for request ${String(requestId)}, which is not in flight`)
+        continue
+      }
+      // Partials are forwarded untouched; the request stays in flight.
+      this.toClient("partial", request, [
+        request.client,
+        packHeaderInt(H.ENGINE_REPLY_PARTIAL, request.clientRequestId),
+        frames[2 + i]!
+      ])
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Towards clients, through the faults
+  // -------------------------------------------------------------------------------------------
+
+  private toClient(kind: "reply" | "partial", request: InFlight, message: Outgoing): void {
+    const f = this.faults
+    if (kind === "reply" && f.take("DropReplies")) return
+    if (f.take("SendGarbage")) this.emit([message[0]!, ...f.nextGarbage()])
+    if (f.take("SendWrongArity")) message = message.slice(0, 2)
+    const window = f.reorderWindow
+    if (kind === "partial" && window > 0) {
+      this.held.push({ message, client: request.clientKey, requestId: request.clientRequestId })
+      if (this.held.length >= window) {
+        f.note("ReorderPartials")
+        this.flushHeld(undefined)
+      }
+      return
+    }
+    if (this.held.length > 0) {
+      // A request's held partials leave before its final reply (all of them when reordering is off).
+      this.flushHeld(window > 0 ? request : undefined)
+    }
+    this.emit(message)
+    if (kind === "reply" && f.take("DuplicateReplies")) this.emit(message)
+  }
+
+  /** Sends held partials in reverse order: those of `request`, or all. */
+  private flushHeld(request: InFlight | undefined): void {
+    const matches = (h: HeldPartial) =>
+      request === undefined || (h.client === request.clientKey && h.requestId === request.clientRequestId)
+    const out = this.held.filter(matches)
+    this.held = request === undefined ? [] : this.held.filter((h) => !matches(h))
+    for (let i = out.length - 1; i >= 0; i--) this.emit(out[i]!.message)
+  }
+
+  private emit(message: Outgoing): void {
+    const delay = this.faults.delayMillis
+    if (delay <= 0) return this.writer.send(message)
+    this.faults.note("DelayReplies")
+    const timer = setTimeout(() => {
+      this.timers.delete(timer)
+      this.writer.send(message)
+    }, delay)
+    this.timers.add(timer)
+  }
+}

@@ -1,0 +1,529 @@
+/**
+ * A test engine's machinery: one DEALER, a plain async read loop, a step loop that advances
+ * every active request by one token per step, and one writer. `TestEngine` wraps it as a scoped
+ * Effect resource.
+ *
+ * Behaviour follows Megatron's engine (`engines/dynamic_engine.py` and its coordinator mixin):
+ * it registers by sending one empty frame (again after every reconnection, so a restarted
+ * coordinator learns it), replies are batched per step as `[21, [[id, needs_detokenize], ...]]`
+ * plus one body per entry, partials as `[22, [id, ...]]` plus one body per id, an ABORT finishes
+ * the request at the next step with what it has, SET_GENERATION_EPOCH stamps every active
+ * request, STOP ends the engine (it sends DISCONNECT and stops), PAUSE outside RUNNING is ignored.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { BlockHashes, Headers, Msgpack } from "@mcore-effect/protocol"
+import { randomUUID } from "node:crypto"
+import * as Zmq from "zeromq"
+import type { Log } from "./CoordinatorCore.ts"
+import { EngineRequest } from "./EngineRequest.ts"
+import * as Faults from "./Faults.ts"
+import { MsgpackWriter } from "./MsgpackWriter.ts"
+import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
+import * as Vocabulary from "./Vocabulary.ts"
+import { isRequestId, packHeader, REGISTRATION, requestIdEnd, tryDecode } from "./WireFrames.ts"
+
+const H = Headers.values
+
+/**
+ * An engine's state (Megatron's `EngineState`, without the transient -ING states).
+ *
+ * @since 0.1.0
+ */
+export type EngineState = "RUNNING" | "PAUSED" | "SUSPENDED" | "STOPPED"
+
+/**
+ * What the engine was configured with.
+ */
+export interface EngineConfig {
+  readonly identity: string
+  readonly coordinatorAddress: string
+  readonly stepMs: number
+  readonly blockSizeTokens: number
+  readonly defaultTokensToGenerate: number
+  readonly recordLimit: number
+  /** `finish`: an aborted request completes at the next step with what it has (Megatron). `drop`: it vanishes, no reply. */
+  readonly abort: "finish" | "drop"
+  readonly log: Log
+}
+
+/**
+ * A message the engine received, kept for inspection.
+ *
+ * @since 0.1.0
+ */
+export interface Received {
+  readonly header: number | undefined
+  readonly name: Headers.HeaderName | undefined
+  /** The request id in frame 0, for messages that carry one. */
+  readonly requestId: number | undefined
+  readonly frames: ReadonlyArray<Uint8Array>
+}
+
+/**
+ * A KV-handoff submission as the engine received it.
+ *
+ * @since 0.1.0
+ */
+export interface KvHandoff {
+  readonly requestId: number
+  readonly kvMeta: Readonly<Record<string, unknown>>
+  readonly srcBlockIds: ReadonlyArray<number>
+}
+
+/**
+ * Why the engine dropped messages, by kind.
+ *
+ * @since 0.1.0
+ */
+export interface EngineCounters {
+  /** Undecodable frame 0, wrong arity or wrong metadata. */
+  malformed: number
+  /** A SUBMIT for an id already active. */
+  duplicateRequest: number
+  /** ABORT for a request this engine does not hold. */
+  unknownAbort: number
+  /** RELEASE_KV for a request this engine has not pinned. */
+  unknownRelease: number
+  /** Control signals not valid in the engine's state (Megatron asserts; here they are dropped). */
+  invalidSignal: number
+  /** Messages that could not be sent. */
+  unsent: number
+}
+
+const isMap = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const YIELD_EVERY = 512
+
+/** Seconds since the epoch with sub-millisecond precision, like Python's `time.time()`. */
+const wallClockSeconds = (): number => (performance.timeOrigin + performance.now()) / 1000
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+/**
+ * @internal
+ */
+export class EngineCore {
+  state: EngineState = "RUNNING"
+  running = true
+  generationEpoch: number | null = null
+  profiling = false
+  steps = 0
+  completed = 0
+  registrations = 0
+  readonly faults = new Faults.Switchboard()
+  readonly counters: EngineCounters = {
+    malformed: 0,
+    duplicateRequest: 0,
+    unknownAbort: 0,
+    unknownRelease: 0,
+    invalidSignal: 0,
+    unsent: 0
+  }
+  readonly active = new Map<number, EngineRequest>()
+  readonly received: Array<Received> = []
+  receivedTotal = 0
+  readonly kvHandoffs: Array<KvHandoff> = []
+  readonly aborted: Array<number> = []
+  readonly released: Array<number> = []
+  readonly pinned = new Map<number, Readonly<Record<string, unknown>>>()
+  readonly signals: Array<Headers.HeaderName> = []
+
+  private readonly writer: SocketWriter
+  private readonly replyWriter = new MsgpackWriter(4096)
+  private readonly seenBlocks = new Set<bigint>()
+  /** Encoded sampling parameters by the metadata bytes that carried them: a burst shares one. */
+  private readonly encodedParams = new Map<string, Uint8Array>()
+  private nextBlockId = 0
+  private heldPartials: Array<Outgoing> = []
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
+  private wakeStepper: (() => void) | undefined
+  private readonly changeListeners = new Set<() => void>()
+  private readonly onHandshake = () => {
+    this.registrations++
+    this.writer.send([REGISTRATION])
+  }
+
+  private constructor(private readonly dealer: Zmq.Dealer, readonly config: EngineConfig) {
+    this.writer = new SocketWriter(dealer, (error) => {
+      this.counters.unsent++
+      config.log("Warn", `engine ${config.identity}: send failed: ${String(error)}`)
+    })
+  }
+
+  /** Connects a DEALER to the coordinator and starts the loops. Throws on a malformed address. */
+  static start(config: EngineConfig): EngineCore {
+    const dealer = new Zmq.Dealer({
+      linger: 0,
+      sendHighWaterMark: 0,
+      receiveHighWaterMark: 0,
+      // Never wait to send (the queues are unbounded anyway): zeromq.js then sends synchronously
+      // instead of deferring every few hundred messages to a later event-loop turn.
+      sendTimeout: 0,
+      routingId: config.identity,
+      // Reconnect quickly after a coordinator restart.
+      reconnectInterval: 20,
+      reconnectMaxInterval: 200
+    })
+    const core = new EngineCore(dealer, config)
+    // Register on every (re)connection: a coordinator that restarted has forgotten us.
+    dealer.events.on("handshake", core.onHandshake)
+    try {
+      dealer.connect(config.coordinatorAddress)
+    } catch (error) {
+      dealer.close()
+      throw error
+    }
+    void core.readLoop()
+    void core.stepLoop()
+    return core
+  }
+
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener)
+    return () => this.changeListeners.delete(listener)
+  }
+
+  private notify(): void {
+    for (const listener of this.changeListeners) listener()
+  }
+
+  close(): void {
+    if (!this.running && this.dealer.closed) return
+    this.running = false
+    this.writer.close()
+    for (const timer of this.timers) clearTimeout(timer)
+    this.timers.clear()
+    this.dealer.events.off("handshake", this.onHandshake)
+    if (!this.dealer.closed) this.dealer.close()
+    this.wake()
+    this.notify()
+  }
+
+  injectFault(fault: Faults.Fault): void {
+    this.faults.inject(fault)
+    if (fault._tag === "Hang") this.writer.pause()
+  }
+
+  clearFaults(tag?: Faults.FaultTag): void {
+    this.faults.clear(tag)
+    if (!this.faults.hung) {
+      this.writer.resume()
+      this.wake()
+    }
+    if (this.faults.reorderWindow === 0) this.flushHeldPartials()
+  }
+
+  private wake(): void {
+    const wake = this.wakeStepper
+    this.wakeStepper = undefined
+    wake?.()
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Reading
+  // -------------------------------------------------------------------------------------------
+
+  private async readLoop(): Promise<void> {
+    let handled = 0
+    while (this.running) {
+      if (this.faults.hung) await this.faults.whenAnswering()
+      if (!this.running) return
+      let frames: Array<Buffer>
+      try {
+        frames = await this.dealer.receive()
+      } catch (error) {
+        if (!this.running || this.dealer.closed) return
+        this.config.log("Error", `engine ${this.config.identity}: receive failed: ${String(error)}`)
+        continue
+      }
+      if (this.faults.hung) await this.faults.whenAnswering()
+      if (!this.running) return
+      try {
+        this.handle(frames)
+      } catch (error) {
+        this.counters.malformed++
+        this.config.log("Error", `engine ${this.config.identity}: dropped a message after an unexpected error: ${String(error)}`)
+      }
+      this.notify()
+      if (++handled % YIELD_EVERY === 0) await yieldToEventLoop()
+    }
+  }
+
+  private malformed(why: string): void {
+    this.counters.malformed++
+    this.config.log("Warn", `engine ${this.config.identity}: dropped a message: ${why}`)
+  }
+
+  private record(header: number | undefined, requestId: number | undefined, frames: ReadonlyArray<Uint8Array>): void {
+    this.receivedTotal++
+    if (this.config.recordLimit <= 0) return
+    if (this.received.length >= this.config.recordLimit) this.received.shift()
+    const name = header === undefined ? undefined : Headers.nameOf(header as Headers.Header)
+    this.received.push({ header, name, requestId, frames })
+  }
+
+  private handle(frames: Array<Buffer>): void {
+    const values = tryDecode(frames[0])
+    const header = Array.isArray(values) && typeof values[0] === "number" ? values[0] : undefined
+    const id = Array.isArray(values) && isRequestId(values[1]) ? values[1] : undefined
+    this.record(header, id, frames)
+    if (!Array.isArray(values) || header === undefined) return this.malformed("frame 0 is not an array starting with a header")
+    switch (header) {
+      case H.SUBMIT_REQUEST:
+        if (frames.length !== 5 || values.length !== 4) {
+          return this.malformed(`SUBMIT_REQUEST with ${frames.length} frames and ${values.length - 1} metadata values (expected 5 and 3)`)
+        }
+        return this.submit(values, frames, null)
+      case H.SUBMIT_REQUEST_WITH_KV: {
+        if (frames.length !== 3 || values.length !== 4) {
+          return this.malformed(`SUBMIT_REQUEST_WITH_KV with ${frames.length} frames (expected 3)`)
+        }
+        const kvMeta = values[3]
+        const srcBlockIds = tryDecode(frames[2])
+        if (!isMap(kvMeta) || !Array.isArray(srcBlockIds) || !srcBlockIds.every(isRequestId)) {
+          return this.malformed("SUBMIT_REQUEST_WITH_KV without kv_meta or src_block_ids")
+        }
+        return this.submit(values, frames, { kvMeta, srcBlockIds })
+      }
+      case H.ABORT_REQUEST:
+        return this.abort(id)
+      case H.RELEASE_KV:
+        if (id === undefined) return this.malformed("RELEASE_KV without a request id")
+        if (this.pinned.delete(id)) this.released.push(id)
+        else this.counters.unknownRelease++
+        return
+      case H.SET_GENERATION_EPOCH: {
+        const epoch = values[1]
+        if (typeof epoch !== "number" || !Number.isSafeInteger(epoch)) return this.malformed("SET_GENERATION_EPOCH without an epoch")
+        this.signals.push("SET_GENERATION_EPOCH")
+        this.generationEpoch = epoch
+        for (const request of this.active.values()) request.stampEpoch(epoch)
+        return
+      }
+      case H.START_CUDA_PROFILER:
+      case H.STOP_CUDA_PROFILER:
+        this.signals.push(Headers.nameOf(header))
+        this.profiling = header === H.START_CUDA_PROFILER
+        return
+      case H.PAUSE:
+      case H.UNPAUSE:
+      case H.SUSPEND:
+      case H.RESUME:
+      case H.STOP:
+        this.signals.push(Headers.nameOf(header))
+        return this.control(header)
+      default:
+        return this.malformed(`unexpected header ${header}`)
+    }
+  }
+
+  private submit(values: Array<unknown>, frames: Array<Buffer>, kv: Omit<KvHandoff, "requestId"> | null): void {
+    const [, requestId, samplingParams, media] = values
+    if (!isRequestId(requestId) || !isMap(samplingParams)) return this.malformed("submission metadata is not [h, id, sampling_params, ...]")
+    if (this.active.has(requestId)) {
+      this.counters.duplicateRequest++
+      return
+    }
+    const prompt = tryDecode(frames[1])
+    let promptTokens: ReadonlyArray<number>
+    if (typeof prompt === "string") promptTokens = Vocabulary.tokenize(prompt)
+    else if (Array.isArray(prompt) && prompt.every(isRequestId)) promptTokens = prompt
+    else return this.malformed(`request ${requestId}: the prompt is neither a string nor token ids`)
+    const mediaCacheKey = kv === null && isMap(media) && typeof media.media_cache_key === "string" ? media.media_cache_key : null
+    const blockSize = this.config.blockSizeTokens
+    let hashes: ReadonlyArray<bigint> = []
+    try {
+      hashes = Array.from(BlockHashes.blockHashes(promptTokens, blockSize, mediaCacheKey))
+    } catch {
+      // A media key that is not 64 hex characters: hash unsalted rather than refuse the request.
+      hashes = Array.from(BlockHashes.blockHashes(promptTokens, blockSize, null))
+    }
+    // Cached: the leading run of this prompt's blocks this engine has seen before.
+    let matched = 0
+    while (matched < hashes.length && this.seenBlocks.has(hashes[matched]!)) matched++
+    for (const h of hashes) this.seenBlocks.add(h)
+    let numCachedTokens = matched * blockSize
+    let disaggregatedParams: Record<string, unknown> | null = null
+    if (kv !== null) {
+      this.kvHandoffs.push({ requestId, ...kv })
+      // The peer computed the prompt's KV: its blocks count as cached.
+      numCachedTokens = Math.min(promptTokens.length, kv.srcBlockIds.length * blockSize)
+      disaggregatedParams = { request_id: requestId, block_ids: kv.srcBlockIds, kv_meta: kv.kvMeta }
+    }
+    const now = wallClockSeconds()
+    const request = new EngineRequest({
+        requestId,
+        prompt: typeof prompt === "string" ? prompt : null,
+        promptTokens,
+        samplingParams,
+        mediaCacheKey,
+        blockSizeTokens: blockSize,
+        blockHashes: hashes,
+        numCachedTokens,
+        numMatchedPrefixBlocks: matched,
+        defaultTokensToGenerate: this.config.defaultTokensToGenerate,
+        generationEpoch: this.generationEpoch,
+        disaggregatedParams,
+        uid: `chatcmpl-${randomUUID().replaceAll("-", "")}`,
+        now
+      })
+    request.encodedSamplingParams = this.encodeParams(frames[0]!, values, request)
+    this.active.set(requestId, request)
+    this.wake()
+  }
+
+  private encodeParams(frame: Buffer, values: Array<unknown>, request: EngineRequest): Uint8Array {
+    const idEnd = requestIdEnd(frame, values)
+    if (idEnd === 0) return Msgpack.encode(request.samplingParams)
+    const key = frame.toString("latin1", idEnd)
+    let bytes = this.encodedParams.get(key)
+    if (bytes === undefined) {
+      if (this.encodedParams.size >= 1024) this.encodedParams.clear()
+      bytes = Msgpack.encode(request.samplingParams)
+      this.encodedParams.set(key, bytes)
+    }
+    return bytes
+  }
+
+  private abort(id: number | undefined): void {
+    const request = id === undefined ? undefined : this.active.get(id)
+    if (request === undefined) {
+      this.counters.unknownAbort++
+      return
+    }
+    this.aborted.push(request.requestId)
+    if (this.config.abort === "drop") this.active.delete(request.requestId)
+    else {
+      request.aborted = true
+      this.wake()
+    }
+  }
+
+  private control(header: number): void {
+    const s = this.state
+    const next = header === H.PAUSE
+      ? (s === "RUNNING" ? "PAUSED" : s) // any other state ignores PAUSE
+      : header === H.UNPAUSE
+      ? (s === "PAUSED" ? "RUNNING" : undefined)
+      : header === H.SUSPEND
+      ? (s === "PAUSED" ? "SUSPENDED" : undefined)
+      : header === H.RESUME
+      ? (s === "SUSPENDED" ? "PAUSED" : undefined)
+      : (s === "PAUSED" || s === "SUSPENDED" ? "STOPPED" : undefined)
+    if (next === undefined) {
+      this.counters.invalidSignal++
+      this.config.log("Warn", `engine ${this.config.identity}: ${Headers.nameOf(header as Headers.Header)} in state ${s}; ignored`)
+      return
+    }
+    this.state = next
+    if (next === "STOPPED") {
+      // Megatron's engine leaves its loop and tells the coordinator it is gone.
+      this.writer.send([packHeader(H.DISCONNECT)])
+    }
+    this.wake()
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Stepping
+  // -------------------------------------------------------------------------------------------
+
+  private async stepLoop(): Promise<void> {
+    while (this.running) {
+      if (this.faults.hung) {
+        await this.faults.whenAnswering()
+        continue
+      }
+      if (this.state !== "RUNNING" || this.active.size === 0) {
+        await new Promise<void>((resolve) => (this.wakeStepper = resolve))
+        continue
+      }
+      try {
+        this.step()
+      } catch (error) {
+        this.config.log("Error", `engine ${this.config.identity}: step failed: ${String(error)}`)
+      }
+      this.notify()
+      await (this.config.stepMs > 0 ? new Promise((resolve) => setTimeout(resolve, this.config.stepMs)) : yieldToEventLoop())
+    }
+  }
+
+  /** Advances every active request by one token; sends this step's partials, then its replies. */
+  private step(): void {
+    this.steps++
+    const now = wallClockSeconds()
+    const finished: Array<EngineRequest> = []
+    const partials: Array<Record<string, unknown>> = []
+    for (const request of this.active.values()) {
+      if (request.step(now)) finished.push(request)
+      else {
+        const partial = request.partial()
+        if (partial !== null) partials.push(partial)
+      }
+    }
+    if (partials.length > 0) {
+      const ids = partials.map((p) => p.request_id as number)
+      this.sendPartials([Msgpack.encode([H.ENGINE_REPLY_PARTIAL, ids]), ...partials.map((p) => Msgpack.encode(p))])
+    }
+    if (finished.length === 0) return
+    const entries: Array<[number, boolean]> = []
+    const bodies: Array<Uint8Array> = []
+    for (const request of finished) {
+      this.active.delete(request.requestId)
+      this.completed++
+      if (request.samplingParams.do_kv_handoff === true && !request.aborted) this.pin(request)
+      if (this.faults.take("DropReplies")) continue
+      const body = request.encode(now, this.replyWriter)
+      const copies = this.faults.take("DuplicateReplies") ? 2 : 1
+      for (let c = 0; c < copies; c++) {
+        entries.push([request.requestId, request.needsDetokenize])
+        bodies.push(body)
+      }
+    }
+    if (entries.length > 0) this.sendBatch([Msgpack.encode([H.ENGINE_REPLY, entries]), ...bodies])
+  }
+
+  /** Pins a prefill request's KV for a peer to pull, and says where it is (`disaggregated_params`). */
+  private pin(request: EngineRequest): void {
+    const tokens = request.init.promptTokens.length + request.generated.length
+    const blocks = Math.max(1, Math.ceil(tokens / this.config.blockSizeTokens))
+    const blockIds = Array.from({ length: blocks }, () => this.nextBlockId++)
+    const params = { request_id: request.requestId, block_ids: blockIds, kv_meta: { engine: this.config.identity } }
+    this.pinned.set(request.requestId, params)
+    request.disaggregatedParams = params
+  }
+
+  private sendBatch(message: Array<Uint8Array>): void {
+    if (this.faults.take("SendGarbage")) this.emit(this.faults.nextGarbage())
+    if (this.faults.take("SendWrongArity")) message = message.slice(0, -1)
+    this.emit(message)
+  }
+
+  private sendPartials(message: Array<Uint8Array>): void {
+    const window = this.faults.reorderWindow
+    if (window === 0) return this.sendBatch(message)
+    this.heldPartials.push(message)
+    if (this.heldPartials.length >= window) {
+      this.faults.note("ReorderPartials")
+      this.flushHeldPartials()
+    }
+  }
+
+  private flushHeldPartials(): void {
+    const held = this.heldPartials
+    this.heldPartials = []
+    for (let i = held.length - 1; i >= 0; i--) this.sendBatch(held[i]! as Array<Uint8Array>)
+  }
+
+  private emit(message: Outgoing): void {
+    const delay = this.faults.delayMillis
+    if (delay <= 0) return this.writer.send(message)
+    this.faults.note("DelayReplies")
+    const timer = setTimeout(() => {
+      this.timers.delete(timer)
+      this.writer.send(message)
+    }, delay)
+    this.timers.add(timer)
+  }
+}

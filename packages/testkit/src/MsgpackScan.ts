@@ -1,0 +1,150 @@
+/**
+ * Reading the layout of msgpack bytes without decoding them: where a value ends, where a map's
+ * entries are. The coordinator uses it to fill `generated_text` into a reply by splicing bytes,
+ * instead of decoding and re-encoding the whole finished request (which echoes the prompt and
+ * is the largest frame it handles).
+ *
+ * @since 0.1.0
+ * @internal
+ */
+
+const u16 = (b: Uint8Array, p: number): number => (b[p]! << 8) | b[p + 1]!
+const u32 = (b: Uint8Array, p: number): number => ((b[p]! << 24) >>> 0) + ((b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!)
+
+/** Thrown for bytes that are not well-formed msgpack. */
+export class ScanError extends globalThis.Error {}
+
+const need = (b: Uint8Array, end: number): number => {
+  if (end > b.length) throw new ScanError("truncated")
+  return end
+}
+
+/** Skips `n` consecutive values starting at `p`. */
+const skipMany = (b: Uint8Array, p: number, n: number): number => {
+  for (let i = 0; i < n; i++) p = skip(b, p)
+  return p
+}
+
+/**
+ * The offset just past the msgpack value that starts at `p`.
+ *
+ * @throws ScanError for truncated or invalid bytes.
+ */
+export const skip = (b: Uint8Array, p: number): number => {
+  const t = b[p]
+  if (t === undefined) throw new ScanError("truncated")
+  if (t <= 0x7f || t >= 0xe0) return p + 1
+  if (t <= 0x8f) return skipMany(b, p + 1, 2 * (t & 0x0f))
+  if (t <= 0x9f) return skipMany(b, p + 1, t & 0x0f)
+  if (t <= 0xbf) return need(b, p + 1 + (t & 0x1f))
+  switch (t) {
+    case 0xc0:
+    case 0xc2:
+    case 0xc3:
+      return p + 1
+    case 0xc4:
+    case 0xd9:
+      need(b, p + 2)
+      return need(b, p + 2 + b[p + 1]!)
+    case 0xc5:
+    case 0xda:
+      need(b, p + 3)
+      return need(b, p + 3 + u16(b, p + 1))
+    case 0xc6:
+    case 0xdb:
+      need(b, p + 5)
+      return need(b, p + 5 + u32(b, p + 1))
+    case 0xc7:
+      need(b, p + 3)
+      return need(b, p + 3 + b[p + 1]!)
+    case 0xc8:
+      need(b, p + 4)
+      return need(b, p + 4 + u16(b, p + 1))
+    case 0xc9:
+      need(b, p + 6)
+      return need(b, p + 6 + u32(b, p + 1))
+    case 0xca:
+      return need(b, p + 5)
+    case 0xcb:
+      return need(b, p + 9)
+    case 0xcc:
+    case 0xd0:
+      return need(b, p + 2)
+    case 0xcd:
+    case 0xd1:
+      return need(b, p + 3)
+    case 0xce:
+    case 0xd2:
+      return need(b, p + 5)
+    case 0xcf:
+    case 0xd3:
+      return need(b, p + 9)
+    case 0xd4:
+      return need(b, p + 3)
+    case 0xd5:
+      return need(b, p + 4)
+    case 0xd6:
+      return need(b, p + 6)
+    case 0xd7:
+      return need(b, p + 10)
+    case 0xd8:
+      return need(b, p + 18)
+    case 0xdc:
+      need(b, p + 3)
+      return skipMany(b, p + 3, u16(b, p + 1))
+    case 0xdd:
+      need(b, p + 5)
+      return skipMany(b, p + 5, u32(b, p + 1))
+    case 0xde:
+      need(b, p + 3)
+      return skipMany(b, p + 3, 2 * u16(b, p + 1))
+    case 0xdf:
+      need(b, p + 5)
+      return skipMany(b, p + 5, 2 * u32(b, p + 1))
+    default:
+      throw new ScanError(`invalid byte 0x${t.toString(16)}`)
+  }
+}
+
+/** The entry count of the map at `p` and where its first key starts, or `undefined` when it is not a map. */
+export const mapHeader = (b: Uint8Array, p: number): { readonly count: number; readonly start: number } | undefined => {
+  const t = b[p]
+  if (t === undefined) return undefined
+  if (t >= 0x80 && t <= 0x8f) return { count: t & 0x0f, start: p + 1 }
+  if (t === 0xde && p + 3 <= b.length) return { count: u16(b, p + 1), start: p + 3 }
+  if (t === 0xdf && p + 5 <= b.length) return { count: u32(b, p + 1), start: p + 5 }
+  return undefined
+}
+
+/** True when `b[start, end)` equals `expected`. */
+export const bytesEqual = (b: Uint8Array, start: number, end: number, expected: Uint8Array): boolean => {
+  if (end - start !== expected.length) return false
+  for (let i = 0; i < expected.length; i++) if (b[start + i] !== expected[i]) return false
+  return true
+}
+
+/**
+ * Where the values of the wanted keys lie in the map at `p` (keys given encoded, as msgpack
+ * strings). Returns `[start, end)` per found key, and the offset just past the map.
+ *
+ * @throws ScanError for malformed bytes.
+ */
+export const findInMap = (
+  b: Uint8Array,
+  p: number,
+  keys: ReadonlyArray<Uint8Array>
+): { readonly values: Array<readonly [number, number] | undefined>; readonly end: number } | undefined => {
+  const header = mapHeader(b, p)
+  if (header === undefined) return undefined
+  const values: Array<readonly [number, number] | undefined> = keys.map(() => undefined)
+  let q = header.start
+  for (let i = 0; i < header.count; i++) {
+    const keyEnd = skip(b, q)
+    const valueEnd = skip(b, keyEnd)
+    for (let k = 0; k < keys.length; k++) {
+      if (values[k] === undefined && bytesEqual(b, q, keyEnd, keys[k]!)) values[k] = [keyEnd, valueEnd]
+    }
+    q = valueEnd
+  }
+  return { values, end: q }
+}

@@ -1,0 +1,296 @@
+/**
+ * A coordinator that speaks the real protocol over real ZeroMQ sockets, for tests: it binds a
+ * ROUTER on loopback, accepts clients (CONNECT / CONNECT_ACK) and engines (an empty
+ * registration frame), re-numbers and routes submissions by policy, runs the control state
+ * machine, splits engines' batched replies into per-client messages, and lets a test inspect
+ * everything it did and switch faults on and off.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import type * as ControlState from "./ControlState.ts"
+import { type CoordinatorConfig, CoordinatorCore, type Counters, type Delivery, type Log } from "./CoordinatorCore.ts"
+import type * as Faults from "./Faults.ts"
+import { isLoopback } from "./Loopback.ts"
+import * as Routing from "./Routing.ts"
+import { BindFailed, InvalidOption, NotLoopback, testkitError, type TestkitError } from "./TestkitError.ts"
+import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
+
+export type { Counters, Delivery } from "./CoordinatorCore.ts"
+
+/**
+ * How to start a test coordinator. Every field is optional.
+ *
+ * @since 0.1.0
+ */
+export interface Options {
+  /** Where to bind: loopback only. Default `tcp://127.0.0.1:0` (an ephemeral port). */
+  readonly address?: string | undefined
+  /** Routing policy. Default `load_balanced`. */
+  readonly policy?: Routing.Policy | undefined
+  /** Weight of the load term in the affinity score. Default 0.5. */
+  readonly beta?: number | undefined
+  /** Block size the coordinator hashes prompts with when a client sent no hashes. Default 16. */
+  readonly blockSizeTokens?: number | undefined
+  /** Messages kept per engine for inspection (oldest dropped first); 0 keeps none. Default 10,000. */
+  readonly recordLimit?: number | undefined
+}
+
+/**
+ * One engine as the coordinator sees it.
+ *
+ * @since 0.1.0
+ */
+export interface EngineView {
+  readonly identity: string
+  /** Requests routed to it and not yet answered. */
+  readonly load: number
+  /** What the coordinator sent it, most recent last (up to `recordLimit`). */
+  readonly received: ReadonlyArray<Delivery>
+  /** How many messages it was sent in all. */
+  readonly receivedTotal: number
+}
+
+/**
+ * Everything a test may want to know about the coordinator at one moment.
+ *
+ * @since 0.1.0
+ */
+export interface Snapshot {
+  readonly address: string
+  /** False after SHUTDOWN, a crash, or the scope closing. */
+  readonly running: boolean
+  readonly shutdownReceived: boolean
+  readonly state: ControlState.State
+  readonly policy: Routing.Policy
+  /** Registered engines, in routing order (by identity). */
+  readonly engines: ReadonlyArray<EngineView>
+  /** Clients that completed CONNECT. */
+  readonly clients: number
+  readonly inFlight: number
+  /** Submissions waiting for a first engine to register. */
+  readonly backlog: number
+  /** Distinct block hashes held by some engine for requests in flight. */
+  readonly heldHashes: number
+  /** Rejected and dropped messages, by reason. */
+  readonly counters: Counters
+  readonly faults: ReadonlyArray<Faults.Fault>
+  /** How many times each fault acted. */
+  readonly faultsApplied: Readonly<Record<Faults.FaultTag, number>>
+  /** The next coordinator-side request id (how many submissions were routed). */
+  readonly nextRequestId: number
+  /** How many times `restart` rebound the address. */
+  readonly restarts: number
+}
+
+/**
+ * A running test coordinator.
+ *
+ * @since 0.1.0
+ */
+export interface Handle {
+  /** The bound address, with the actual port (`tcp://127.0.0.1:41234`): give it to clients and engines. */
+  readonly address: string
+  readonly policy: Routing.Policy
+  readonly beta: number
+  readonly blockSizeTokens: number
+  /** The coordinator's state now. */
+  readonly snapshot: Effect.Effect<Snapshot>
+  /** Waits until `predicate` holds (checked after every message); fails with `WaitTimedOut`. */
+  readonly waitFor: (
+    what: string,
+    predicate: (snapshot: Snapshot) => boolean,
+    options?: { readonly timeoutMillis?: number | undefined }
+  ) => Effect.Effect<Snapshot, TestkitError>
+  /** Waits until at least `count` engines have registered. */
+  readonly awaitEngines: (count: number, options?: { readonly timeoutMillis?: number | undefined }) => Effect.Effect<Snapshot, TestkitError>
+  /** Switches a fault on (replacing one of the same kind). */
+  readonly injectFault: (fault: Faults.Fault) => Effect.Effect<void>
+  /** Switches one kind of fault off, or all. */
+  readonly clearFaults: (tag?: Faults.FaultTag) => Effect.Effect<void>
+  /** Which engines (identities) hold a block hash for a request in flight. */
+  readonly holders: (hash: bigint) => Effect.Effect<ReadonlyArray<string>>
+  /** Kills the coordinator: the socket closes at once and all its state is lost. */
+  readonly crash: Effect.Effect<void>
+  /** Starts a fresh coordinator on the same address (crashing the current one if it runs). */
+  readonly restart: Effect.Effect<void, TestkitError>
+  /** Resolves when the coordinator has stopped (SHUTDOWN from a client, or a crash). */
+  readonly awaitStopped: Effect.Effect<void>
+}
+
+/**
+ * The test coordinator as a service, for `layer`.
+ *
+ * @since 0.1.0
+ */
+export class TestCoordinator extends Context.Service<TestCoordinator, Handle>()("@mcore-effect/testkit/TestCoordinator") {}
+
+const invalid = (option: string, why: string) => Effect.fail(testkitError(new InvalidOption({ option, why })))
+
+interface Resolved {
+  readonly address: string
+  readonly policy: Routing.Policy
+  readonly beta: number
+  readonly blockSizeTokens: number
+  readonly recordLimit: number
+}
+
+const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
+  const address = options.address ?? "tcp://127.0.0.1:0"
+  const policy = options.policy ?? "load_balanced"
+  const beta = options.beta ?? Routing.defaultBeta
+  const blockSizeTokens = options.blockSizeTokens ?? 16
+  const recordLimit = options.recordLimit ?? 10_000
+  if (!isLoopback(address)) return Effect.fail(testkitError(new NotLoopback({ address })))
+  if (!Routing.Policy.literals.includes(policy)) return invalid("policy", `unknown policy ${String(policy)}`)
+  if (!Number.isFinite(beta) || beta < 0) return invalid("beta", "must be a finite number >= 0")
+  if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return invalid("blockSizeTokens", "must be an integer >= 1")
+  if (!Number.isSafeInteger(recordLimit) || recordLimit < 0) return invalid("recordLimit", "must be an integer >= 0")
+  return Effect.succeed({ address, policy, beta, blockSizeTokens, recordLimit })
+}
+
+/** Binds, retrying briefly while a just-closed socket still holds the port. */
+const bind = (address: string, config: CoordinatorConfig): Effect.Effect<CoordinatorCore, TestkitError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const deadline = Date.now() + 2_000
+      for (;;) {
+        try {
+          return await CoordinatorCore.start(address, config)
+        } catch (error) {
+          const inUse = (error as { code?: string } | null)?.code === "EADDRINUSE"
+          if (!inUse || Date.now() > deadline) throw error
+          await new Promise((r) => setTimeout(r, 20))
+        }
+      }
+    },
+    catch: (cause) => testkitError(new BindFailed({ address, cause }))
+  })
+
+/**
+ * Starts a test coordinator, bound until the scope closes (then the socket is closed with
+ * linger 0 and nothing keeps running).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { TestCoordinator, TestEngine } from "@mcore-effect/testkit"
+ *
+ * const program = Effect.gen(function*() {
+ *   const coordinator = yield* TestCoordinator.make({ policy: "longest_prefix", blockSizeTokens: 4 })
+ *   yield* TestEngine.make({ coordinatorAddress: coordinator.address, stepMs: 0 })
+ *   yield* coordinator.awaitEngines(1)
+ *   // connect a client to coordinator.address ...
+ *   const { counters, engines } = yield* coordinator.snapshot
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Scope.Scope> = Effect.fn(
+  "TestCoordinator.make"
+)(function*(options?: Options) {
+  const resolved = yield* resolve(options ?? {})
+  const context = yield* Effect.context<never>()
+  const runFork = Effect.runForkWith(context)
+  const log: Log = (level, message) => {
+    runFork(Effect.logWithLevel(level)(message))
+  }
+  const config: CoordinatorConfig = {
+    policy: resolved.policy,
+    beta: resolved.beta,
+    blockSizeTokens: resolved.blockSizeTokens,
+    recordLimit: resolved.recordLimit,
+    log
+  }
+  const listeners = new Set<() => void>()
+  const fanOut = () => listeners.forEach((l) => l())
+  let unhook = () => {}
+  // `core` is replaced by restart; the release closes whichever one is current.
+  let core: CoordinatorCore = yield* Effect.acquireRelease(bind(resolved.address, config), () =>
+    Effect.sync(() => {
+      unhook()
+      core.close()
+    }))
+  unhook = core.onChange(fanOut)
+  // Restart binds the address actually bound (the ephemeral port is fixed from here on).
+  const address = core.address
+  let restarts = 0
+
+  const read = (): Snapshot => ({
+    address,
+    running: core.running,
+    shutdownReceived: core.shutdownReceived,
+    state: core.state,
+    policy: resolved.policy,
+    engines: core.engineViews(),
+    clients: core.clientCount,
+    inFlight: core.inFlightCount,
+    backlog: core.backlogCount,
+    heldHashes: core.heldHashes,
+    counters: { ...core.counters },
+    faults: core.faults.list(),
+    faultsApplied: { ...core.faults.applied },
+    nextRequestId: core.nextRequestId,
+    restarts
+  })
+  const subscribe = (listener: () => void) => {
+    listeners.add(listener)
+    return () => listeners.delete(listener)
+  }
+  const waitFor: Handle["waitFor"] = (what, predicate, options) =>
+    waitUntil(what, subscribe, read, predicate, options?.timeoutMillis ?? defaultTimeoutMillis)
+
+  const handle: Handle = {
+    address,
+    policy: resolved.policy,
+    beta: resolved.beta,
+    blockSizeTokens: resolved.blockSizeTokens,
+    snapshot: Effect.sync(read),
+    waitFor,
+    awaitEngines: (count, options) => waitFor(`${count} engine(s) to register`, (s) => s.engines.length >= count, options),
+    injectFault: (fault) => Effect.sync(() => core.injectFault(fault)).pipe(Effect.withSpan("TestCoordinator.injectFault")),
+    clearFaults: (tag) => Effect.sync(() => core.clearFaults(tag)).pipe(Effect.withSpan("TestCoordinator.clearFaults")),
+    holders: (hash) => Effect.sync(() => core.holders(hash)),
+    crash: Effect.sync(() => {
+      core.close()
+      fanOut()
+    }).pipe(Effect.withSpan("TestCoordinator.crash")),
+    restart: Effect.gen(function*() {
+      core.close()
+      const next = yield* bind(address, config)
+      unhook()
+      core = next
+      restarts++
+      unhook = core.onChange(fanOut)
+      fanOut()
+    }).pipe(Effect.withSpan("TestCoordinator.restart")),
+    awaitStopped: Effect.suspend(() => {
+      const current = core
+      return Effect.promise(() => current.done)
+    })
+  }
+  return handle
+})
+
+/**
+ * The test coordinator as a layer: started when the layer is built, stopped when it is released.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { TestCoordinator } from "@mcore-effect/testkit"
+ *
+ * const program = Effect.gen(function*() {
+ *   const coordinator = yield* TestCoordinator.TestCoordinator
+ *   return coordinator.address
+ * }).pipe(Effect.provide(TestCoordinator.layer({ policy: "load_balanced" })))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = (options?: Options): Layer.Layer<TestCoordinator, TestkitError> =>
+  Layer.effect(TestCoordinator, make(options))

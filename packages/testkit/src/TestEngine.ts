@@ -1,0 +1,221 @@
+/**
+ * An inference engine for tests: a DEALER that registers with a coordinator the way Megatron's
+ * engines do and generates deterministic tokens from the prompt (see `Generation`), stepping all
+ * its active requests together every `stepMs`, with replies batched per step, partials for
+ * streaming requests, stop conditions, pause/suspend, aborts, generation epochs, KV handoffs and
+ * prefix-cache accounting. No GPU, no model.
+ *
+ * @since 0.1.0
+ */
+import { randomUUID } from "node:crypto"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import type { Log } from "./CoordinatorCore.ts"
+import {
+  type EngineConfig,
+  EngineCore,
+  type EngineCounters,
+  type EngineState,
+  type KvHandoff,
+  type Received
+} from "./EngineCore.ts"
+import type * as Faults from "./Faults.ts"
+import { ConnectFailed, InvalidOption, testkitError, type TestkitError } from "./TestkitError.ts"
+import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
+
+export type { EngineCounters, EngineState, KvHandoff, Received } from "./EngineCore.ts"
+
+/**
+ * How to start a test engine.
+ *
+ * @since 0.1.0
+ */
+export interface Options {
+  /** The coordinator's address (`TestCoordinator`'s `address`). */
+  readonly coordinatorAddress: string
+  /** The DEALER identity. Default `mp-coord-<rank>` (Megatron's) when `rank` is given, else a random one. */
+  readonly identity?: string | undefined
+  /** The data-parallel rank, used for the default identity. */
+  readonly rank?: number | undefined
+  /** Milliseconds between steps; 0 steps as fast as the event loop allows. Default 0. */
+  readonly stepMs?: number | undefined
+  /** KV block size, for `num_cached_tokens` and pinned blocks. Default 16. */
+  readonly blockSizeTokens?: number | undefined
+  /** Tokens to generate when a request sets neither `num_tokens_to_generate` nor `num_tokens_total`. Default 8. */
+  readonly defaultTokensToGenerate?: number | undefined
+  /** Messages kept for inspection (oldest dropped first); 0 keeps none. Default 10,000. */
+  readonly recordLimit?: number | undefined
+  /**
+   * What an ABORT does: `finish` completes the request at the next step with the tokens it has
+   * (Megatron's behaviour: the coordinator then forgets it), `drop` makes it vanish without a
+   * reply. Default `finish`.
+   */
+  readonly abort?: "finish" | "drop" | undefined
+}
+
+/**
+ * Everything a test may want to know about an engine at one moment.
+ *
+ * @since 0.1.0
+ */
+export interface Snapshot {
+  readonly identity: string
+  readonly state: EngineState
+  readonly running: boolean
+  /** Requests being generated (coordinator-side ids). */
+  readonly active: ReadonlyArray<number>
+  readonly completed: number
+  readonly steps: number
+  /** How many times the engine registered (once per connection to a coordinator). */
+  readonly registrations: number
+  /** What the engine received, most recent last (up to `recordLimit`). */
+  readonly received: ReadonlyArray<Received>
+  readonly receivedTotal: number
+  /** Control and profiler signals received, in order. */
+  readonly signals: ReadonlyArray<string>
+  readonly generationEpoch: number | null
+  readonly profiling: boolean
+  /** Requests aborted while active. */
+  readonly aborted: ReadonlyArray<number>
+  /** KV-handoff submissions (`kv_meta`, `src_block_ids`) as received. */
+  readonly kvHandoffs: ReadonlyArray<KvHandoff>
+  /** Requests whose KV is pinned for a peer (`do_kv_handoff`), not yet released. */
+  readonly pinned: ReadonlyArray<number>
+  /** Requests whose pinned KV was released by RELEASE_KV. */
+  readonly released: ReadonlyArray<number>
+  readonly counters: EngineCounters
+  readonly faults: ReadonlyArray<Faults.Fault>
+  readonly faultsApplied: Readonly<Record<Faults.FaultTag, number>>
+}
+
+/**
+ * A running test engine.
+ *
+ * @since 0.1.0
+ */
+export interface Handle {
+  readonly identity: string
+  readonly snapshot: Effect.Effect<Snapshot>
+  /** Waits until `predicate` holds (checked after every message and step); fails with `WaitTimedOut`. */
+  readonly waitFor: (
+    what: string,
+    predicate: (snapshot: Snapshot) => boolean,
+    options?: { readonly timeoutMillis?: number | undefined }
+  ) => Effect.Effect<Snapshot, TestkitError>
+  readonly injectFault: (fault: Faults.Fault) => Effect.Effect<void>
+  readonly clearFaults: (tag?: Faults.FaultTag) => Effect.Effect<void>
+}
+
+/**
+ * The test engine as a service, for `layer`.
+ *
+ * @since 0.1.0
+ */
+export class TestEngine extends Context.Service<TestEngine, Handle>()("@mcore-effect/testkit/TestEngine") {}
+
+const invalid = (option: string, why: string) => Effect.fail(testkitError(new InvalidOption({ option, why })))
+
+const nonNegativeInt = (v: number) => Number.isSafeInteger(v) && v >= 0
+
+/**
+ * Starts a test engine connected to a coordinator; it runs until the scope closes (then its
+ * socket is closed with linger 0 and its loops end).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Generation, TestCoordinator, TestEngine, Vocabulary } from "@mcore-effect/testkit"
+ *
+ * const program = Effect.gen(function*() {
+ *   const coordinator = yield* TestCoordinator.make()
+ *   const engine = yield* TestEngine.make({ coordinatorAddress: coordinator.address, rank: 0, stepMs: 5 })
+ *   yield* coordinator.awaitEngines(1)
+ *   // a request for "the quick fox" with num_tokens_to_generate 4 gets exactly these tokens:
+ *   const expected = Generation.tokens(Vocabulary.tokenize("the quick fox"), 4)
+ *   const { completed } = yield* engine.snapshot
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Scope.Scope> = Effect.fn("TestEngine.make")(
+  function*(options: Options) {
+    const stepMs = options.stepMs ?? 0
+    const blockSizeTokens = options.blockSizeTokens ?? 16
+    const defaultTokensToGenerate = options.defaultTokensToGenerate ?? 8
+    const recordLimit = options.recordLimit ?? 10_000
+    const abort = options.abort ?? "finish"
+    if (!Number.isFinite(stepMs) || stepMs < 0) return yield* invalid("stepMs", "must be a finite number >= 0")
+    if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return yield* invalid("blockSizeTokens", "must be an integer >= 1")
+    if (!nonNegativeInt(defaultTokensToGenerate)) return yield* invalid("defaultTokensToGenerate", "must be an integer >= 0")
+    if (!nonNegativeInt(recordLimit)) return yield* invalid("recordLimit", "must be an integer >= 0")
+    if (abort !== "finish" && abort !== "drop") return yield* invalid("abort", "must be \"finish\" or \"drop\"")
+    if (options.rank !== undefined && !nonNegativeInt(options.rank)) return yield* invalid("rank", "must be an integer >= 0")
+    const identity = options.identity ??
+      (options.rank !== undefined ? `mp-coord-${options.rank}` : `engine-${randomUUID().slice(0, 8)}`)
+    if (identity.length === 0 || Buffer.byteLength(identity) > 255) return yield* invalid("identity", "must be 1 to 255 bytes")
+
+    const context = yield* Effect.context<never>()
+    const runFork = Effect.runForkWith(context)
+    const log: Log = (level, message) => {
+      runFork(Effect.logWithLevel(level)(message))
+    }
+    const config: EngineConfig = {
+      identity,
+      coordinatorAddress: options.coordinatorAddress,
+      stepMs,
+      blockSizeTokens,
+      defaultTokensToGenerate,
+      recordLimit,
+      abort,
+      log
+    }
+    const core = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => EngineCore.start(config),
+        catch: (cause) => testkitError(new ConnectFailed({ address: options.coordinatorAddress, cause }))
+      }),
+      (core) => Effect.sync(() => core.close())
+    )
+
+    const read = (): Snapshot => ({
+      identity,
+      state: core.state,
+      running: core.running,
+      active: Array.from(core.active.keys()),
+      completed: core.completed,
+      steps: core.steps,
+      registrations: core.registrations,
+      received: core.received.slice(),
+      receivedTotal: core.receivedTotal,
+      signals: core.signals.slice(),
+      generationEpoch: core.generationEpoch,
+      profiling: core.profiling,
+      aborted: core.aborted.slice(),
+      kvHandoffs: core.kvHandoffs.slice(),
+      pinned: Array.from(core.pinned.keys()),
+      released: core.released.slice(),
+      counters: { ...core.counters },
+      faults: core.faults.list(),
+      faultsApplied: { ...core.faults.applied }
+    })
+    const handle: Handle = {
+      identity,
+      snapshot: Effect.sync(read),
+      waitFor: (what, predicate, options) =>
+        waitUntil(`engine ${identity}: ${what}`, (l) => core.onChange(l), read, predicate, options?.timeoutMillis ?? defaultTimeoutMillis),
+      injectFault: (fault) => Effect.sync(() => core.injectFault(fault)).pipe(Effect.withSpan("TestEngine.injectFault")),
+      clearFaults: (tag) => Effect.sync(() => core.clearFaults(tag)).pipe(Effect.withSpan("TestEngine.clearFaults"))
+    }
+    return handle
+  }
+)
+
+/**
+ * A test engine as a layer.
+ *
+ * @since 0.1.0
+ */
+export const layer = (options: Options): Layer.Layer<TestEngine, TestkitError> => Layer.effect(TestEngine, make(options))
