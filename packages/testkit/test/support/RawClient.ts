@@ -43,7 +43,7 @@ export interface RawClient {
   /** The next message, decoded as a reply or partial. */
   readonly nextReply: (timeoutMillis?: number) => Effect.Effect<Reply, Error>
   /** Collects messages until `count` final replies have arrived; returns everything received. */
-  readonly untilReplies: (count: number, timeoutMillis?: number) => Effect.Effect<ReadonlyArray<Reply>, Error>
+  readonly untilReplies: (count: number, timeoutMillis?: number) => Effect.Effect<Array<Reply>, Error>
   /** Messages received and not yet taken. */
   readonly buffered: () => number
   /** True when no message arrives within `millis` (a quiet window: only for proving absence). */

@@ -1,0 +1,49 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { TestCluster, TestCoordinator } from "../src/index.ts"
+import * as RawClient from "./support/RawClient.ts"
+
+const script = fileURLToPath(new URL("./support/exitsOnItsOwn.ts", import.meta.url))
+
+describe("Lifecycle", () => {
+  it.effect("closing the scope leaves nothing running: a process using the testkit exits by itself", () =>
+    Effect.callback<{ code: number | null; out: string }>((resume) => {
+      const child = spawn(process.execPath, ["--conditions=source", "--import", "tsx", script], {
+        stdio: ["ignore", "pipe", "inherit"]
+      })
+      let out = ""
+      child.stdout.on("data", (chunk) => (out += String(chunk)))
+      // A bound, not a speed check: a process that never exits would hang the suite.
+      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
+      child.on("exit", (code) => {
+        clearTimeout(timer)
+        resume(Effect.succeed({ code, out }))
+      })
+    }).pipe(Effect.map(({ code, out }) => {
+      expect(out).toContain("scope closed")
+      expect(code).toBe(0)
+    })))
+
+  it.effect("the coordinator's address is free again once its scope closes (tcp and ipc)", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "testkit-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      for (const requested of ["tcp://127.0.0.1:0", `ipc://${join(dir, "coordinator.sock")}`]) {
+        const address = yield* Effect.gen(function*() {
+          const cluster = yield* TestCluster.make({ engines: 1, coordinator: { address: requested } })
+          const client = yield* RawClient.make(cluster.address)
+          yield* client.connect
+          yield* client.submit(0, "the cat", { params: { num_tokens_to_generate: 1 } })
+          yield* client.nextReply()
+          return cluster.address
+        }).pipe(Effect.scoped)
+        const again = yield* TestCoordinator.make({ address }).pipe(Effect.map((c) => c.address), Effect.scoped)
+        expect(again).toBe(address)
+      }
+    }).pipe(Effect.scoped))
+})

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Msgpack } from "@mcore-effect/protocol"
+import * as fc from "fast-check"
+import * as MsgpackScan from "../src/MsgpackScan.ts"
+
+const value = fc.letrec((tie) => ({
+  any: fc.oneof(
+    { depthSize: "small" },
+    fc.constant(null),
+    fc.boolean(),
+    fc.integer(),
+    fc.maxSafeInteger(),
+    fc.bigInt({ min: -(2n ** 63n), max: 2n ** 64n - 1n }),
+    fc.double({ noNaN: true }),
+    fc.string(),
+    fc.string({ minLength: 40, maxLength: 70_000, unit: "binary" }).filter((s) => s.length > 0),
+    fc.uint8Array({ maxLength: 300 }),
+    fc.array(tie("any"), { maxLength: 20 }),
+    fc.dictionary(fc.string(), tie("any"), { maxKeys: 20 })
+  )
+})).any
+
+describe("MsgpackScan", () => {
+  it("skip finds the end of any value the encoder writes, inside any layout", () => {
+    fc.assert(
+      fc.property(value, value, (a, b) => {
+        const first = Msgpack.encode(a)
+        const both = new Uint8Array([...first, ...Msgpack.encode(b)])
+        expect(MsgpackScan.skip(both, 0)).toBe(first.length)
+        expect(MsgpackScan.skip(both, first.length)).toBe(both.length)
+      }),
+      { numRuns: 200 }
+    )
+  })
+
+  it("findInMap locates each key's value bytes", () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), value, { maxKeys: 30 }), (map) => {
+        const bytes = Msgpack.encode(map)
+        const keys = Object.keys(map)
+        const found = MsgpackScan.findInMap(bytes, 0, keys.map((k) => Msgpack.encode(k)))!
+        expect(found.end).toBe(bytes.length)
+        keys.forEach((k, i) => {
+          const [start, end] = found.values[i]!
+          expect(Msgpack.decode(bytes.subarray(start, end))).toEqual(Msgpack.decode(Msgpack.encode(map[k])))
+        })
+      }),
+      { numRuns: 200 }
+    )
+  })
+
+  it("throws ScanError on truncated or invalid bytes instead of reading past the end", () => {
+    const bytes = Msgpack.encode({ a: [1, 2, "three"], b: new Uint8Array(10) })
+    for (let cut = 0; cut < bytes.length; cut++) {
+      expect(() => MsgpackScan.skip(bytes.subarray(0, cut), 0)).toThrow(MsgpackScan.ScanError)
+    }
+    expect(() => MsgpackScan.skip(Uint8Array.of(0xc1), 0)).toThrow(MsgpackScan.ScanError)
+  })
+})

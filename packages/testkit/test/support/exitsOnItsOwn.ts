@@ -1,0 +1,20 @@
+/**
+ * Run as a child process by Lifecycle.test.ts: starts a cluster, pushes a request through it,
+ * closes the scope and then does nothing. If anything were left running (a socket, a loop, a
+ * timer), the process would not exit by itself.
+ */
+import { Effect, Logger } from "effect"
+import { TestCluster } from "../../src/index.ts"
+import * as RawClient from "./RawClient.ts"
+
+const program = Effect.gen(function*() {
+  const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 1 } })
+  const client = yield* RawClient.make(cluster.address)
+  yield* client.connect
+  yield* client.submit(0, "the cat", { params: { num_tokens_to_generate: 3, streaming: true } })
+  yield* client.untilReplies(1)
+  yield* client.submit(1, "the dog") // still in flight when the scope closes
+  yield* cluster.engines[0]!.waitFor("a step", (s) => s.steps > 0)
+}).pipe(Effect.scoped, Effect.provide(Logger.layer([])))
+
+Effect.runPromise(program).then(() => console.log("scope closed"))
