@@ -19,6 +19,7 @@ import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
 import * as Faults from "./Faults.ts"
 import * as MsgpackScan from "./MsgpackScan.ts"
+import { RecentLog } from "./RecentLog.ts"
 import * as Routing from "./Routing.ts"
 import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
 import * as Vocabulary from "./Vocabulary.ts"
@@ -139,8 +140,7 @@ interface EngineEntry {
   readonly key: string
   readonly name: string
   load: number
-  received: Array<Delivery>
-  receivedTotal: number
+  readonly received: RecentLog<Delivery>
 }
 
 interface InFlight {
@@ -272,6 +272,8 @@ export class CoordinatorCore {
     this.timers.clear()
     this.held = []
     if (!this.router.closed) this.router.close()
+    // A loop parked on a hang sees that the coordinator is gone.
+    this.faults.clear("Hang")
     this.resolveStopped()
     this.notify()
   }
@@ -300,8 +302,8 @@ export class CoordinatorCore {
     return this.engines.map((e) => ({
       identity: e.name,
       load: e.load,
-      received: e.received.slice(),
-      receivedTotal: e.receivedTotal
+      received: e.received.toArray(),
+      receivedTotal: e.received.total
     }))
   }
 
@@ -457,8 +459,7 @@ export class CoordinatorCore {
       key,
       name: showIdentity(identity),
       load: 0,
-      received: [],
-      receivedTotal: 0
+      received: new RecentLog(this.config.recordLimit)
     }
     this.engineByKey.set(key, entry)
     this.removedEngines.delete(key)
@@ -492,8 +493,7 @@ export class CoordinatorCore {
     client?: Uint8Array
   ): void {
     if (this.config.recordLimit > 0) {
-      if (engine.received.length >= this.config.recordLimit) engine.received.shift()
-      engine.received.push({
+      engine.received.add({
         header,
         name: nameOf(header),
         requestId,
@@ -501,8 +501,7 @@ export class CoordinatorCore {
         client: client === undefined ? undefined : showIdentity(client),
         frames
       })
-    }
-    engine.receivedTotal++
+    } else engine.received.total++
     this.writer.send([engine.identity, ...frames])
   }
 

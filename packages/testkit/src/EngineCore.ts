@@ -20,6 +20,7 @@ import type { Log } from "./CoordinatorCore.ts"
 import { EngineRequest } from "./EngineRequest.ts"
 import * as Faults from "./Faults.ts"
 import { MsgpackWriter } from "./MsgpackWriter.ts"
+import { RecentLog } from "./RecentLog.ts"
 import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
 import * as Vocabulary from "./Vocabulary.ts"
 import { isRequestId, packHeader, REGISTRATION, requestIdEnd, tryDecode } from "./WireFrames.ts"
@@ -122,8 +123,7 @@ export class EngineCore {
     unsent: 0
   }
   readonly active = new Map<number, EngineRequest>()
-  readonly received: Array<Received> = []
-  receivedTotal = 0
+  readonly received: RecentLog<Received>
   readonly kvHandoffs: Array<KvHandoff> = []
   readonly aborted: Array<number> = []
   readonly released: Array<number> = []
@@ -139,6 +139,7 @@ export class EngineCore {
   private heldPartials: Array<Outgoing> = []
   private readonly timers = new Set<ReturnType<typeof setTimeout>>()
   private wakeStepper: (() => void) | undefined
+  private endPause: (() => void) | undefined
   private readonly changeListeners = new Set<() => void>()
   private readonly onHandshake = () => {
     this.registrations++
@@ -146,6 +147,7 @@ export class EngineCore {
   }
 
   private constructor(private readonly dealer: Zmq.Dealer, readonly config: EngineConfig) {
+    this.received = new RecentLog(config.recordLimit)
     this.writer = new SocketWriter(dealer, (error) => {
       this.counters.unsent++
       config.log("Warn", `engine ${config.identity}: send failed: ${String(error)}`)
@@ -197,6 +199,9 @@ export class EngineCore {
     this.timers.clear()
     this.dealer.events.off("handshake", this.onHandshake)
     if (!this.dealer.closed) this.dealer.close()
+    // Let loops parked on a hang or between steps see that the engine is gone.
+    this.faults.clear("Hang")
+    this.endPause?.()
     this.wake()
     this.notify()
   }
@@ -257,11 +262,12 @@ export class EngineCore {
   }
 
   private record(header: number | undefined, requestId: number | undefined, frames: ReadonlyArray<Uint8Array>): void {
-    this.receivedTotal++
-    if (this.config.recordLimit <= 0) return
-    if (this.received.length >= this.config.recordLimit) this.received.shift()
+    if (this.config.recordLimit <= 0) {
+      this.received.total++
+      return
+    }
     const name = header === undefined ? undefined : Headers.nameOf(header as Headers.Header)
-    this.received.push({ header, name, requestId, frames })
+    this.received.add({ header, name, requestId, frames })
   }
 
   private handle(frames: Array<Buffer>): void {
@@ -445,8 +451,23 @@ export class EngineCore {
         this.config.log("Error", `engine ${this.config.identity}: step failed: ${String(error)}`)
       }
       this.notify()
-      await (this.config.stepMs > 0 ? new Promise((resolve) => setTimeout(resolve, this.config.stepMs)) : yieldToEventLoop())
+      await (this.config.stepMs > 0 ? this.pause(this.config.stepMs) : yieldToEventLoop())
     }
+  }
+
+  /** Waits between steps; `close` cuts it short, so a long `stepMs` never delays process exit. */
+  private pause(millis: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.endPause = undefined
+        resolve()
+      }, millis)
+      this.endPause = () => {
+        clearTimeout(timer)
+        this.endPause = undefined
+        resolve()
+      }
+    })
   }
 
   /** Advances every active request by one token; sends this step's partials, then its replies. */

@@ -8,8 +8,8 @@
  * | `DropReplies` | the next `count` final replies are not sent | the next `count` finished requests are left out of their batch |
  * | `DuplicateReplies` | the next `count` final replies are sent twice | the next `count` finished requests appear twice in their batch |
  * | `ReorderPartials` | partials leave in reverse order, `window` at a time (a request's held partials are flushed before its final reply) | partial batches leave in reverse order, `window` at a time |
- * | `SendGarbage` | the next `count` replies are each preceded by a malformed message | the next `count` batches are each preceded by a malformed message |
- * | `SendWrongArity` | the next `count` replies lose their body frame | the next `count` batches lose their last body frame |
+ * | `SendGarbage` | the next `count` replies or partials are each preceded by a malformed message | the next `count` batches are each preceded by a malformed message |
+ * | `SendWrongArity` | the next `count` replies or partials lose their body frame | the next `count` batches lose their last body frame |
  * | `Hang` | stops reading and sending until cleared (what was queued is then processed) | stops reading, stepping and sending until cleared |
  *
  * Crashing and restarting the coordinator are operations on the coordinator itself

@@ -15,6 +15,12 @@ const program = Effect.gen(function*() {
   yield* client.untilReplies(1)
   yield* client.submit(1, "the dog") // still in flight when the scope closes
   yield* cluster.engines[0]!.waitFor("a step", (s) => s.steps > 0)
+  // An engine between two slow steps when the scope closes must not hold the process either.
+  const slow = yield* TestCluster.make({ engines: 1, engine: { stepMs: 600_000 } })
+  const other = yield* RawClient.make(slow.address)
+  yield* other.connect
+  yield* other.submit(0, "the cat")
+  yield* slow.engines[0]!.waitFor("a first step", (s) => s.steps === 1)
 }).pipe(Effect.scoped, Effect.provide(Logger.layer([])))
 
 Effect.runPromise(program).then(() => console.log("scope closed"))
