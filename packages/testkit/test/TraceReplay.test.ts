@@ -1,0 +1,155 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Messages } from "@mcore-effect/protocol"
+import { Effect, Result } from "effect"
+import { fileURLToPath } from "node:url"
+import * as Zmq from "zeromq"
+import { Generation, TestCluster, TestCoordinator, Trace, TraceReplay, Vocabulary } from "../src/index.ts"
+import * as TraceSession from "./support/TraceSession.ts"
+
+const fixture = fileURLToPath(new URL("./fixtures/session.trace.jsonl", import.meta.url))
+
+const count = (trace: Trace.Trace, dir: Trace.Direction) => trace.entries.filter((e) => e.dir === dir).length
+
+/** A DEALER that sends the given client messages in order, encoded by the protocol codec. */
+const dealer = (address: string) =>
+  Effect.gen(function*() {
+    const socket = yield* Effect.acquireRelease(
+      Effect.sync(() => new Zmq.Dealer({ linger: 0 })),
+      (s) => Effect.sync(() => s.close())
+    )
+    socket.connect(address)
+    return {
+      send: (message: Messages.ClientMessage) =>
+        Effect.promise(() => socket.send(Result.getOrThrow(Messages.Client.encode(message)))),
+      receive: Effect.promise(() => socket.receive()).pipe(
+        Effect.map((frames) => Result.getOrThrow(Messages.Coordinator.decode(frames)))
+      )
+    }
+  })
+
+describe("TraceReplay: the recorded fixture", () => {
+  it.effect("as a scripted coordinator: the session sends the recorded messages, ids included, and ends the same", () =>
+    Effect.gen(function*() {
+      const trace = yield* Trace.read(fixture)
+      const coordinator = yield* TraceReplay.asCoordinator(trace)
+      const outcome = yield* TraceSession.run(coordinator.address)
+      const report = yield* coordinator.done
+      expect(report).toEqual({
+        sent: count(trace, "coordinator->client"),
+        matched: count(trace, "client->coordinator")
+      })
+      // The outcome is the test engines' deterministic output for each prompt.
+      const { prompts } = TraceSession
+      const streamed = Generation.tokens(prompts.streamed, 6)
+      expect(outcome.tokens).toEqual(
+        new Map<number, ReadonlyArray<number>>([
+          [0, Generation.tokens(Vocabulary.tokenize(prompts.plain), 4)],
+          [1, streamed],
+          [2, Generation.tokens(Vocabulary.tokenize(prompts.logProbs), 3)],
+          [3, []] // aborted before its first step
+        ])
+      )
+      const partials = outcome.partials.get(1)!.flat()
+      expect(partials.length).toBeGreaterThan(0)
+      expect(partials).toEqual(streamed.slice(0, partials.length))
+    }).pipe(Effect.scoped))
+
+  it.effect("as scripted clients: a fresh coordinator and engines with the recorded settings give the recorded replies", () =>
+    Effect.gen(function*() {
+      const trace = yield* Trace.read(fixture)
+      expect(trace.header.meta.cluster).toMatchObject(TraceSession.cluster)
+      const cluster = yield* TestCluster.make(TraceSession.cluster)
+      const report = yield* TraceReplay.asClients(trace, { address: cluster.address })
+      expect(report).toEqual({
+        sent: count(trace, "client->coordinator"),
+        matched: count(trace, "coordinator->client")
+      })
+    }).pipe(Effect.scoped))
+})
+
+describe("TraceReplay: a client that strays", () => {
+  it.effect("a different message fails with ReplayMismatch: the trace index, where it differs, expected and actual", () =>
+    Effect.gen(function*() {
+      const trace = yield* Trace.read(fixture)
+      const coordinator = yield* TraceReplay.asCoordinator(trace)
+      const client = yield* dealer(coordinator.address)
+      yield* client.send({ _tag: "Connect" })
+      expect(yield* client.receive).toEqual({ _tag: "ConnectAck" })
+      yield* client.send({ _tag: "SetGenerationEpoch", generationEpoch: 4 })
+      const error = yield* Effect.flip(coordinator.done)
+      expect(error.reason).toMatchObject({
+        _tag: "ReplayMismatch",
+        index: 2,
+        peer: "client-0",
+        path: "generationEpoch",
+        expected: { _tag: "SetGenerationEpoch", generationEpoch: 3 },
+        actual: { _tag: "SetGenerationEpoch", generationEpoch: 4 }
+      })
+    }).pipe(Effect.scoped))
+
+  it.effect("a connection the trace does not have fails with ReplayMismatch at no index", () =>
+    Effect.gen(function*() {
+      const trace = yield* Trace.read(fixture)
+      const coordinator = yield* TraceReplay.asCoordinator(trace)
+      const first = yield* dealer(coordinator.address)
+      yield* first.send({ _tag: "Connect" })
+      yield* first.receive
+      // The script now waits for `first`'s next message; a second connection is not in the trace.
+      const second = yield* dealer(coordinator.address)
+      yield* second.send({ _tag: "Connect" })
+      const error = yield* Effect.flip(coordinator.done)
+      expect(error.reason).toMatchObject({ _tag: "ReplayMismatch", index: null, actual: { _tag: "Connect" } })
+    }).pipe(Effect.scoped))
+
+  it.effect("a client that goes quiet fails with ReplayTimedOut naming the entry it waited for", () =>
+    Effect.gen(function*() {
+      const trace = yield* Trace.read(fixture)
+      const coordinator = yield* TraceReplay.asCoordinator(trace, { timeoutMillis: 200 })
+      const client = yield* dealer(coordinator.address)
+      yield* client.send({ _tag: "Connect" })
+      yield* client.receive
+      const error = yield* Effect.flip(coordinator.done)
+      expect(error.reason).toMatchObject({ _tag: "ReplayTimedOut", index: 2, peer: "client-0", millis: 200 })
+    }).pipe(Effect.scoped))
+})
+
+describe("TraceReplay: a coordinator that strays", () => {
+  it.effect("a different reply fails with ReplayMismatch at that reply's index", () =>
+    Effect.gen(function*() {
+      const recorded = yield* Trace.read(fixture)
+      // Edit the recording: request 0's first generated token becomes another one.
+      const index = recorded.entries.findIndex((e) => {
+        if (e.dir !== "coordinator->client") return false
+        const m = Result.getOrThrow(Messages.Coordinator.decode(e.frames))
+        return m._tag === "EngineReply" && m.requestId === 0
+      })
+      const entry = recorded.entries[index]!
+      const reply = Result.getOrThrow(Messages.Coordinator.decode(entry.frames))
+      if (reply._tag !== "EngineReply") throw new Error("not a reply")
+      const tokens = reply.reply.generated_tokens as ReadonlyArray<number>
+      const edited = { ...reply, reply: { ...reply.reply, generated_tokens: [tokens[0]! + 1, ...tokens.slice(1)] } }
+      const entries = recorded.entries.slice()
+      entries[index] = { ...entry, frames: Result.getOrThrow(Messages.Coordinator.encode(edited)) }
+
+      const cluster = yield* TestCluster.make(TraceSession.cluster)
+      const error = yield* Effect.flip(TraceReplay.asClients({ header: recorded.header, entries }, { address: cluster.address }))
+      expect(error.reason).toMatchObject({
+        _tag: "ReplayMismatch",
+        index,
+        peer: "client-0",
+        path: "reply.generated_tokens[0]",
+        expected: { _tag: "EngineReply", requestId: 0, reply: { generated_tokens: [tokens[0]! + 1, ...tokens.slice(1)] } },
+        actual: { _tag: "EngineReply", requestId: 0, reply: { generated_tokens: tokens } }
+      })
+    }).pipe(Effect.scoped))
+
+  it.effect("a coordinator that never answers fails with ReplayTimedOut at the first reply it owes", () =>
+    Effect.gen(function*() {
+      const trace = yield* Trace.read(fixture)
+      // No engines: the handshake is answered, the submissions never are.
+      const coordinator = yield* TestCoordinator.make()
+      const error = yield* Effect.flip(TraceReplay.asClients(trace, { address: coordinator.address, timeoutMillis: 200 }))
+      const firstReply = trace.entries.findIndex((e, i) => i > 1 && e.dir === "coordinator->client")
+      expect(error.reason).toMatchObject({ _tag: "ReplayTimedOut", index: firstReply, peer: "client-0" })
+    }).pipe(Effect.scoped))
+})
