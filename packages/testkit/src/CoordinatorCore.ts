@@ -375,8 +375,12 @@ export class CoordinatorCore {
 
   private handle(frames: Array<Buffer>): void {
     const identity = frames[0]!
-    // Megatron's engines register by sending one empty frame.
-    if (frames.length === 2 && frames[1]!.length === 0) return this.registerEngine(identity)
+    // Megatron's engines register by sending one empty frame (a client that did CONNECT cannot
+    // turn itself into an engine that way: it would be sent other clients' requests).
+    if (frames.length === 2 && frames[1]!.length === 0) {
+      if (this.knownClients.has(identityKey(identity))) return this.reject("malformed", identity, "an empty frame from a client")
+      return this.registerEngine(identity)
+    }
     const values = tryDecode(frames[1])
     if (!Array.isArray(values) || values.length === 0) {
       return this.reject("malformed", identity, "frame 0 is not a msgpack array starting with a header")

@@ -49,6 +49,20 @@ describe("TestCoordinator: connections", () => {
     }).pipe(Effect.scoped))
 })
 
+describe("TestCoordinator: engine registration", () => {
+  it.effect("an engine registers with one empty frame; a connected client cannot register that way", () =>
+    Effect.gen(function*() {
+      const coordinator = yield* TestCoordinator.make()
+      const client = yield* RawClient.make(coordinator.address)
+      yield* client.connect
+      yield* client.send([new Uint8Array(0)])
+      yield* coordinator.waitFor("the refused registration", (s) => s.counters.malformed === 1)
+      yield* RawEngine.make(coordinator.address, "mp-coord-7")
+      const snapshot = yield* coordinator.awaitEngines(1)
+      expect(snapshot.engines.map((e) => e.identity)).toEqual(["mp-coord-7"])
+    }).pipe(Effect.scoped))
+})
+
 describe("TestCoordinator: malformed input", () => {
   it.effect("rejects a SUBMIT that is not five frames and a KV handoff that is not three, forwarding nothing", () =>
     Effect.gen(function*() {
