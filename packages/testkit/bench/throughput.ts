@@ -23,8 +23,8 @@ const NIL = Uint8Array.of(0xc0)
 const program = Effect.gen(function*() {
   const cluster = yield* TestCluster.make(
     record
-      ? { engines, engine: { stepMs: 0 }, coordinator: { address } }
-      : { engines, engine: { stepMs: 0, recordLimit: 0 }, coordinator: { address, recordLimit: 0 } }
+      ? { engines, engine: { stepMs: 0, maxActiveRequests: Number(process.env.MAX_ACTIVE ?? 1024) }, coordinator: { address } }
+      : { engines, engine: { stepMs: 0, recordLimit: 0, maxActiveRequests: Number(process.env.MAX_ACTIVE ?? 1024) }, coordinator: { address, recordLimit: 0 } }
   )
   const client = new Zmq.Dealer({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0, sendTimeout: 0 })
   client.connect(cluster.address)

@@ -41,6 +41,8 @@ export interface EngineConfig {
   readonly identity: string
   readonly coordinatorAddress: string
   readonly stepMs: number
+  /** Requests generated per step; later ones wait their turn in arrival order (Megatron's `max_requests`). */
+  readonly maxActiveRequests: number
   readonly blockSizeTokens: number
   readonly defaultTokensToGenerate: number
   readonly recordLimit: number
@@ -476,7 +478,10 @@ export class EngineCore {
     const now = wallClockSeconds()
     const finished: Array<EngineRequest> = []
     const partials: Array<Record<string, unknown>> = []
+    let admitted = 0
+    // A Map iterates in insertion order: the oldest requests step, the rest wait their turn.
     for (const request of this.active.values()) {
+      if (admitted++ >= this.config.maxActiveRequests) break
       if (request.step(now)) finished.push(request)
       else {
         const partial = request.partial()

@@ -35,7 +35,7 @@ export interface Options {
   readonly beta?: number | undefined
   /** Block size the coordinator hashes prompts with when a client sent no hashes. Default 16. */
   readonly blockSizeTokens?: number | undefined
-  /** Messages kept per engine for inspection (oldest dropped first); 0 keeps none. Default 10,000. */
+  /** Messages kept per engine for inspection (oldest dropped first); 0 keeps none. Default 1,000 (the most recent). */
   readonly recordLimit?: number | undefined
 }
 
@@ -143,7 +143,7 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
   const policy = options.policy ?? "load_balanced"
   const beta = options.beta ?? Routing.defaultBeta
   const blockSizeTokens = options.blockSizeTokens ?? 16
-  const recordLimit = options.recordLimit ?? 10_000
+  const recordLimit = options.recordLimit ?? 1_000
   if (!isLoopback(address)) return Effect.fail(testkitError(new NotLoopback({ address })))
   if (!Routing.Policy.literals.includes(policy)) return invalid("policy", `unknown policy ${String(policy)}`)
   if (!Number.isFinite(beta) || beta < 0) return invalid("beta", "must be a finite number >= 0")

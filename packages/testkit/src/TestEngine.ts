@@ -41,11 +41,16 @@ export interface Options {
   readonly rank?: number | undefined
   /** Milliseconds between steps; 0 steps as fast as the event loop allows. Default 0. */
   readonly stepMs?: number | undefined
+  /**
+   * How many requests generate in each step; later ones wait in arrival order (Megatron's
+   * `max_requests`). Default 1024.
+   */
+  readonly maxActiveRequests?: number | undefined
   /** KV block size, for `num_cached_tokens` and pinned blocks. Default 16. */
   readonly blockSizeTokens?: number | undefined
   /** Tokens to generate when a request sets neither `num_tokens_to_generate` nor `num_tokens_total`. Default 8. */
   readonly defaultTokensToGenerate?: number | undefined
-  /** Messages kept for inspection (oldest dropped first); 0 keeps none. Default 10,000. */
+  /** Messages kept for inspection (oldest dropped first); 0 keeps none. Default 1,000 (the most recent). */
   readonly recordLimit?: number | undefined
   /**
    * What an ABORT does: `finish` completes the request at the next step with the tokens it has
@@ -64,7 +69,7 @@ export interface Snapshot {
   readonly identity: string
   readonly state: EngineState
   readonly running: boolean
-  /** Requests being generated (coordinator-side ids). */
+  /** Requests the engine holds, generating or waiting their turn (coordinator-side ids, arrival order). */
   readonly active: ReadonlyArray<number>
   readonly completed: number
   readonly steps: number
@@ -143,12 +148,16 @@ const nonNegativeInt = (v: number) => Number.isSafeInteger(v) && v >= 0
 export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Scope.Scope> = Effect.fn("TestEngine.make")(
   function*(options: Options) {
     const stepMs = options.stepMs ?? 0
+    const maxActiveRequests = options.maxActiveRequests ?? 1024
     const blockSizeTokens = options.blockSizeTokens ?? 16
     const defaultTokensToGenerate = options.defaultTokensToGenerate ?? 8
-    const recordLimit = options.recordLimit ?? 10_000
+    const recordLimit = options.recordLimit ?? 1_000
     const abort = options.abort ?? "finish"
     if (!Number.isFinite(stepMs) || stepMs < 0) return yield* invalid("stepMs", "must be a finite number >= 0")
     if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return yield* invalid("blockSizeTokens", "must be an integer >= 1")
+    if (!(maxActiveRequests === Infinity || (Number.isSafeInteger(maxActiveRequests) && maxActiveRequests >= 1))) {
+      return yield* invalid("maxActiveRequests", "must be an integer >= 1 (or Infinity)")
+    }
     if (!nonNegativeInt(defaultTokensToGenerate)) return yield* invalid("defaultTokensToGenerate", "must be an integer >= 0")
     if (!nonNegativeInt(recordLimit)) return yield* invalid("recordLimit", "must be an integer >= 0")
     if (abort !== "finish" && abort !== "drop") return yield* invalid("abort", "must be \"finish\" or \"drop\"")
@@ -166,6 +175,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
       identity,
       coordinatorAddress: options.coordinatorAddress,
       stepMs,
+      maxActiveRequests,
       blockSizeTokens,
       defaultTokensToGenerate,
       recordLimit,

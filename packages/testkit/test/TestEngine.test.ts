@@ -136,6 +136,19 @@ describe("TestEngine: generation", () => {
       yield* client.untilReplies(5)
       expect((yield* engine.snapshot).steps - before).toBe(3)
     }).pipe(Effect.scoped))
+
+  it.effect("generates at most maxActiveRequests per step; the rest wait in arrival order", () =>
+    Effect.gen(function*() {
+      const { client, engine } = yield* setup({ engine: { maxActiveRequests: 2 } })
+      yield* client.signal(H.PAUSE)
+      for (let id = 0; id < 5; id++) yield* client.submit(id, [id], { params: { num_tokens_to_generate: 1 } })
+      yield* engine.waitFor("5 requests", (s) => s.active.length === 5)
+      const before = (yield* engine.snapshot).steps
+      yield* client.signal(H.UNPAUSE)
+      const replies = yield* client.untilReplies(5)
+      expect(replies.map((r) => r.requestId)).toEqual([0, 1, 2, 3, 4])
+      expect((yield* engine.snapshot).steps - before).toBe(3)
+    }).pipe(Effect.scoped))
 })
 
 describe("TestEngine: control", () => {
