@@ -24,7 +24,7 @@ import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Zmq from "zeromq"
 import { isLoopback } from "./Loopback.ts"
-import { BindFailed, NotLoopback } from "./TestkitError.ts"
+import { BindFailed, ConnectFailed, NotLoopback } from "./TestkitError.ts"
 import type * as Trace from "./Trace.ts"
 import { InvalidTrace, ReplayMismatch, ReplayTimedOut, traceError, type TraceError } from "./TraceError.ts"
 import * as TraceMatch from "./TraceMatch.ts"
@@ -338,7 +338,10 @@ const playClients = (trace: Trace.Trace, options: ClientsOptions): Effect.Effect
         Effect.sync(() => new Zmq.Dealer(socketOptions)),
         (dealer) => Effect.sync(() => dealer.close())
       )
-      dealer.connect(options.address)
+      yield* Effect.try({
+        try: () => dealer.connect(options.address),
+        catch: (cause) => traceError(new ConnectFailed({ address: options.address, cause }))
+      })
       dealers.set(peer, dealer)
       yield* pump(dealer, inbox, (frames): Arrival => ({ peer, frames }))
     }

@@ -3,7 +3,8 @@ import { Messages } from "@mcore-effect/protocol"
 import { Effect, Result } from "effect"
 import { fileURLToPath } from "node:url"
 import * as Zmq from "zeromq"
-import { Generation, TestCluster, TestCoordinator, Trace, TraceReplay, Vocabulary } from "../src/index.ts"
+import { Generation, TestCluster, TestCoordinator, Trace, TraceMatch, TraceRecorder, TraceReplay, Vocabulary } from "../src/index.ts"
+import * as RawClient from "./support/RawClient.ts"
 import * as TraceSession from "./support/TraceSession.ts"
 
 const fixture = fileURLToPath(new URL("./fixtures/session.trace.jsonl", import.meta.url))
@@ -64,6 +65,46 @@ describe("TraceReplay: the recorded fixture", () => {
         sent: count(trace, "client->coordinator"),
         matched: count(trace, "coordinator->client")
       })
+    }).pipe(Effect.scoped))
+})
+
+describe("TraceReplay: several clients", () => {
+  /** Two clients with colliding request ids; the first finishes its handshake before the second starts. */
+  const session = (address: string) =>
+    Effect.gen(function*() {
+      const alice = yield* RawClient.make(address)
+      const bob = yield* RawClient.make(address)
+      yield* alice.connect
+      yield* bob.connect
+      yield* alice.submit(0, "the red fox", { params: { num_tokens_to_generate: 2 } })
+      yield* bob.submit(0, "a blue bird sings", { params: { num_tokens_to_generate: 5 } })
+      const a = yield* alice.nextReply()
+      const b = yield* bob.nextReply()
+      return [a.body?.generated_tokens, b.body?.generated_tokens]
+    })
+
+  it.effect("a live recording of two clients replays both ways, each connection paired with its own recorded peer", () =>
+    Effect.gen(function*() {
+      const { trace, live } = yield* Effect.gen(function*() {
+        const cluster = yield* TestCluster.make({ engines: 1 })
+        const recorder = yield* TraceRecorder.make({ upstream: cluster.address })
+        const live = yield* session(recorder.address)
+        return { trace: yield* recorder.trace, live }
+      }).pipe(Effect.scoped)
+      expect(new Set(trace.entries.map((e) => e.peer))).toEqual(new Set(["client-0", "client-1"]))
+
+      const coordinator = yield* TraceReplay.asCoordinator(trace)
+      expect(yield* session(coordinator.address)).toEqual(live)
+      expect(yield* coordinator.done).toEqual({ sent: 4, matched: 4 })
+
+      // Which client's submission the coordinator numbers first is a race between connections,
+      // and the reply map's request_id is the coordinator's number: leave it out.
+      const cluster = yield* TestCluster.make({ engines: 1 })
+      const report = yield* TraceReplay.asClients(trace, {
+        address: cluster.address,
+        ignoreReplyKeys: [...TraceMatch.volatileReplyKeys, "request_id"]
+      })
+      expect(report).toEqual({ sent: 4, matched: 4 })
     }).pipe(Effect.scoped))
 })
 
@@ -142,6 +183,13 @@ describe("TraceReplay: a coordinator that strays", () => {
         actual: { _tag: "EngineReply", requestId: 0, reply: { generated_tokens: tokens } }
       })
     }).pipe(Effect.scoped))
+
+  it.effect("a malformed coordinator address is a ConnectFailed", () =>
+    Effect.gen(function*() {
+      const trace = yield* Trace.read(fixture)
+      const error = yield* Effect.flip(TraceReplay.asClients(trace, { address: "not an address" }))
+      expect(error.reason._tag).toBe("ConnectFailed")
+    }))
 
   it.effect("a coordinator that never answers fails with ReplayTimedOut at the first reply it owes", () =>
     Effect.gen(function*() {
