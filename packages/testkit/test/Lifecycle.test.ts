@@ -5,7 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { TestCluster, TestCoordinator } from "../src/index.ts"
+import { Layer } from "effect"
+import { TestCluster, TestCoordinator, TestEngine } from "../src/index.ts"
 import * as RawClient from "./support/RawClient.ts"
 
 const script = fileURLToPath(new URL("./support/exitsOnItsOwn.ts", import.meta.url))
@@ -46,4 +47,30 @@ describe("Lifecycle", () => {
         expect(again).toBe(address)
       }
     }).pipe(Effect.scoped))
+
+  it.effect("layers: a coordinator and an engine as services, released with the layer", () =>
+    Effect.gen(function*() {
+      const coordinatorLayer = TestCoordinator.layer({ policy: "load_balanced" })
+      const engineLayer = Layer.unwrap(
+        Effect.gen(function*() {
+          const coordinator = yield* TestCoordinator.TestCoordinator
+          return TestEngine.layer({ coordinatorAddress: coordinator.address, rank: 3 })
+        })
+      )
+      const address = yield* Effect.gen(function*() {
+        const coordinator = yield* TestCoordinator.TestCoordinator
+        const engine = yield* TestEngine.TestEngine
+        const snapshot = yield* coordinator.awaitEngines(1)
+        expect(snapshot.engines[0]!.identity).toBe(engine.identity)
+        const client = yield* RawClient.make(coordinator.address)
+        yield* client.connect
+        yield* client.submit(0, "the cat", { params: { num_tokens_to_generate: 1 } })
+        expect((yield* client.nextReply()).requestId).toBe(0)
+        return coordinator.address
+      }).pipe(Effect.scoped, Effect.provide(Layer.provideMerge(engineLayer, coordinatorLayer)))
+      // Released: the address can be bound again.
+      expect(yield* TestCoordinator.make({ address }).pipe(Effect.map((c) => c.address), Effect.scoped)).toBe(address)
+      const cluster = yield* TestCluster.TestCluster.pipe(Effect.provide(TestCluster.layer({ engines: 2 })))
+      expect(cluster.engines.map((e) => e.identity)).toEqual(["mp-coord-0", "mp-coord-1"])
+    }))
 })
