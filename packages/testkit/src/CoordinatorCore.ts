@@ -603,7 +603,17 @@ export class CoordinatorCore {
           hashCount: w.hashes.length
         }).engine
     ]!
-    const requestId = this.nextRequestId++
+    const requestId = this.nextRequestId
+    const f = w.frames
+    let metadata: Uint8Array
+    try {
+      metadata = withRequestId(f[1]!, w.values, requestId)
+    } catch (error) {
+      // Only a frame not laid out as Python writes it takes the re-encoding path; a value msgpackr
+      // decoded into something with no msgpack form (an extension type) ends here.
+      return this.reject("malformed", w.client, `cannot re-number the metadata frame: ${String(error)}`)
+    }
+    this.nextRequestId++
     this.inFlight.set(requestId, {
       client: w.client,
       clientKey: w.clientKey,
@@ -619,8 +629,6 @@ export class CoordinatorCore {
     ids.set(w.clientRequestId, requestId)
     engine.load++
     if (w.hashes.length > 0) this.ownership.claim(engine.key, w.hashes)
-    const f = w.frames
-    const metadata = withRequestId(f[1]!, w.values, requestId)
     // Frame 2 (the client's hashes) was for routing only: the engine gets nil in its place.
     const out = w.kind === "submit" ? [metadata, f[2]!, NIL, f[4]!, f[5]!] : [metadata, f[2]!, f[3]!]
     const header = w.kind === "submit" ? H.SUBMIT_REQUEST : H.SUBMIT_REQUEST_WITH_KV

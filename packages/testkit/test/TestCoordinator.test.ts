@@ -107,6 +107,27 @@ describe("TestCoordinator: malformed input", () => {
 })
 
 describe("TestCoordinator: re-numbering", () => {
+  it.effect("re-numbers a metadata frame laid out unlike Python's (array16), and refuses one it cannot re-encode", () =>
+    Effect.gen(function*() {
+      const cluster = yield* TestCluster.make({ engines: 1 })
+      const client = yield* RawClient.make(cluster.address)
+      yield* client.connect
+      const [, ...bodies] = RawClient.submitFrames(0, "the cat", { params: { num_tokens_to_generate: 1 } })
+      const params = Msgpack.encode(RawClient.params({ num_tokens_to_generate: 1 }))
+      const array16 = Uint8Array.from([0xdc, 0x00, 0x04, H.SUBMIT_REQUEST, 0x07, ...params, 0xc0])
+      yield* client.send([array16, ...bodies])
+      const reply = yield* client.nextReply()
+      expect(reply.requestId).toBe(7)
+      const delivered = (yield* cluster.coordinator.snapshot).engines[0]!.received[0]!
+      expect(Msgpack.decode(delivered.frames[0]!)).toEqual([H.SUBMIT_REQUEST, 0, RawClient.params({ num_tokens_to_generate: 1 }), null])
+      // A timestamp extension decodes to a Date, which has no msgpack form to re-encode.
+      const withExtension = Uint8Array.from([0xdc, 0x00, 0x04, H.SUBMIT_REQUEST, 0x08, 0x81, 0xa1, 0x61, 0xd6, 0xff, 0, 0, 0, 1, 0xc0])
+      yield* client.send([withExtension, ...bodies])
+      const snapshot = yield* cluster.coordinator.waitFor("the refusal", (s) => s.counters.malformed === 1)
+      expect(snapshot.inFlight).toBe(0)
+      expect(snapshot.nextRequestId).toBe(1)
+    }).pipe(Effect.scoped))
+
   it.effect("two clients using the same request ids each get their own replies", () =>
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 2 })
