@@ -500,7 +500,14 @@ export class EngineCore {
       this.completed++
       if (request.samplingParams.do_kv_handoff === true && !request.aborted) this.pin(request)
       if (this.faults.take("DropReplies")) continue
-      const body = request.encode(now, this.replyWriter)
+      let body: Uint8Array
+      try {
+        body = request.encode(now, this.replyWriter)
+      } catch (error) {
+        // kv_meta holding a value msgpackr decoded into something with no msgpack form.
+        this.malformed(`request ${request.requestId}: cannot encode its reply: ${String(error)}`)
+        continue
+      }
       const copies = this.faults.take("DuplicateReplies") ? 2 : 1
       for (let c = 0; c < copies; c++) {
         entries.push([request.requestId, request.needsDetokenize])

@@ -215,13 +215,13 @@ export class EngineRequest {
 
   /**
    * The finished request as `DynamicInferenceRequest.serialize()` writes it, packed the way
-   * Python packs it (floats as float64). `w` is an empty writer (reused across requests).
+   * Python packs it (floats as float64). `w` is reused across requests.
    */
   encode(now: number, w: MsgpackWriter): Uint8Array {
     const init = this.init
     const sp = this.samplingParams
     const promptTokens = init.promptTokens
-    w.mapHeader(REPLY_KEY_COUNT)
+    w.reset().mapHeader(REPLY_KEY_COUNT)
     w.raw(K.request_id).int(this.requestId)
     w.raw(K.prompt)
     if (init.prompt === null) w.nil()

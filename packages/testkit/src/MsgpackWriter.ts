@@ -39,6 +39,12 @@ export class MsgpackWriter {
     this.view = new DataView(next.buffer)
   }
 
+  /** Empties the writer (after a failed write, say). */
+  reset(): this {
+    this.pos = 0
+    return this
+  }
+
   /** The bytes written so far (a copy), and the writer emptied for reuse. */
   finish(): Uint8Array {
     // allocUnsafe takes small buffers from Node's pool: far cheaper than a fresh ArrayBuffer each.

@@ -272,4 +272,18 @@ describe("TestEngine: malformed input", () => {
       expect((yield* client.nextReply()).requestId).toBe(1)
       expect((yield* cluster.coordinator.snapshot).inFlight).toBe(1)
     }).pipe(Effect.scoped))
+
+  it.effect("a reply it cannot encode is dropped and counted; the next reply is intact", () =>
+    Effect.gen(function*() {
+      const { client, engine } = yield* setup()
+      // kv_meta holding a timestamp extension: the engine decodes it to a Date, which cannot be re-encoded.
+      const head = Msgpack.encode([H.SUBMIT_REQUEST_WITH_KV, 0, RawClient.params({ num_tokens_to_generate: 1 }), { when: 0 }])
+      const withExtension = Uint8Array.from([...head.subarray(0, head.length - 1), 0xd6, 0xff, 0, 0, 0, 1])
+      yield* client.send([withExtension, Msgpack.encode("the cat"), Msgpack.encode([1])])
+      yield* engine.waitFor("the failed reply", (s) => s.counters.malformed === 1)
+      yield* client.submit(1, prompt, { params: { num_tokens_to_generate: 2 } })
+      const reply = yield* client.nextReply()
+      expect(reply.requestId).toBe(1)
+      expect(reply.body?.generated_tokens).toEqual(Generation.tokens(promptTokens, 2))
+    }).pipe(Effect.scoped))
 })
