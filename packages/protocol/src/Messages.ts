@@ -227,11 +227,28 @@ export const Coordinator = Frames.codec([ConnectAck, EngineReply, EngineReplyPar
 export type CoordinatorMessage = MessageSpec.Type<(typeof Coordinator.specs)[number]>
 
 /**
- * What an engine sends to the coordinator.
+ * How an engine registers: its DEALER (identity `mp-coord-{dp_rank}`) sends one empty frame,
+ * which is not msgpack and so is no declared message. The coordinator ranks engines by identity.
  *
  * @since 0.1.0
  */
-export const Engine = Frames.codec([Connect, EngineReplyBatch, EngineReplyPartialBatch])
+export const engineRegistration: Frames.Frames = [new Uint8Array(0)]
+
+/**
+ * True for an engine's registration message.
+ *
+ * @since 0.1.0
+ */
+export const isEngineRegistration = (frames: Frames.Frames): boolean =>
+  frames.length === 1 && frames[0] instanceof Uint8Array && frames[0].byteLength === 0
+
+/**
+ * What an engine sends to the coordinator after registering: batched replies and partials, and
+ * DISCONNECT when it exits.
+ *
+ * @since 0.1.0
+ */
+export const Engine = Frames.codec([EngineReplyBatch, EngineReplyPartialBatch, Disconnect])
 
 /**
  * @since 0.1.0
