@@ -16,20 +16,15 @@
  */
 import { chainNative } from "./internal/blockHashChainNative.ts"
 import { chainPure } from "./internal/blockHashChainPure.ts"
+import type * as Prompt from "./Prompt.ts"
 
 /**
- * Token ids, already validated by the caller as non-negative safe integers.
+ * Token ids, already validated by the caller as non-negative safe integers: a prompt's token ids,
+ * or bytes.
  *
  * @since 0.1.0
  */
-export type TokenIds =
-  | ReadonlyArray<number>
-  | Int32Array
-  | Uint32Array
-  | Int16Array
-  | Uint16Array
-  | Uint8Array
-  | Float64Array
+export type TokenIds = Prompt.TokenIds | Uint8Array
 
 /**
  * A block-hash function: one hash per complete block, each in [1, 2^63 - 1].

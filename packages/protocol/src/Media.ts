@@ -28,15 +28,7 @@ export type RawMedia = Uint8Array | ReadonlyArray<Uint8Array>
  *
  * @since 0.1.0
  */
-export type TensorRow =
-  | Int8Array
-  | Uint8ClampedArray
-  | Int16Array
-  | Uint16Array
-  | Int32Array
-  | Uint32Array
-  | Float32Array
-  | Float64Array
+export type TensorRow = Msgpack.NumberTypedArray
 
 /**
  * A tensor as nested arrays of numbers (what `torch.Tensor.tolist()` gives), rectangular, with

@@ -25,7 +25,13 @@ export class NotEncodableException extends globalThis.Error {
   }
 }
 
-type NumericTypedArray =
+/**
+ * Typed arrays of numbers other than `Uint8Array` (which is written as msgpack bin): each is
+ * written as a msgpack array of numbers, integers in their smallest form.
+ *
+ * @since 0.1.0
+ */
+export type NumberTypedArray =
   | Int8Array
   | Uint8ClampedArray
   | Int16Array
@@ -34,8 +40,8 @@ type NumericTypedArray =
   | Uint32Array
   | Float32Array
   | Float64Array
-  | BigInt64Array
-  | BigUint64Array
+
+type NumericTypedArray = NumberTypedArray | BigInt64Array | BigUint64Array
 
 /**
  * Bytes that are already one msgpack value, written verbatim wherever they appear: a body frame
