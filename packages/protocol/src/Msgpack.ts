@@ -81,16 +81,212 @@ export interface EncodeOptions {
   readonly sortKeys?: boolean
 }
 
-class Writer {
-  buf: Buffer
-  view: DataView
-  pos = 0
-  constructor(size: number, readonly sortKeys: boolean) {
-    this.buf = Buffer.allocUnsafe(size)
+/**
+ * Options of a {@link Writer}.
+ *
+ * @since 0.1.0
+ */
+export interface WriterOptions extends EncodeOptions {
+  /** The buffer's first size in bytes (default 256); it doubles as needed and is kept for reuse. */
+  readonly initialSize?: number
+}
+
+/**
+ * The writer behind {@link encode}, for hot paths that write one value piece by piece and many
+ * times over: map keys encoded once and written with {@link Writer.raw}, the buffer kept across
+ * values. Each method writes what {@link encode} writes for that JavaScript value, except
+ * {@link Writer.float} and {@link Writer.floats}, which always write float64 (a Python float,
+ * whole or not). Methods chain; a write that throws leaves part of a value behind, so
+ * {@link Writer.reset} before reusing the writer.
+ *
+ * @example
+ * ```ts
+ * import { Msgpack } from "@mcore-effect/protocol"
+ *
+ * const KEYS = { id: Msgpack.encode("id"), t: Msgpack.encode("t") }
+ * const w = new Msgpack.Writer()
+ * w.mapHeader(2).raw(KEYS.id).number(7).raw(KEYS.t).float(1)
+ * w.finish() // 82 a2 69 64 07 a1 74 cb 3f f0 00 00 00 00 00 00: { id: 7, t: 1.0 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class Writer {
+  private buf: Buffer
+  private view: DataView
+  private pos = 0
+  private readonly sortKeys: boolean
+
+  constructor(options?: WriterOptions) {
+    this.buf = Buffer.allocUnsafe(options?.initialSize ?? 256)
     this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength)
+    this.sortKeys = options?.sortKeys === true
   }
 
-  ensure(n: number): void {
+  /** Empties the writer (after a write that threw, say); the buffer is kept. */
+  reset(): this {
+    this.pos = 0
+    return this
+  }
+
+  /** The bytes written so far, copied, and the writer emptied for reuse. */
+  finish(): Uint8Array {
+    // allocUnsafe takes small buffers from Node's pool: far cheaper than a fresh ArrayBuffer each.
+    const out = Buffer.allocUnsafe(this.pos)
+    this.buf.copy(out, 0, 0, this.pos)
+    this.pos = 0
+    return out
+  }
+
+  /** The bytes written so far, not copied: valid until the writer is next written to or reset. */
+  written(): Uint8Array {
+    return this.buf.subarray(0, this.pos)
+  }
+
+  /** Bytes that are already msgpack (an encoded key or value), written verbatim. */
+  raw(bytes: Uint8Array): this {
+    const len = bytes.byteLength
+    this.ensure(len)
+    this.buf.set(bytes, this.pos)
+    this.pos += len
+    return this
+  }
+
+  /** Any value {@link encode} takes. @throws {@link NotEncodableException} as {@link encode} does. */
+  value(v: unknown): this {
+    this.any(v, 0, "")
+    return this
+  }
+
+  nil(): this {
+    return this.byte(0xc0)
+  }
+
+  bool(v: boolean): this {
+    return this.byte(v ? 0xc3 : 0xc2)
+  }
+
+  /** A number as {@link encode} writes it: safe whole numbers as integers in their smallest form, others as float64. */
+  number(v: number): this {
+    // Whole numbers go out as integers (Python reads ints where it expects floats); -0 stays a float.
+    // Only safe integers: beyond 2^53 a number is a float (an integer that large is a bigint), and
+    // as an integer it would come back as a bigint where a number was sent (and expected).
+    if (Number.isSafeInteger(v) && !Object.is(v, -0)) {
+      if (v >= 0) this.uint(v)
+      else this.negint(v)
+    } else {
+      this.float(v)
+    }
+    return this
+  }
+
+  /** A Python float: always float64, whole or not. */
+  float(v: number): this {
+    this.ensure(9)
+    this.buf[this.pos++] = 0xcb
+    this.view.setFloat64(this.pos, v)
+    this.pos += 8
+    return this
+  }
+
+  /** An array of numbers, each as {@link Writer.number} writes it. */
+  numbers(values: ArrayLike<number>): this {
+    const n = values.length
+    this.arrayHeader(n)
+    for (let i = 0; i < n; i++) this.number(values[i]!)
+    return this
+  }
+
+  /** An array of Python floats, each as {@link Writer.float} writes it. */
+  floats(values: ArrayLike<number>): this {
+    const n = values.length
+    this.arrayHeader(n)
+    for (let i = 0; i < n; i++) this.float(values[i]!)
+    return this
+  }
+
+  string(s: string): this {
+    const max = s.length * 3
+    // Reserve the header for the worst case, then move the bytes back if a shorter one fits.
+    const reserve = max < 32 ? 1 : max < 0x100 ? 2 : max < 0x10000 ? 3 : 5
+    this.ensure(reserve + max)
+    const start = this.pos + reserve
+    const len = this.buf.write(s, start, "utf8")
+    const header = len < 32 ? 1 : len < 0x100 ? 2 : len < 0x10000 ? 3 : 5
+    if (header < reserve) this.buf.copyWithin(this.pos + header, start, start + len)
+    const buf = this.buf
+    if (header === 1) {
+      buf[this.pos] = 0xa0 | len
+    } else if (header === 2) {
+      buf[this.pos] = 0xd9
+      buf[this.pos + 1] = len
+    } else if (header === 3) {
+      buf[this.pos] = 0xda
+      this.view.setUint16(this.pos + 1, len)
+    } else {
+      buf[this.pos] = 0xdb
+      this.view.setUint32(this.pos + 1, len)
+    }
+    this.pos += header + len
+    return this
+  }
+
+  /** Bytes as msgpack bin (what {@link encode} writes for a `Uint8Array`). */
+  bin(b: Uint8Array): this {
+    const len = b.byteLength
+    this.ensure(5 + len)
+    if (len < 0x100) {
+      this.buf[this.pos++] = 0xc4
+      this.buf[this.pos++] = len
+    } else if (len < 0x10000) {
+      this.buf[this.pos++] = 0xc5
+      this.view.setUint16(this.pos, len)
+      this.pos += 2
+    } else {
+      this.buf[this.pos++] = 0xc6
+      this.view.setUint32(this.pos, len)
+      this.pos += 4
+    }
+    this.buf.set(b, this.pos)
+    this.pos += len
+    return this
+  }
+
+  /** The header of an array of `n` elements; the elements follow. */
+  arrayHeader(n: number): this {
+    this.ensure(5)
+    if (n < 16) {
+      this.buf[this.pos++] = 0x90 | n
+    } else if (n < 0x10000) {
+      this.buf[this.pos++] = 0xdc
+      this.view.setUint16(this.pos, n)
+      this.pos += 2
+    } else {
+      this.buf[this.pos++] = 0xdd
+      this.view.setUint32(this.pos, n)
+      this.pos += 4
+    }
+    return this
+  }
+
+  /** The header of a map of `n` entries; the keys and values follow, key first. */
+  mapHeader(n: number): this {
+    this.ensure(5)
+    if (n < 16) {
+      this.buf[this.pos++] = 0x80 | n
+    } else if (n < 0x10000) {
+      this.buf[this.pos++] = 0xde
+      this.view.setUint16(this.pos, n)
+      this.pos += 2
+    } else {
+      this.buf[this.pos++] = 0xdf
+      this.view.setUint32(this.pos, n)
+      this.pos += 4
+    }
+    return this
+  }
+
+  private ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return
     let size = this.buf.length * 2
     while (size < this.pos + n) size *= 2
@@ -100,13 +296,14 @@ class Writer {
     this.view = new DataView(next.buffer, next.byteOffset, next.byteLength)
   }
 
-  byte(b: number): void {
+  private byte(b: number): this {
     this.ensure(1)
     this.buf[this.pos++] = b
+    return this
   }
 
   /** A non-negative integer in the smallest form, as Python writes it. */
-  uint(v: number): void {
+  private uint(v: number): void {
     this.ensure(9)
     const buf = this.buf
     if (v < 0x80) {
@@ -131,7 +328,7 @@ class Writer {
   }
 
   /** A negative integer in the smallest form. */
-  negint(v: number): void {
+  private negint(v: number): void {
     this.ensure(9)
     const buf = this.buf
     if (v >= -32) {
@@ -154,7 +351,7 @@ class Writer {
     }
   }
 
-  bigint(v: bigint, path: string): void {
+  private bigint(v: bigint, path: string): void {
     if (v >= 0n) {
       if (v > UINT64_MAX) throw new NotEncodableException(path, `integer ${v} does not fit in uint64`)
       if (v <= BigInt(Number.MAX_SAFE_INTEGER)) return this.uint(Number(v))
@@ -172,101 +369,8 @@ class Writer {
     }
   }
 
-  float(v: number): void {
-    this.ensure(9)
-    this.buf[this.pos++] = 0xcb
-    this.view.setFloat64(this.pos, v)
-    this.pos += 8
-  }
-
-  number(v: number): void {
-    // Whole numbers go out as integers (Python reads ints where it expects floats); -0 stays a float.
-    // Only safe integers: beyond 2^53 a number is a float (an integer that large is a bigint), and
-    // as an integer it would come back as a bigint where a number was sent (and expected).
-    if (Number.isSafeInteger(v) && !Object.is(v, -0)) {
-      if (v >= 0) this.uint(v)
-      else this.negint(v)
-    } else {
-      this.float(v)
-    }
-  }
-
-  string(s: string): void {
-    const max = s.length * 3
-    // Reserve the header for the worst case, then move the bytes back if a shorter one fits.
-    const reserve = max < 32 ? 1 : max < 0x100 ? 2 : max < 0x10000 ? 3 : 5
-    this.ensure(reserve + max)
-    const start = this.pos + reserve
-    const len = this.buf.write(s, start, "utf8")
-    const header = len < 32 ? 1 : len < 0x100 ? 2 : len < 0x10000 ? 3 : 5
-    if (header < reserve) this.buf.copyWithin(this.pos + header, start, start + len)
-    const buf = this.buf
-    if (header === 1) {
-      buf[this.pos] = 0xa0 | len
-    } else if (header === 2) {
-      buf[this.pos] = 0xd9
-      buf[this.pos + 1] = len
-    } else if (header === 3) {
-      buf[this.pos] = 0xda
-      this.view.setUint16(this.pos + 1, len)
-    } else {
-      buf[this.pos] = 0xdb
-      this.view.setUint32(this.pos + 1, len)
-    }
-    this.pos += header + len
-  }
-
-  bin(b: Uint8Array): void {
-    const len = b.byteLength
-    this.ensure(5 + len)
-    if (len < 0x100) {
-      this.buf[this.pos++] = 0xc4
-      this.buf[this.pos++] = len
-    } else if (len < 0x10000) {
-      this.buf[this.pos++] = 0xc5
-      this.view.setUint16(this.pos, len)
-      this.pos += 2
-    } else {
-      this.buf[this.pos++] = 0xc6
-      this.view.setUint32(this.pos, len)
-      this.pos += 4
-    }
-    this.buf.set(b, this.pos)
-    this.pos += len
-  }
-
-  arrayHeader(n: number): void {
-    this.ensure(5)
-    if (n < 16) {
-      this.buf[this.pos++] = 0x90 | n
-    } else if (n < 0x10000) {
-      this.buf[this.pos++] = 0xdc
-      this.view.setUint16(this.pos, n)
-      this.pos += 2
-    } else {
-      this.buf[this.pos++] = 0xdd
-      this.view.setUint32(this.pos, n)
-      this.pos += 4
-    }
-  }
-
-  mapHeader(n: number): void {
-    this.ensure(5)
-    if (n < 16) {
-      this.buf[this.pos++] = 0x80 | n
-    } else if (n < 0x10000) {
-      this.buf[this.pos++] = 0xde
-      this.view.setUint16(this.pos, n)
-      this.pos += 2
-    } else {
-      this.buf[this.pos++] = 0xdf
-      this.view.setUint32(this.pos, n)
-      this.pos += 4
-    }
-  }
-
   /** Token ids and other integer typed arrays: a msgpack array of ints, never bin. */
-  typedArray(a: NumericTypedArray, path: string): void {
+  private typedArray(a: NumericTypedArray, path: string): void {
     const n = a.length
     this.arrayHeader(n)
     if (a instanceof BigUint64Array && isLittleEndian) {
@@ -295,20 +399,27 @@ class Writer {
     for (let i = 0; i < n; i++) this.number(numbers[i]!)
   }
 
-  value(v: unknown, depth: number, path: string): void {
+  private any(v: unknown, depth: number, path: string): void {
     switch (typeof v) {
       case "string":
-        return this.string(v)
+        this.string(v)
+        return
       case "number":
-        return this.number(v)
+        this.number(v)
+        return
       case "boolean":
-        return this.byte(v ? 0xc3 : 0xc2)
+        this.byte(v ? 0xc3 : 0xc2)
+        return
       case "bigint":
         return this.bigint(v, path)
       case "undefined":
-        return this.byte(0xc0)
+        this.byte(0xc0)
+        return
       case "object":
-        if (v === null) return this.byte(0xc0)
+        if (v === null) {
+          this.byte(0xc0)
+          return
+        }
         if (depth > MAX_DEPTH) {
           throw new NotEncodableException(path, `nesting deeper than ${MAX_DEPTH} levels (or a cycle)`)
         }
@@ -318,14 +429,14 @@ class Writer {
     }
   }
 
-  object(v: object, depth: number, path: string): void {
+  private object(v: object, depth: number, path: string): void {
     if (Array.isArray(v)) {
       this.arrayHeader(v.length)
       // Elements are encoded with a relative path, and the index is added only when one fails:
       // building "path[i]" for every element cost more than encoding it (a 512-token prompt).
       for (let i = 0; i < v.length; i++) {
         try {
-          this.value(v[i], depth, "")
+          this.any(v[i], depth, "")
         } catch (cause) {
           if (!(cause instanceof NotEncodableException)) throw cause
           const inner = cause.path
@@ -339,14 +450,13 @@ class Writer {
       return
     }
     if (ArrayBuffer.isView(v)) {
-      if (v instanceof Uint8Array) return this.bin(v)
-      if (v instanceof DataView) return this.bin(new Uint8Array(v.buffer, v.byteOffset, v.byteLength))
-      return this.typedArray(v as NumericTypedArray, path)
+      if (v instanceof Uint8Array) this.bin(v)
+      else if (v instanceof DataView) this.bin(new Uint8Array(v.buffer, v.byteOffset, v.byteLength))
+      else this.typedArray(v as NumericTypedArray, path)
+      return
     }
     if (v instanceof Raw) {
-      this.ensure(v.bytes.byteLength)
-      this.buf.set(v.bytes, this.pos)
-      this.pos += v.bytes.byteLength
+      this.raw(v.bytes)
       return
     }
     if (v instanceof Map) {
@@ -354,8 +464,8 @@ class Writer {
       if (this.sortKeys) keys.sort(compareKeys)
       this.mapHeader(keys.length)
       for (const key of keys) {
-        this.value(key, depth, path)
-        this.value(v.get(key), depth, path + "." + String(key))
+        this.any(key, depth, path)
+        this.any(v.get(key), depth, path + "." + String(key))
       }
       return
     }
@@ -369,7 +479,7 @@ class Writer {
     this.mapHeader(keys.length)
     for (const key of keys) {
       this.string(key)
-      this.value((v as Record<string, unknown>)[key], depth, path === "" ? key : path + "." + key)
+      this.any((v as Record<string, unknown>)[key], depth, path === "" ? key : path + "." + key)
     }
   }
 }
@@ -398,9 +508,7 @@ const compareKeys = (a: unknown, b: unknown): number => {
  */
 export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
   if (value instanceof Raw) return value.bytes
-  const w = new Writer(256, options?.sortKeys === true)
-  w.value(value, 0, "")
-  return w.buf.subarray(0, w.pos)
+  return new Writer(options).value(value).written()
 }
 
 /**

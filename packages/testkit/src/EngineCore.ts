@@ -19,7 +19,6 @@ import * as Zmq from "zeromq"
 import type { Log } from "./CoordinatorCore.ts"
 import { EngineRequest } from "./EngineRequest.ts"
 import * as Faults from "./Faults.ts"
-import { MsgpackWriter } from "./MsgpackWriter.ts"
 import { RecentLog } from "./RecentLog.ts"
 import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
 import * as Vocabulary from "./Vocabulary.ts"
@@ -133,7 +132,7 @@ export class EngineCore {
   readonly signals: Array<Headers.HeaderName> = []
 
   private readonly writer: SocketWriter
-  private readonly replyWriter = new MsgpackWriter(4096)
+  private readonly replyWriter = new Msgpack.Writer({ initialSize: 4096 })
   private readonly seenBlocks = new Set<bigint>()
   /** Encoded sampling parameters by the metadata bytes that carried them: a burst shares one. */
   private readonly encodedParams = new Map<string, Uint8Array>()

@@ -8,7 +8,6 @@
  */
 import { Msgpack } from "@mcore-effect/protocol"
 import * as Generation from "./Generation.ts"
-import { encodeKeys, MsgpackWriter } from "./MsgpackWriter.ts"
 import * as Vocabulary from "./Vocabulary.ts"
 
 /**
@@ -39,6 +38,10 @@ const PYTHON_SAMPLING_DEFAULTS: Readonly<Record<string, unknown>> = {
   seed: null
 }
 
+/** Encodes a fixed set of map keys once: `keys.generated_tokens` is the bytes of that key. */
+const encodeKeys = <const K extends string>(names: ReadonlyArray<K>): { readonly [N in K]: Uint8Array } =>
+  Object.freeze(Object.fromEntries(names.map((name) => [name, Msgpack.encode(name)]))) as { readonly [N in K]: Uint8Array }
+
 /** The finished request's keys, in the order Python's `__dict__` holds them. */
 const K = encodeKeys([
   "request_id", "prompt", "sampling_params", "inference_parameters", "prompt_tokens", "prompt_length",
@@ -64,7 +67,7 @@ const EVENT_TYPES = {
 } as const
 
 /** One event, as `DynamicInferenceEvent.serialize()` writes it: `{timestamp, type, payload}`. */
-const writeEvent = (w: MsgpackWriter, timestamp: number, type: keyof typeof EVENT_TYPES): void => {
+const writeEvent = (w: Msgpack.Writer, timestamp: number, type: keyof typeof EVENT_TYPES): void => {
   w.mapHeader(3).raw(E.timestamp).float(timestamp).raw(E.type).raw(EVENT_TYPES[type]).raw(E.payload).nil()
 }
 
@@ -217,21 +220,21 @@ export class EngineRequest {
    * The finished request as `DynamicInferenceRequest.serialize()` writes it, packed the way
    * Python packs it (floats as float64). `w` is reused across requests.
    */
-  encode(now: number, w: MsgpackWriter): Uint8Array {
+  encode(now: number, w: Msgpack.Writer): Uint8Array {
     const init = this.init
     const sp = this.samplingParams
     const promptTokens = init.promptTokens
     w.reset().mapHeader(REPLY_KEY_COUNT)
-    w.raw(K.request_id).int(this.requestId)
+    w.raw(K.request_id).number(this.requestId)
     w.raw(K.prompt)
     if (init.prompt === null) w.nil()
-    else w.str(init.prompt)
+    else w.string(init.prompt)
     w.raw(K.sampling_params).raw(this.encodedSamplingParams ?? Msgpack.encode(sp))
     w.raw(K.inference_parameters).nil()
     w.raw(K.prompt_tokens)
-    if (sp.return_prompt_tokens === true) w.arrayHeader(2).raw(TENSOR).ints(promptTokens)
+    if (sp.return_prompt_tokens === true) w.arrayHeader(2).raw(TENSOR).numbers(promptTokens)
     else w.nil()
-    w.raw(K.prompt_length).int(promptTokens.length)
+    w.raw(K.prompt_length).number(promptTokens.length)
     w.raw(K.arrival_time).float(init.now)
     w.raw(K.status).raw(COMPLETED)
     w.raw(K.encoder_prompt).nil()
@@ -239,7 +242,7 @@ export class EngineRequest {
     w.raw(K.segments).nil()
     w.raw(K.generated_segments).nil()
     w.raw(K.generated_sequence_lengths).nil()
-    w.raw(K.generated_tokens).ints(this.generated)
+    w.raw(K.generated_tokens).numbers(this.generated)
     w.raw(K.prompt_log_probs)
     if (this.returnLogProbs && sp.skip_prompt_log_probs !== true) w.floats(promptTokens.slice(1).map(Generation.logProbOf))
     else w.nil()
@@ -248,9 +251,9 @@ export class EngineRequest {
     else w.nil()
     w.raw(K.prompt_top_n_logprobs).nil()
     w.raw(K.generated_top_n_logprobs).nil()
-    w.raw(K.generated_length).int(this.generated.length)
+    w.raw(K.generated_length).number(this.generated.length)
     w.raw(K.tpot).floats(this.tpot)
-    w.raw(K.uid).str(init.uid)
+    w.raw(K.uid).string(init.uid)
     w.raw(K.remaining_prompt_tokens).nil()
     w.raw(K.policy_epoch)
     if (this.policyEpoch === null) w.nil()
@@ -260,19 +263,19 @@ export class EngineRequest {
     else w.value(this.kvCacheEpoch)
     w.raw(K.latency).nil()
     w.raw(K.routing_indices).nil()
-    w.raw(K.finished_chunk_token_count).int(0)
+    w.raw(K.finished_chunk_token_count).number(0)
     w.raw(K.stop_word_ids)
     if (this.stopWordIds.length === 0) w.nil()
     else w.value(this.stopWordIds)
-    w.raw(K.cg_wait_iters).int(0)
-    w.raw(K.block_size_tokens).int(init.blockSizeTokens)
+    w.raw(K.cg_wait_iters).number(0)
+    w.raw(K.block_size_tokens).number(init.blockSizeTokens)
     w.raw(K.enable_prefix_caching).bool(true)
-    w.raw(K.num_cached_tokens).int(init.numCachedTokens)
-    w.raw(K.num_matched_prefix_blocks).int(init.numMatchedPrefixBlocks)
+    w.raw(K.num_cached_tokens).number(init.numCachedTokens)
+    w.raw(K.num_matched_prefix_blocks).number(init.numMatchedPrefixBlocks)
     w.raw(K.mtp_private_suffix_start).nil()
     w.raw(K.block_hash_salt)
     if (init.mediaCacheKey === null) w.nil()
-    else w.str(init.mediaCacheKey)
+    else w.string(init.mediaCacheKey)
     w.raw(K.precomputed_block_hashes)
     if (init.blockHashes.length === 0) w.arrayHeader(0)
     else w.value(init.blockHashes)
