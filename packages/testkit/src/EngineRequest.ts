@@ -6,37 +6,25 @@
  * @since 0.1.0
  * @internal
  */
-import { Msgpack } from "@mcore-effect/protocol"
+import { Msgpack, SamplingParams } from "@mcore-effect/protocol"
 import * as Generation from "./Generation.ts"
 import * as Vocabulary from "./Vocabulary.ts"
 
 /**
- * The Python `SamplingParams` defaults, in dataclass order. A finished request reports its
- * parameters as the engine's `SamplingParams.deserialize(...).serialize()` writes them back, so
- * fields the client did not send (`detokenize_generations`, `seed`) come back with these.
+ * The Python `SamplingParams` defaults, in dataclass order: the protocol's, plus the two fields the
+ * client does not send (`detokenize_generations`, after `return_prompt_tokens`, and `seed`, last).
+ * A finished request reports its parameters as the engine's `SamplingParams.deserialize(...).serialize()`
+ * writes them back, so those two come back with these defaults when the client left them out.
  */
-const PYTHON_SAMPLING_DEFAULTS: Readonly<Record<string, unknown>> = {
-  temperature: 1.0,
-  top_k: 0,
-  top_p: 0.0,
-  return_log_probs: false,
-  skip_prompt_log_probs: false,
-  return_segments: false,
-  num_tokens_to_generate: null,
-  num_tokens_total: null,
-  termination_id: null,
-  top_n_logprobs: 0,
-  return_prompt_top_n_logprobs: false,
-  add_BOS: false,
-  stop_words: null,
-  detokenize_stop_sequence: false,
-  return_prompt_tokens: false,
-  detokenize_generations: true,
-  streaming: false,
-  streaming_interval: 1,
-  do_kv_handoff: false,
-  seed: null
-}
+const PYTHON_SAMPLING_DEFAULTS: Readonly<Record<string, unknown>> = (() => {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(SamplingParams.defaults)) {
+    out[key] = value
+    if (key === "return_prompt_tokens") out.detokenize_generations = true
+  }
+  out.seed = null
+  return Object.freeze(out)
+})()
 
 /** Encodes a fixed set of map keys once: `keys.generated_tokens` is the bytes of that key. */
 const encodeKeys = <const K extends string>(names: ReadonlyArray<K>): { readonly [N in K]: Uint8Array } =>
