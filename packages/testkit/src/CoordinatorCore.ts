@@ -14,7 +14,7 @@
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, Headers, Msgpack } from "@mcore-effect/protocol"
+import { BlockHashes, Headers, Messages, Msgpack } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
 import * as Faults from "./Faults.ts"
@@ -377,7 +377,7 @@ export class CoordinatorCore {
     const identity = frames[0]!
     // Megatron's engines register by sending one empty frame (a client that did CONNECT cannot
     // turn itself into an engine that way: it would be sent other clients' requests).
-    if (frames.length === 2 && frames[1]!.length === 0) {
+    if (frames.length === 2 && Messages.isEngineRegistration(frames.slice(1))) {
       if (this.knownClients.has(identityKey(identity))) return this.reject("malformed", identity, "an empty frame from a client")
       return this.registerEngine(identity)
     }

@@ -13,7 +13,7 @@
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, Headers, Msgpack } from "@mcore-effect/protocol"
+import { BlockHashes, Headers, Messages, Msgpack } from "@mcore-effect/protocol"
 import { randomUUID } from "node:crypto"
 import * as Zmq from "zeromq"
 import type { Log } from "./CoordinatorCore.ts"
@@ -22,7 +22,7 @@ import * as Faults from "./Faults.ts"
 import { RecentLog } from "./RecentLog.ts"
 import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
 import * as Vocabulary from "./Vocabulary.ts"
-import { isRequestId, packHeader, REGISTRATION, requestIdEnd, tryDecode } from "./WireFrames.ts"
+import { isRequestId, packHeader, requestIdEnd, tryDecode } from "./WireFrames.ts"
 
 const H = Headers.values
 
@@ -144,7 +144,7 @@ export class EngineCore {
   private readonly changeListeners = new Set<() => void>()
   private readonly onHandshake = () => {
     this.registrations++
-    this.writer.send([REGISTRATION])
+    this.writer.send(Messages.engineRegistration)
   }
 
   private constructor(private readonly dealer: Zmq.Dealer, readonly config: EngineConfig) {

@@ -13,6 +13,7 @@
  *
  * @since 0.1.0
  */
+import { Messages } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -166,7 +167,7 @@ class Proxy {
     const known = this.peers.get(key)
     if (known !== undefined) return known
     // Megatron's engines register by sending one empty frame.
-    const role: Role = firstMessage.length === 1 && firstMessage[0]!.length === 0 ? "engine" : "client"
+    const role: Role = Messages.isEngineRegistration(firstMessage) ? "engine" : "client"
     const routingId = settableIdentity(identity)
     const dealer = new Zmq.Dealer(routingId === undefined ? socketOptions : { ...socketOptions, routingId })
     dealer.connect(this.upstream)

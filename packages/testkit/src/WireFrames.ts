@@ -11,9 +11,6 @@ import { Msgpack } from "@mcore-effect/protocol"
 /** msgpack `nil`: a body frame that holds nothing. */
 export const NIL: Uint8Array = Uint8Array.of(0xc0)
 
-/** The frame an engine sends to register with the coordinator (Megatron sends `b""`). */
-export const REGISTRATION: Uint8Array = new Uint8Array(0)
-
 const TWO_32 = 0x1_0000_0000
 
 /** Writes a non-negative safe integer in its smallest msgpack form at `pos`; returns the new pos. */

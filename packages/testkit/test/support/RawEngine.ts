@@ -2,7 +2,7 @@
  * A plain ZeroMQ DEALER registering with a coordinator the way Megatron's engines do (one empty
  * frame), for tests that need to craft exactly what an engine sends.
  */
-import { Msgpack } from "@mcore-effect/protocol"
+import { Messages, Msgpack } from "@mcore-effect/protocol"
 import { Effect, type Scope } from "effect"
 import * as Zmq from "zeromq"
 
@@ -39,7 +39,7 @@ export const make = (address: string, identity: string): Effect.Effect<RawEngine
       }
     })()
     const send = (frames: ReadonlyArray<Uint8Array>) => Effect.promise(() => socket.send(frames as Array<Uint8Array>))
-    yield* send([new Uint8Array(0)])
+    yield* send(Messages.engineRegistration)
     const next = (timeoutMillis = 5_000) =>
       Effect.callback<ReadonlyArray<Buffer>, Error>((resume) => {
         const take = () => {
