@@ -91,6 +91,20 @@ export const isDeserialized = (reply: Reply): reply is ProtocolReply.DynamicInfe
 export type StreamEvent = PendingRequests.StreamEvent<Reply>
 
 /**
+ * New tokens of a streamed request, in order.
+ *
+ * @since 0.1.0
+ */
+export type Partial = PendingRequests.Partial
+
+/**
+ * The last event of a streamed request: its reply.
+ *
+ * @since 0.1.0
+ */
+export type Final = PendingRequests.Final<Reply>
+
+/**
  * A prompt: text, or token ids (an array or an integer typed array).
  *
  * @since 0.1.0
@@ -269,11 +283,13 @@ const checkRequestId = (requestId: number): ClientError | undefined =>
     ? undefined
     : invalidArgument("requestId", `expected a non-negative integer, got ${String(requestId)}`)
 
+const noDeadline = Result.succeed(undefined)
+
 const timeoutMillis = (
   input: Duration.Input | undefined,
   fallback: number | undefined
 ): Result.Result<number | undefined, ClientError> => {
-  if (input === undefined) return Result.succeed(fallback)
+  if (input === undefined) return fallback === undefined ? noDeadline : Result.succeed(fallback)
   const duration = Duration.fromInput(input)
   if (duration._tag === "None") return Result.fail(invalidArgument("timeout", `not a duration: ${String(input)}`))
   const millis = Duration.toMillis(duration.value)
@@ -301,6 +317,7 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
 
   let state: State = "connecting"
   let nextRequestId = 0
+  let connections = 0
   const firstAck = Deferred.makeUnsafe<void, ClientError>()
   const closedError = clientError(new ClientClosed())
   const lostError = clientError(new CoordinatorLost({ address }))
@@ -313,9 +330,11 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
     heartbeatTimeoutMillis: config.heartbeatTimeoutMillis,
     events: {
       onUp: () => {
-        // The restarted (or reachable again) coordinator does not know this connection: say
-        // CONNECT again; submissions resume at its CONNECT_ACK.
-        if (state === "lost") socket.send(CONNECT, -1)
+        // A new connection (after a loss, or after the first one dropped before its
+        // CONNECT_ACK): the coordinator on the other end does not know it, so say CONNECT again;
+        // submissions resume at its CONNECT_ACK. The first connection's CONNECT is already queued.
+        connections++
+        if (state === "lost" || (state === "connecting" && connections > 1)) socket.send(CONNECT, -1)
       },
       onDown: () => {
         if (state !== "ready") return

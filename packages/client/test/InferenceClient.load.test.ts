@@ -15,21 +15,18 @@ describe("InferenceClient under load", () => {
     Effect.gen(function*() {
       const coordinator = yield* ChildCoordinator.make()
       const client = yield* InferenceClient.make({ address: coordinator.address })
-      // Distinct prompts: a reply handed to the wrong request would show.
       const promptOf = (i: number) => [i % 1000, Math.floor(i / 1000)]
       const completions = new Uint8Array(COUNT)
       let mismatched = 0
       yield* Effect.forEach(
         Array.from({ length: COUNT }, (_, i) => i),
         (i) =>
-          client.submitWithId(promptOf(i)).pipe(
-            Effect.flatMap(({ reply, requestId }) => reply.pipe(Effect.map((r) => ({ r, requestId })))),
-            Effect.map(({ r, requestId }) => {
-              completions[i]!++
-              const echo = (r as InferenceClient.RawReply).echo as ReadonlyArray<number>
-              if (r.request_id !== requestId || echo[0] !== promptOf(i)[0] || echo[1] !== promptOf(i)[1]) mismatched++
-            })
-          ),
+          Effect.map(client.submit(promptOf(i)), (reply) => {
+            completions[i]!++
+            // The stand-in echoes the prompt frame: distinct prompts show a reply handed to the wrong request.
+            const echo = (reply as InferenceClient.RawReply).echo as ReadonlyArray<number>
+            if (echo[0] !== promptOf(i)[0] || echo[1] !== promptOf(i)[1]) mismatched++
+          }),
         { concurrency: "unbounded", discard: true }
       )
       expect(completions.every((n) => n === 1)).toBe(true)

@@ -106,6 +106,36 @@ describe("InferenceClient against a stub coordinator", () => {
       expect(next.frames.length).toBe(5)
     }).pipe(withRegistry))
 
+  it.live("a burst from many fibers reaches the coordinator complete and in id order", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const count = 3_000
+      const burst = yield* Effect.forkChild(
+        Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => client.submit([i]), {
+          concurrency: "unbounded",
+          discard: true
+        })
+      )
+      const ids: Array<number> = []
+      let inOrder = true
+      while (ids.length < count) {
+        const received = yield* takeMessage(stub)
+        const message = Result.getOrThrow(received.message)
+        if (message._tag !== "SubmitRequest") continue
+        if (ids.length > 0 && message.requestId !== ids[ids.length - 1]! + 1) inOrder = false
+        ids.push(message.requestId)
+        // Each fiber submitted its own index as the prompt: the frames stayed together.
+        if ((message.prompt as ReadonlyArray<number>).length !== 1) inOrder = false
+        yield* stub.reply(received.identity, message.requestId, { request_id: message.requestId })
+      }
+      yield* Fiber.join(burst)
+      expect(inOrder).toBe(true)
+      expect(ids[0]).toBe(0)
+      expect(ids[count - 1]).toBe(count - 1)
+      expect(yield* client.pendingCount).toBe(0)
+    }).pipe(withRegistry))
+
   it.live("interrupting a submit sends exactly one ABORT and empties the registry; the late reply is dropped", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()

@@ -1,5 +1,5 @@
 /**
- * Runs `echoCoordinator.ts` in a child process, as a scoped resource, so a test can stop it
+ * Runs `echoCoordinator.mjs` in a child process, as a scoped resource, so a test can stop it
  * (`SIGSTOP`: alive but silent, only heartbeats can tell) or kill it (`SIGKILL`) like a real
  * coordinator process.
  */
@@ -14,14 +14,14 @@ export interface ChildCoordinator {
   readonly exited: Effect.Effect<void>
 }
 
-const program = fileURLToPath(new URL("./echoCoordinator.ts", import.meta.url))
+const program = fileURLToPath(new URL("./echoCoordinator.mjs", import.meta.url))
 
 export const make = (address?: string): Effect.Effect<ChildCoordinator, never, Scope.Scope> =>
   Effect.gen(function*() {
     const child = yield* Effect.acquireRelease(
       Effect.sync(() =>
         fork(program, address === undefined ? [] : [address], {
-          execArgv: ["--conditions=source", "--import", "tsx"],
+          execArgv: [],
           stdio: ["ignore", "inherit", "inherit", "ipc"]
         })
       ),
