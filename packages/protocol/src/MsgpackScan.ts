@@ -1,18 +1,26 @@
 /**
  * Reading the layout of msgpack bytes without decoding them: where a value ends, where a map's
- * entries are. The coordinator uses it to fill `generated_text` into a reply by splicing bytes,
- * instead of decoding and re-encoding the whole finished request (which echoes the prompt and
- * is the largest frame it handles).
+ * entries are. For splicing bytes instead of decoding and re-encoding a whole frame: the test
+ * coordinator fills `generated_text` into a reply this way (the finished request echoes the
+ * prompt and is the largest frame it handles), and swaps a metadata frame's request id.
+ *
+ * Unlike `Msgpack.decode`, these functions throw {@link ScanError} for bytes that are not
+ * well-formed msgpack.
  *
  * @since 0.1.0
- * @internal
  */
 
 const u16 = (b: Uint8Array, p: number): number => (b[p]! << 8) | b[p + 1]!
 const u32 = (b: Uint8Array, p: number): number => ((b[p]! << 24) >>> 0) + ((b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!)
 
-/** Thrown for bytes that are not well-formed msgpack. */
-export class ScanError extends globalThis.Error {}
+/**
+ * Thrown for bytes that are not well-formed msgpack.
+ *
+ * @since 0.1.0
+ */
+export class ScanError extends globalThis.Error {
+  override readonly name = "ScanError"
+}
 
 const need = (b: Uint8Array, end: number): number => {
   if (end > b.length) throw new ScanError("truncated")
@@ -28,7 +36,16 @@ const skipMany = (b: Uint8Array, p: number, n: number): number => {
 /**
  * The offset just past the msgpack value that starts at `p`.
  *
- * @throws ScanError for truncated or invalid bytes.
+ * @throws {@link ScanError} for truncated or invalid bytes.
+ *
+ * @example
+ * ```ts
+ * import { Msgpack, MsgpackScan } from "@mcore-effect/protocol"
+ *
+ * MsgpackScan.skip(Msgpack.encode([1, "two", { three: 3 }]), 0) // 14: the whole array
+ * ```
+ *
+ * @since 0.1.0
  */
 export const skip = (b: Uint8Array, p: number): number => {
   const t = b[p]
@@ -106,7 +123,11 @@ export const skip = (b: Uint8Array, p: number): number => {
   }
 }
 
-/** The entry count of the map at `p` and where its first key starts, or `undefined` when it is not a map. */
+/**
+ * The entry count of the map at `p` and where its first key starts, or `undefined` when it is not a map.
+ *
+ * @since 0.1.0
+ */
 export const mapHeader = (b: Uint8Array, p: number): { readonly count: number; readonly start: number } | undefined => {
   const t = b[p]
   if (t === undefined) return undefined
@@ -116,7 +137,11 @@ export const mapHeader = (b: Uint8Array, p: number): { readonly count: number; r
   return undefined
 }
 
-/** True when `b[start, end)` equals `expected`. */
+/**
+ * True when `b[start, end)` equals `expected`.
+ *
+ * @since 0.1.0
+ */
 export const bytesEqual = (b: Uint8Array, start: number, end: number, expected: Uint8Array): boolean => {
   if (end - start !== expected.length) return false
   for (let i = 0; i < expected.length; i++) if (b[start + i] !== expected[i]) return false
@@ -125,9 +150,20 @@ export const bytesEqual = (b: Uint8Array, start: number, end: number, expected: 
 
 /**
  * Where the values of the wanted keys lie in the map at `p` (keys given encoded, as msgpack
- * strings). Returns `[start, end)` per found key, and the offset just past the map.
+ * strings). Returns `[start, end)` per found key, and the offset just past the map; `undefined`
+ * when `p` is not at a map.
  *
- * @throws ScanError for malformed bytes.
+ * @throws {@link ScanError} for malformed bytes.
+ *
+ * @example
+ * ```ts
+ * import { Msgpack, MsgpackScan } from "@mcore-effect/protocol"
+ *
+ * const bytes = Msgpack.encode({ a: 1, b: "x" })
+ * MsgpackScan.findInMap(bytes, 0, [Msgpack.encode("b")]) // { values: [[6, 8]], end: 8 }
+ * ```
+ *
+ * @since 0.1.0
  */
 export const findInMap = (
   b: Uint8Array,

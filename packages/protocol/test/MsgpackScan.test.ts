@@ -1,7 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Msgpack } from "@mcore-effect/protocol"
 import * as fc from "fast-check"
-import * as MsgpackScan from "../src/MsgpackScan.ts"
+import { Msgpack, MsgpackScan } from "../src/index.ts"
 
 const value = fc.letrec((tie) => ({
   any: fc.oneof(

@@ -14,11 +14,10 @@
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, Headers, Messages, Msgpack } from "@mcore-effect/protocol"
+import { BlockHashes, Headers, Messages, Msgpack, MsgpackScan } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
 import * as Faults from "./Faults.ts"
-import * as MsgpackScan from "./MsgpackScan.ts"
 import { RecentLog } from "./RecentLog.ts"
 import * as Routing from "./Routing.ts"
 import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
