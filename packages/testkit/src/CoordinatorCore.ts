@@ -214,7 +214,6 @@ export class CoordinatorCore {
   private readonly ownership = new Routing.HashOwnership()
   private backlog: Array<Waiting> = []
   private held: Array<HeldPartial> = []
-  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
   private readonly changeListeners = new Set<() => void>()
   private readonly stopped: Promise<void>
   private resolveStopped!: () => void
@@ -267,8 +266,6 @@ export class CoordinatorCore {
     if (!this.running && this.router.closed) return
     this.running = false
     this.writer.close()
-    for (const timer of this.timers) clearTimeout(timer)
-    this.timers.clear()
     this.held = []
     if (!this.router.closed) this.router.close()
     // A loop parked on a hang sees that the coordinator is gone.
@@ -810,12 +807,7 @@ export class CoordinatorCore {
 
   private emit(message: Outgoing): void {
     const delay = this.faults.delayMillis
-    if (delay <= 0) return this.writer.send(message)
-    this.faults.note("DelayReplies")
-    const timer = setTimeout(() => {
-      this.timers.delete(timer)
-      this.writer.send(message)
-    }, delay)
-    this.timers.add(timer)
+    if (delay > 0) this.faults.note("DelayReplies")
+    this.writer.sendAfter(delay, message)
   }
 }

@@ -138,7 +138,6 @@ export class EngineCore {
   private readonly encodedParams = new Map<string, Uint8Array>()
   private nextBlockId = 0
   private heldPartials: Array<Outgoing> = []
-  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
   private wakeStepper: (() => void) | undefined
   private endPause: (() => void) | undefined
   private readonly changeListeners = new Set<() => void>()
@@ -196,8 +195,6 @@ export class EngineCore {
     if (!this.running && this.dealer.closed) return
     this.running = false
     this.writer.close()
-    for (const timer of this.timers) clearTimeout(timer)
-    this.timers.clear()
     this.dealer.events.off("handshake", this.onHandshake)
     if (!this.dealer.closed) this.dealer.close()
     // Let loops parked on a hang or between steps see that the engine is gone.
@@ -550,12 +547,7 @@ export class EngineCore {
 
   private emit(message: Outgoing): void {
     const delay = this.faults.delayMillis
-    if (delay <= 0) return this.writer.send(message)
-    this.faults.note("DelayReplies")
-    const timer = setTimeout(() => {
-      this.timers.delete(timer)
-      this.writer.send(message)
-    }, delay)
-    this.timers.add(timer)
+    if (delay > 0) this.faults.note("DelayReplies")
+    this.writer.sendAfter(delay, message)
   }
 }

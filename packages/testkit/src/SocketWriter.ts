@@ -19,6 +19,7 @@ export class SocketWriter {
   private running = false
   private closed = false
   private paused = false
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
   /** Messages that could not be sent (peer unreachable, socket closed). */
   failed = 0
 
@@ -34,6 +35,16 @@ export class SocketWriter {
     if (!this.running && !this.paused) void this.drain()
   }
 
+  /** Queues a message after `millis` (at once when 0 or less); {@link close} cancels it. */
+  sendAfter(millis: number, message: Outgoing): void {
+    if (millis <= 0) return this.send(message)
+    const timer = setTimeout(() => {
+      this.timers.delete(timer)
+      this.send(message)
+    }, millis)
+    this.timers.add(timer)
+  }
+
   /** Holds queued messages back until {@link resume} (a hung peer). */
   pause(): void {
     this.paused = true
@@ -44,9 +55,11 @@ export class SocketWriter {
     if (!this.running && this.head < this.queue.length) void this.drain()
   }
 
-  /** Drops whatever is queued; later sends are ignored. */
+  /** Drops whatever is queued or waiting in {@link sendAfter}; later sends are ignored. */
   close(): void {
     this.closed = true
+    for (const timer of this.timers) clearTimeout(timer)
+    this.timers.clear()
     this.queue = []
     this.head = 0
   }
