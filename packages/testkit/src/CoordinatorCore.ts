@@ -778,6 +778,7 @@ export class CoordinatorCore {
     const f = this.faults
     if (kind === "reply" && f.take("DropReplies")) return
     if (f.take("SendGarbage")) this.emit([message[0]!, ...f.nextGarbage()])
+    for (const extra of f.takeMessages()) this.emit([message[0]!, ...extra])
     if (f.take("SendWrongArity")) message = message.slice(0, 2)
     const window = f.reorderWindow
     if (kind === "partial" && window > 0) {

@@ -525,6 +525,7 @@ export class EngineCore {
 
   private sendBatch(message: Array<Uint8Array>): void {
     if (this.faults.take("SendGarbage")) this.emit(this.faults.nextGarbage())
+    for (const extra of this.faults.takeMessages()) this.emit(extra)
     if (this.faults.take("SendWrongArity")) message = message.slice(0, -1)
     this.emit(message)
   }

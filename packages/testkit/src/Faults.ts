@@ -10,6 +10,7 @@
  * | `ReorderPartials` | partials leave in reverse order, `window` at a time (a request's held partials are flushed before its final reply) | partial batches leave in reverse order, `window` at a time |
  * | `SendGarbage` | the next `count` replies or partials are each preceded by a malformed message | the next `count` batches are each preceded by a malformed message |
  * | `SendWrongArity` | the next `count` replies or partials lose their body frame | the next `count` batches lose their last body frame |
+ * | `SendMessages` | the test's own messages, up to `perReply` ahead of each reply or partial, until all are sent | the same, ahead of each batch |
  * | `Hang` | stops reading and sending until cleared (what was queued is then processed) | stops reading, stepping and sending until cleared |
  *
  * Crashing and restarting the coordinator are operations on the coordinator itself
@@ -59,6 +60,15 @@ export class SendWrongArity extends Schema.TaggedClass<SendWrongArity>()("SendWr
 /**
  * @since 0.1.0
  */
+export class SendMessages extends Schema.TaggedClass<SendMessages>()("SendMessages", {
+  /** The messages, each a list of frames (a ROUTER's identity frame is added by the sender). */
+  messages: Schema.Array(Schema.Array(Schema.Uint8Array)),
+  perReply: Count
+}) {}
+
+/**
+ * @since 0.1.0
+ */
 export class Hang extends Schema.TaggedClass<Hang>()("Hang", {}) {}
 
 /**
@@ -73,6 +83,7 @@ export const Fault = Schema.Union([
   ReorderPartials,
   SendGarbage,
   SendWrongArity,
+  SendMessages,
   Hang
 ])
 
@@ -140,6 +151,27 @@ export const sendGarbage = (count = 1): Fault => new SendGarbage({ count })
 export const sendWrongArity = (count = 1): Fault => new SendWrongArity({ count })
 
 /**
+ * Sends the given messages, in order, up to `perReply` (default 1) ahead of each reply or partial
+ * (each batch, on an engine), and switches itself off once all are sent: how a test puts its own
+ * hostile input on the wire between real replies.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Faults, TestCoordinator } from "@mcore-effect/testkit"
+ *
+ * const program = Effect.gen(function*() {
+ *   const coordinator = yield* TestCoordinator.make()
+ *   yield* coordinator.injectFault(Faults.sendMessages([[Uint8Array.of(0xc1)], [new Uint8Array(0)]], 2))
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const sendMessages = (messages: ReadonlyArray<ReadonlyArray<Uint8Array>>, perReply = 1): Fault =>
+  new SendMessages({ messages, perReply })
+
+/**
  * Stop answering until the fault is cleared.
  *
  * @since 0.1.0
@@ -180,12 +212,13 @@ export class Switchboard {
     ReorderPartials: 0,
     SendGarbage: 0,
     SendWrongArity: 0,
+    SendMessages: 0,
     Hang: 0
   }
 
   /** Switches a fault on (replacing one of the same kind). */
   inject(fault: Fault): void {
-    const remaining = "count" in fault ? fault.count : Infinity
+    const remaining = "count" in fault ? fault.count : fault._tag === "SendMessages" ? fault.messages.length : Infinity
     this.active.set(fault._tag, { fault, remaining })
     if (fault._tag === "Hang") this.applied.Hang++
   }
@@ -232,6 +265,22 @@ export class Switchboard {
     if (a.remaining <= 0) this.active.delete(tag)
     this.applied[tag]++
     return true
+  }
+
+  /**
+   * The messages of a `SendMessages` fault to send ahead of the next reply (none when it is off);
+   * the fault switches itself off once all are taken. Each message counts as one application.
+   */
+  takeMessages(): ReadonlyArray<ReadonlyArray<Uint8Array>> {
+    const a = this.active.get("SendMessages")
+    if (a === undefined) return []
+    const { messages, perReply } = a.fault as SendMessages
+    const start = messages.length - a.remaining
+    const taken = messages.slice(start, Math.min(start + perReply, messages.length))
+    a.remaining -= taken.length
+    if (a.remaining <= 0) this.active.delete("SendMessages")
+    this.applied.SendMessages += taken.length
+    return taken
   }
 
   /** Counts one application of an uncounted fault (delay, reorder). */

@@ -84,6 +84,26 @@ describe("Faults on the coordinator (what clients see)", () => {
       expect(RawClient.decodeReply(received[3]!).requestId).toBe(1)
     }).pipe(Effect.scoped))
 
+  it.effect("SendMessages: the test's messages, in order, up to perReply ahead of each reply, then off", () =>
+    Effect.gen(function*() {
+      const { client, coordinator } = yield* setup()
+      const mine = [0, 1, 2].map((i) => [Uint8Array.of(0xc1, i), Uint8Array.of(i)])
+      yield* coordinator.injectFault(Faults.sendMessages(mine, 2))
+      yield* client.submit(0, tokens, short)
+      yield* client.submit(1, tokens, short)
+      yield* client.submit(2, tokens, short)
+      const received = [yield* client.next(), yield* client.next(), yield* client.next(), yield* client.next()]
+      expect(received[0]).toEqual(mine[0]!.map((f) => Buffer.from(f)))
+      expect(received[1]).toEqual(mine[1]!.map((f) => Buffer.from(f)))
+      expect(RawClient.decodeReply(received[2]!).requestId).toBe(0)
+      expect(received[3]).toEqual(mine[2]!.map((f) => Buffer.from(f)))
+      expect(RawClient.decodeReply(yield* client.next()).requestId).toBe(1)
+      expect(RawClient.decodeReply(yield* client.next()).requestId).toBe(2)
+      const snapshot = yield* coordinator.snapshot
+      expect(snapshot.faultsApplied.SendMessages).toBe(3)
+      expect(snapshot.faults).toEqual([])
+    }).pipe(Effect.scoped))
+
   it.effect("SendWrongArity: the next reply arrives without its body", () =>
     Effect.gen(function*() {
       const { client, coordinator } = yield* setup()
