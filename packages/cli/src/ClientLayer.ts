@@ -1,0 +1,35 @@
+/**
+ * The `InferenceClient` a command talks through, built from the command's connection flags.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { type ClientError, InferenceClient } from "@mcore-effect/client"
+import type * as Duration from "effect/Duration"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { Connection } from "./Flags.ts"
+
+/**
+ * The client layer for `--address` / `--connect-timeout` (and, for commands that take it, a
+ * deadline on every request).
+ *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { clientLayer } from "./ClientLayer.ts"
+ *
+ * const layer = clientLayer({ address: "tcp://127.0.0.1:5555", connectTimeout: Option.none() })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const clientLayer = (
+  connection: Connection,
+  options?: { readonly requestTimeout?: Option.Option<Duration.Duration> | undefined }
+): Layer.Layer<InferenceClient.InferenceClient, ClientError.ClientError> =>
+  InferenceClient.layer({
+    address: connection.address,
+    connectTimeout: Option.getOrUndefined(connection.connectTimeout),
+    requestTimeout: options?.requestTimeout === undefined ? undefined : Option.getOrUndefined(options.requestTimeout)
+  })

@@ -1,0 +1,93 @@
+/**
+ * Flags shared by several commands: where the coordinator is, and how long to wait for it. One
+ * definition each, so every command spells and documents them the same way.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
+import { Flag } from "effect/cli"
+
+const shorthand = /^(\d+(?:\.\d+)?)(ms|s|m)$/
+const units = { ms: "millis", s: "seconds", m: "minutes" } as const
+
+/**
+ * Reads a duration as people type it on a command line: `500` (milliseconds), `500ms`, `2s`,
+ * `1m`, or Effect's own `"2 seconds"`. Negative durations are refused.
+ *
+ * @example
+ * ```ts
+ * import { parseDuration } from "./Flags.ts"
+ *
+ * parseDuration("250ms") // Option.some(Duration.millis(250))
+ * parseDuration("soon") // Option.none()
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const parseDuration = (text: string): Option.Option<Duration.Duration> => {
+  const trimmed = text.trim()
+  const short = shorthand.exec(trimmed)
+  const input = /^\d+(?:\.\d+)?$/.test(trimmed)
+    ? Number(trimmed)
+    : short !== null
+    ? `${short[1]} ${units[short[2] as keyof typeof units]}`
+    : trimmed
+  return Duration.fromInput(input as Duration.Input).pipe(
+    Option.filter((d) => Duration.isGreaterThanOrEqualTo(d, Duration.zero))
+  )
+}
+
+/**
+ * A duration flag (see {@link parseDuration}).
+ *
+ * @since 0.1.0
+ */
+export const duration = (name: string): Flag.Flag<Duration.Duration> =>
+  Flag.String(name).pipe(
+    Flag.withMetavar("duration"),
+    Flag.filterMap(parseDuration, () => `a duration such as 500ms, 2s or "2 seconds"`)
+  )
+
+/**
+ * `--address`: the coordinator's ROUTER address. Falls back to `MCORE_COORDINATOR_ADDRESS`, the
+ * variable the client's own `ClientConfig` reads.
+ *
+ * @since 0.1.0
+ */
+export const address: Flag.Flag<string> = Flag.String("address").pipe(
+  Flag.withAlias("a"),
+  Flag.withMetavar("address"),
+  Flag.withDescription("The coordinator's address: tcp://host:port or ipc://path (env MCORE_COORDINATOR_ADDRESS)"),
+  Flag.withFallbackConfig(Config.String("MCORE_COORDINATOR_ADDRESS"))
+)
+
+/**
+ * `--connect-timeout`: how long to wait for the coordinator's CONNECT_ACK before failing with
+ * `ConnectTimeout`. Unset keeps the client's default (10 seconds).
+ *
+ * @since 0.1.0
+ */
+export const connectTimeout: Flag.Flag<Option.Option<Duration.Duration>> = duration("connect-timeout").pipe(
+  Flag.withDescription("How long to wait for the coordinator to answer CONNECT (default 10s)"),
+  Flag.optional
+)
+
+/**
+ * The two flags every command that talks to a coordinator takes.
+ *
+ * @since 0.1.0
+ */
+export const connection = { address, connectTimeout } as const
+
+/**
+ * What {@link connection} parses to.
+ *
+ * @since 0.1.0
+ */
+export interface Connection {
+  readonly address: string
+  readonly connectTimeout: Option.Option<Duration.Duration>
+}

@@ -1,0 +1,94 @@
+/**
+ * `mcore trace replay FILE`: plays a recorded conversation back, from either side. With
+ * `--address`, as the recorded clients against a coordinator under test, checking every answer
+ * against the recording; with `--as-coordinator`, as the recorded coordinator for a client under
+ * test, which connects to the printed address. Either way the replay succeeds only if the
+ * conversation went exactly as recorded (timings and other volatile reply fields aside).
+ *
+ * @since 0.1.0
+ */
+import { Trace, type TraceError, TraceReplay } from "@mcore-effect/testkit"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { Argument, CliError, Command, Flag } from "effect/cli"
+import * as Flags from "../Flags.ts"
+import * as Output from "../Output.ts"
+
+const flags = {
+  file: Argument.String("file").pipe(Argument.withDescription("A trace file (*.trace.jsonl)")),
+  address: Flag.String("address").pipe(
+    Flag.withAlias("a"),
+    Flag.withMetavar("address"),
+    Flag.withDescription("Replay the recorded clients against the coordinator at this address"),
+    Flag.optional
+  ),
+  asCoordinator: Flag.Boolean("as-coordinator").pipe(
+    Flag.withDefault(false),
+    Flag.withDescription("Replay the recorded coordinator instead, for a client that connects to the printed address")
+  ),
+  listen: Flag.String("listen").pipe(
+    Flag.withAlias("l"),
+    Flag.withMetavar("address"),
+    Flag.withDefault("tcp://127.0.0.1:0"),
+    Flag.withDescription("With --as-coordinator: where to bind, loopback only (default: any free port)")
+  ),
+  ordering: Flag.Literals("ordering", ["causal", "eager"]).pipe(
+    Flag.withDefault("causal" as const),
+    Flag.withDescription(
+      "Clients: send each message once the answers recorded before it arrived (causal, default) or at once (eager)"
+    )
+  ),
+  timeout: Flags.duration("timeout").pipe(
+    Flag.withDefault(Duration.seconds(5)),
+    Flag.withDescription("The longest wait for any one message (default 5s)")
+  )
+} as const
+
+/**
+ * The command.
+ *
+ * @example
+ * ```sh
+ * mcore trace replay session.trace.jsonl --address tcp://127.0.0.1:5555
+ * mcore trace replay session.trace.jsonl --as-coordinator --listen tcp://127.0.0.1:6000
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const command = Command.make(
+  "replay",
+  flags,
+  Effect.fn("mcore.trace.replay")(function*({ file, address, asCoordinator, listen, ordering, timeout }) {
+    if (!asCoordinator && Option.isNone(address)) {
+      return yield* new CliError.ValidationError({
+        message: "give --address ADDR (a coordinator to replay the clients against) or --as-coordinator"
+      })
+    }
+    const trace = yield* Trace.read(file)
+    const timeoutMillis = Duration.toMillis(timeout)
+    if (asCoordinator || Option.isNone(address)) {
+      const scripted = yield* TraceReplay.asCoordinator(trace, { address: listen, timeoutMillis })
+      yield* Output.line(scripted.address)
+      yield* Output.line(`playing the coordinator of ${file}: connect the client under test to the address above`)
+      const report = yield* scripted.done
+      return yield* Output.line(`replayed ${file}: sent ${report.sent} message(s), matched ${report.matched}`)
+    }
+    const report = yield* TraceReplay.asClients(trace, { address: address.value, ordering, timeoutMillis })
+    yield* Output.line(
+      `replayed ${file} against ${address.value}: sent ${report.sent} message(s), matched ${report.matched} answer(s)`
+    )
+  }, Effect.scoped)
+).pipe(
+  Command.withDescription("Replay a trace: as its clients against a coordinator, or as its coordinator for a client"),
+  Command.withExamples([
+    {
+      command: "mcore trace replay session.trace.jsonl --address tcp://127.0.0.1:5555",
+      description: "Check a coordinator answers as the recorded one did"
+    },
+    {
+      command: "mcore trace replay session.trace.jsonl --as-coordinator",
+      description: "Check a client asks what the recorded one asked"
+    }
+  ])
+)

@@ -1,0 +1,177 @@
+/**
+ * `mcore coordinator` as a subprocess, and `mcore generate` and `mcore control` against it, each a
+ * subprocess too: what a person testing their own client would run.
+ */
+import { beforeAll, describe, expect, it } from "@effect/vitest"
+import { Generation, Vocabulary } from "@mcore-effect/testkit"
+import { Effect } from "effect"
+import { ensureBuilt } from "./support/Build.ts"
+import * as Mcore from "./support/Mcore.ts"
+
+beforeAll(ensureBuilt, 300_000)
+
+const prompt = "the quick fox jumps over the old stone"
+const expectedTokens = (n: number) => Generation.tokens(Vocabulary.tokenize(prompt), n)
+
+describe("mcore coordinator", () => {
+  it.live("prints its bound loopback address first, then its engines", () =>
+    Effect.gen(function*() {
+      const { address, process } = yield* Mcore.coordinator(["--engines", "3"])
+      expect(address).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/)
+      yield* process.line("the engines", (l) => l.includes("3 engine(s) (mp-coord-0, mp-coord-1, mp-coord-2)"))
+    }), 120_000)
+
+  it.live("SIGTERM closes the sockets and ends the process; the address can be bound again", () =>
+    Effect.gen(function*() {
+      const first = yield* Mcore.coordinator()
+      yield* first.process.kill("SIGTERM")
+      const ended = yield* first.process.exited()
+      expect(ended.stdout.split("\n").at(-2)).toBe("closed")
+      expect(ended.code).toBe(130)
+      expect(ended.stderr).toBe("")
+      const again = yield* Mcore.coordinator(["--listen", first.address])
+      expect(again.address).toBe(first.address)
+    }), 120_000)
+
+  it.live("SHUTDOWN from a client ends it with exit code 0", () =>
+    Effect.gen(function*() {
+      const { address, process } = yield* Mcore.coordinator()
+      expect(yield* Mcore.ok(["control", "shutdown", "--address", address])).toBe(`SHUTDOWN sent to ${address}\n`)
+      const ended = yield* process.exited()
+      expect(ended.code).toBe(0)
+      expect(ended.stdout).toContain("SHUTDOWN received\nclosed\n")
+    }), 120_000)
+
+  it.live("refuses to bind anything but loopback, in one line", () =>
+    Effect.gen(function*() {
+      const ended = yield* Mcore.run(["coordinator", "--listen", "tcp://0.0.0.0:0"])
+      expect(ended.code).toBe(1)
+      expect(ended.stdout).toBe("")
+      expect(ended.stderr).toMatch(/^mcore: NotLoopback: refusing to bind tcp:\/\/0\.0\.0\.0:0: [^\n]*\n$/)
+    }), 60_000)
+})
+
+describe("mcore generate against mcore coordinator", () => {
+  it.live("prints the generated text (detokenized by the coordinator)", () =>
+    Effect.gen(function*() {
+      const { address } = yield* Mcore.coordinator()
+      const stdout = yield* Mcore.ok(["generate", "--address", address, "--tokens", "6", prompt])
+      expect(stdout).toBe(`${Vocabulary.detokenize(expectedTokens(6))}\n`)
+    }), 120_000)
+
+  it.live("--json prints the reply map, the flags in its sampling params", () =>
+    Effect.gen(function*() {
+      const { address } = yield* Mcore.coordinator()
+      const stdout = yield* Mcore.ok([
+        "generate", "-a", address, "-n", "5", "--json",
+        "--temperature", "0.5", "--top-k", "3", "--top-p", "0.9", "--termination-id", "9999",
+        "--stop", "moonless", "--stop", "sunless", "--set", "top_n_logprobs=2", "--set", "note=\"x\"",
+        prompt
+      ])
+      expect(stdout.split("\n").length).toBe(2)
+      const reply = JSON.parse(stdout) as Record<string, unknown>
+      expect(reply.generated_tokens).toEqual(expectedTokens(5))
+      expect(reply.generated_text).toBe(Vocabulary.detokenize(expectedTokens(5)))
+      expect(reply.status).toBe("COMPLETED")
+      expect(typeof reply.latency).toBe("number")
+      expect(reply.sampling_params).toMatchObject({
+        num_tokens_to_generate: 5,
+        temperature: 0.5,
+        top_k: 3,
+        top_p: 0.9,
+        termination_id: 9999,
+        stop_words: ["moonless", "sunless"],
+        top_n_logprobs: 2,
+        note: "x",
+        streaming: false
+      })
+    }), 120_000)
+
+  it.live("--stream prints token ids as they arrive, then the text", () =>
+    Effect.gen(function*() {
+      const { address } = yield* Mcore.coordinator()
+      const tokens = expectedTokens(7)
+      const stdout = yield* Mcore.ok(["generate", "-a", address, "-n", "7", "--stream", prompt])
+      expect(stdout).toBe(` ${tokens.join(" ")}\n${Vocabulary.detokenize(tokens)}\n`)
+      const words = yield* Mcore.ok(["generate", "-a", address, "-n", "7", "--stream", "--test-vocabulary", prompt])
+      expect(words).toBe(` ${Vocabulary.detokenize(tokens)}\n`)
+    }), 120_000)
+
+  it.live("--stream --json prints one JSON line per event: partials in order, then the final reply", () =>
+    Effect.gen(function*() {
+      const { address } = yield* Mcore.coordinator()
+      const stdout = yield* Mcore.ok(["generate", "-a", address, "-n", "4", "--stream", "--json", prompt])
+      const events = stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, any>)
+      const partials = events.slice(0, -1)
+      expect(partials.length).toBeGreaterThan(0)
+      for (const event of partials) expect(event.partial.request_id).toBe(0)
+      const streamed = partials.flatMap((event) => event.partial.new_tokens as Array<number>)
+      expect(streamed).toEqual(expectedTokens(4).slice(0, streamed.length))
+      expect(events.at(-1)!.final.generated_tokens).toEqual(expectedTokens(4))
+      expect(events.at(-1)!.final.sampling_params.streaming).toBe(true)
+    }), 120_000)
+
+  it.live("--token-ids sends the prompt as token ids", () =>
+    Effect.gen(function*() {
+      const { address } = yield* Mcore.coordinator()
+      const ids = Vocabulary.tokenize(prompt)
+      const stdout = yield* Mcore.ok(["generate", "-a", address, "-n", "3", "--json", "--token-ids", ids.join(",")])
+      expect((JSON.parse(stdout) as Record<string, unknown>).generated_tokens).toEqual(expectedTokens(3))
+    }), 120_000)
+
+  it.live("a request the client refuses fails in one line", () =>
+    Effect.gen(function*() {
+      const { address } = yield* Mcore.coordinator()
+      const ended = yield* Mcore.run(["generate", "-a", address, "--temperature", "-1", prompt])
+      expect(ended.code).toBe(1)
+      expect(ended.stderr).toMatch(/^mcore: InvalidRequest: [^\n]*temperature[^\n]*\n$/)
+      const ids = yield* Mcore.run(["generate", "-a", address, "--token-ids", "1 two 3"])
+      expect(ids.code).toBe(1)
+      expect(ids.stderr).toMatch(/^mcore: InvalidRequest: [^\n]*token id[^\n]*\n$/)
+    }), 120_000)
+
+  it.live("--timeout aborts a request that does not finish in time", () =>
+    Effect.gen(function*() {
+      const { address } = yield* Mcore.coordinator(["--step-ms", "50"])
+      const ended = yield* Mcore.run(["generate", "-a", address, "-n", "100000", "--timeout", "200ms", prompt])
+      expect(ended.code).toBe(1)
+      expect(ended.stderr).toBe("mcore: RequestTimeout: request 0 did not finish within 200 ms (aborted)\n")
+    }), 120_000)
+})
+
+describe("mcore control against mcore coordinator", () => {
+  it.live("each signal reaches the coordinator and its engines", () =>
+    Effect.gen(function*() {
+      const { address, process } = yield* Mcore.coordinator()
+      const send = (...signal: Array<string>) => Mcore.ok(["control", ...signal, "--address", address])
+      // The coordinator prints each change of control state and each signal an engine receives.
+      const engines = (header: string) =>
+        Effect.all(["mp-coord-0", "mp-coord-1"].map((engine) =>
+          process.line(`${engine} receiving ${header}`, (l) => l === `engine ${engine} ${header}`)
+        ))
+
+      expect(yield* send("pause")).toBe(`PAUSE sent to ${address}\n`)
+      yield* process.line("state PAUSED", (l) => l === "state PAUSED")
+      yield* engines("PAUSE")
+      yield* send("suspend")
+      yield* process.line("state SUSPENDED", (l) => l === "state SUSPENDED")
+      yield* engines("SUSPEND")
+      yield* send("resume")
+      yield* engines("RESUME")
+      yield* send("unpause")
+      yield* engines("UNPAUSE")
+      expect(yield* send("epoch", "7")).toBe(`SET_GENERATION_EPOCH 7 sent to ${address}\n`)
+      yield* engines("SET_GENERATION_EPOCH (epoch now 7)")
+      yield* send("profiler", "start")
+      yield* engines("START_CUDA_PROFILER")
+      yield* send("profiler", "stop")
+      yield* engines("STOP_CUDA_PROFILER")
+      // Last: STOP ends the engines (they leave the coordinator), as Megatron's do.
+      yield* send("pause")
+      yield* send("stop")
+      yield* engines("STOP")
+      yield* process.line("state RUNNING after STOP", (l) => l === "state RUNNING" && process.stdout().includes("STOP\n"))
+      const states = process.stdout().split("\n").filter((l) => l.startsWith("state "))
+      expect(states).toEqual(["state PAUSED", "state SUSPENDED", "state PAUSED", "state RUNNING", "state PAUSED", "state RUNNING"])
+    }), 180_000)
+})

@@ -1,0 +1,112 @@
+/**
+ * `mcore trace`: a session recorded through the proxy between real clients (`mcore generate`,
+ * `mcore control`) and a `mcore coordinator`, shown readably, then replayed from both sides.
+ */
+import { beforeAll, describe, expect, it } from "@effect/vitest"
+import { Generation, Vocabulary } from "@mcore-effect/testkit"
+import { Effect } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { ensureBuilt } from "./support/Build.ts"
+import * as Mcore from "./support/Mcore.ts"
+
+beforeAll(ensureBuilt, 300_000)
+
+const prompt = "one white cloud and the bright moon"
+const tokens = (n: number) => Generation.tokens(Vocabulary.tokenize(prompt), n)
+
+/** The session: a request, a streamed request, a control signal, each from its own process. */
+const session = (address: string) =>
+  Effect.gen(function*() {
+    expect(yield* Mcore.ok(["generate", "-a", address, "-n", "4", prompt])).toBe(
+      `${Vocabulary.detokenize(tokens(4))}\n`
+    )
+    expect(yield* Mcore.ok(["generate", "-a", address, "-n", "3", "--stream", "--test-vocabulary", prompt])).toBe(
+      ` ${Vocabulary.detokenize(tokens(3))}\n`
+    )
+    expect(yield* Mcore.ok(["control", "epoch", "5", "-a", address])).toBe(`SET_GENERATION_EPOCH 5 sent to ${address}\n`)
+  })
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "mcore-trace-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
+
+describe("mcore trace", () => {
+  it.live("record a session through the proxy, show it, replay it against a fresh coordinator and as the coordinator", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir, "session.trace.jsonl")
+
+      // Record.
+      const upstream = yield* Mcore.coordinator()
+      const recorder = yield* Mcore.start(["trace", "record", "--upstream", upstream.address, "--out", file])
+      const proxy = yield* recorder.line("the proxy's address", () => true)
+      expect(proxy).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/)
+      expect(proxy).not.toBe(upstream.address)
+      yield* session(proxy)
+      yield* recorder.line("the third client", (l) => l === "peer client-2")
+      yield* recorder.kill("SIGINT")
+      const recorded = yield* recorder.exited()
+      const [, count] = /^wrote (\d+) message\(s\) to /m.exec(recorded.stdout) ?? []
+      expect(recorded.stderr).toBe("")
+      expect(Number(count)).toBeGreaterThan(0)
+
+      // Show: every message, headers by name, frames decoded.
+      const shown = yield* Mcore.ok(["trace", "show", file])
+      expect(shown).toContain(`\n${count} message(s)\n`)
+      const rows = shown.split("\n").filter((l) => /^\s*\d+\.\d{3}  client-\d/.test(l))
+      expect(rows).toHaveLength(Number(count))
+      const headers = rows.map((row) => row.trim().split(/\s{2,}/)[3] ?? "")
+      expect(headers.filter((h) => h === "CONNECT")).toHaveLength(3)
+      expect(headers.filter((h) => h === "CONNECT_ACK")).toHaveLength(3)
+      expect(headers.filter((h) => h === "SUBMIT_REQUEST")).toHaveLength(2)
+      expect(headers.filter((h) => h === "ENGINE_REPLY")).toHaveLength(2)
+      expect(headers.filter((h) => h === "ENGINE_REPLY_PARTIAL").length).toBeGreaterThan(0)
+      expect(headers.filter((h) => h === "SET_GENERATION_EPOCH")).toHaveLength(1)
+      const submit = rows.find((row) => row.includes("SUBMIT_REQUEST") && row.includes("client-0"))!
+      expect(submit).toContain(`"samplingParams":{"num_tokens_to_generate":4}`)
+      expect(submit).toContain(`"prompt":"${prompt}"`)
+      expect(rows.find((row) => row.includes("SET_GENERATION_EPOCH"))).toContain(`{"generationEpoch":5}`)
+
+      // Replay the clients against a fresh coordinator with the same settings: the same answers.
+      const fresh = yield* Mcore.coordinator()
+      const replayed = yield* Mcore.ok(["trace", "replay", file, "--address", fresh.address])
+      const answers = headers.filter((h) => h === "CONNECT_ACK" || h.startsWith("ENGINE_REPLY")).length
+      expect(replayed).toBe(
+        `replayed ${file} against ${fresh.address}: sent ${Number(count) - answers} message(s), matched ${answers} answer(s)\n`
+      )
+      // Again, against the same coordinator: its request ids have moved on, and the replay says so.
+      const again = yield* Mcore.run(["trace", "replay", file, "--address", fresh.address])
+      expect(again.code).toBe(1)
+      expect(again.stderr).toMatch(/^mcore: ReplayMismatch: trace entry \d+ \(client-0\): expected 0, got \d+ at reply\.request_id\n$/)
+
+      // Replay the coordinator to the same clients: they get the recorded answers.
+      const scripted = yield* Mcore.start(["trace", "replay", file, "--as-coordinator"])
+      const address = yield* scripted.line("the scripted coordinator's address", () => true)
+      yield* session(address)
+      const played = yield* scripted.exited()
+      expect(played.code).toBe(0)
+      expect(played.stdout).toContain(`replayed ${file}: sent ${answers} message(s), matched ${Number(count) - answers}\n`)
+    }), 300_000)
+
+  it.live("a client that strays from the recording fails the scripted coordinator in one line", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir, "one.trace.jsonl")
+      const upstream = yield* Mcore.coordinator()
+      const recorder = yield* Mcore.start(["trace", "record", "-u", upstream.address, "-o", file])
+      const proxy = yield* recorder.line("the proxy's address", () => true)
+      yield* Mcore.ok(["generate", "-a", proxy, "-n", "4", prompt])
+      yield* recorder.kill("SIGTERM")
+      yield* recorder.exited()
+
+      const scripted = yield* Mcore.start(["trace", "replay", file, "--as-coordinator"])
+      const address = yield* scripted.line("the scripted coordinator's address", () => true)
+      yield* Mcore.run(["generate", "-a", address, "-n", "5", prompt])
+      const played = yield* scripted.exited()
+      expect(played.code).toBe(1)
+      expect(played.stderr).toBe(
+        "mcore: ReplayMismatch: trace entry 2 (client-0): expected 4, got 5 at samplingParams.num_tokens_to_generate\n"
+      )
+    }), 180_000)
+})
