@@ -7,6 +7,13 @@ const all: Record<string, () => Promise<unknown>> = {
   blockHashes: () => import("../packages/protocol/bench/blockHashes.bench.ts").then((m) => m.run()),
   submitEncode: () => import("../packages/protocol/bench/submitEncode.bench.ts").then((m) => m.run())
 }
+// Long runs rather than comparisons: only when named (`pnpm bench soak`).
+const named: Record<string, () => Promise<unknown>> = {
+  soak: () => import("../packages/client/bench/soak.ts").then((m) => m.run())
+}
 for (const [name, run] of Object.entries(all)) {
   if (suites.length === 0 || suites.includes(name)) await run()
+}
+for (const [name, run] of Object.entries(named)) {
+  if (suites.includes(name)) await run()
 }

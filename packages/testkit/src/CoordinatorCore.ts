@@ -82,6 +82,8 @@ export interface CoordinatorConfig {
   /** How many messages per engine are kept for inspection (oldest dropped first). */
   readonly recordLimit: number
   readonly log: Log
+  /** CurveZMQ: the coordinator's key pair (Z85); clients and engines must then hold its public key. */
+  readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
 }
 
 /**
@@ -237,7 +239,10 @@ export class CoordinatorCore {
       // instead of deferring every few hundred messages to a later event-loop turn.
       sendTimeout: 0,
       // As Megatron: a send to a peer that is gone fails instead of vanishing.
-      mandatory: true
+      mandatory: true,
+      ...(config.curve === undefined
+        ? {}
+        : { curveServer: true, curvePublicKey: config.curve.publicKey, curveSecretKey: config.curve.secretKey })
     })
     try {
       await router.bind(address)

@@ -48,6 +48,20 @@ export interface EngineConfig {
   /** `finish`: an aborted request completes at the next step with what it has (Megatron). `drop`: it vanishes, no reply. */
   readonly abort: "finish" | "drop"
   readonly log: Log
+  /** CurveZMQ: the coordinator's public key and this engine's key pair (Z85). */
+  readonly curve?: CurveClientKeys | undefined
+}
+
+/**
+ * The keys a CurveZMQ client (an engine, or a client of the coordinator) holds, all Z85 text.
+ *
+ * @since 0.1.0
+ */
+export interface CurveClientKeys {
+  /** The coordinator's public key. */
+  readonly serverKey: string
+  readonly publicKey: string
+  readonly secretKey: string
 }
 
 /**
@@ -166,7 +180,14 @@ export class EngineCore {
       routingId: config.identity,
       // Reconnect quickly after a coordinator restart.
       reconnectInterval: 20,
-      reconnectMaxInterval: 200
+      reconnectMaxInterval: 200,
+      ...(config.curve === undefined
+        ? {}
+        : {
+          curveServerKey: config.curve.serverKey,
+          curvePublicKey: config.curve.publicKey,
+          curveSecretKey: config.curve.secretKey
+        })
     })
     const core = new EngineCore(dealer, config)
     // Register on every (re)connection: a coordinator that restarted has forgotten us.

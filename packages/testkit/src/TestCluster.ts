@@ -7,6 +7,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import * as Zmq from "zeromq"
 import * as TestCoordinator from "./TestCoordinator.ts"
 import * as TestEngine from "./TestEngine.ts"
 import { InvalidOption, testkitError, type TestkitError } from "./TestkitError.ts"
@@ -70,9 +71,12 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
       return yield* Effect.fail(testkitError(new InvalidOption({ option: "engines", why: "must be an integer >= 0" })))
     }
     const coordinator = yield* TestCoordinator.make(options?.coordinator)
+    const serverKey = coordinator.curvePublicKey
     const engines: Array<TestEngine.Handle> = []
     for (let rank = 0; rank < count; rank++) {
-      engines.push(yield* TestEngine.make({ ...options?.engine, coordinatorAddress: coordinator.address, rank }))
+      // A CurveZMQ coordinator: each engine gets a key pair of its own unless the options give one.
+      const curve = options?.engine?.curve ?? (serverKey === undefined ? undefined : { serverKey, ...Zmq.curveKeyPair() })
+      engines.push(yield* TestEngine.make({ ...options?.engine, coordinatorAddress: coordinator.address, rank, curve }))
     }
     yield* coordinator.awaitEngines(count)
     return { address: coordinator.address, coordinator, engines }

@@ -37,6 +37,12 @@ export interface Options {
   readonly blockSizeTokens?: number | undefined
   /** Messages kept per engine for inspection (oldest dropped first); 0 keeps none. Default 1,000 (the most recent). */
   readonly recordLimit?: number | undefined
+  /**
+   * CurveZMQ: the coordinator's key pair (Z85, as `zeromq`'s `curveKeyPair()` makes them). Clients
+   * and engines then connect only with its public key (`Handle.curvePublicKey`) and a key pair
+   * of their own. Default: no encryption, no authentication.
+   */
+  readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
 }
 
 /**
@@ -97,6 +103,8 @@ export interface Handle {
   readonly policy: Routing.Policy
   readonly beta: number
   readonly blockSizeTokens: number
+  /** The coordinator's CurveZMQ public key, when it was started with `curve`. */
+  readonly curvePublicKey: string | undefined
   /** The coordinator's state now. */
   readonly snapshot: Effect.Effect<Snapshot>
   /** Waits until `predicate` holds (checked after every message); fails with `WaitTimedOut`. */
@@ -130,12 +138,17 @@ export class TestCoordinator extends Context.Service<TestCoordinator, Handle>()(
 
 const invalid = (option: string, why: string) => Effect.fail(testkitError(new InvalidOption({ option, why })))
 
+/** A CurveZMQ key as text: 40 characters of Z85. */
+const isZ85Key = (key: unknown): boolean =>
+  typeof key === "string" && /^[0-9a-zA-Z.\-:+=^!/*?&<>()[\]{}@%$#]{40}$/.test(key)
+
 interface Resolved {
   readonly address: string
   readonly policy: Routing.Policy
   readonly beta: number
   readonly blockSizeTokens: number
   readonly recordLimit: number
+  readonly curve: { readonly publicKey: string; readonly secretKey: string } | undefined
 }
 
 const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
@@ -149,7 +162,11 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
   if (!Number.isFinite(beta) || beta < 0) return invalid("beta", "must be a finite number >= 0")
   if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return invalid("blockSizeTokens", "must be an integer >= 1")
   if (!Number.isSafeInteger(recordLimit) || recordLimit < 0) return invalid("recordLimit", "must be an integer >= 0")
-  return Effect.succeed({ address, policy, beta, blockSizeTokens, recordLimit })
+  const curve = options.curve
+  if (curve !== undefined && !(isZ85Key(curve.publicKey) && isZ85Key(curve.secretKey))) {
+    return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
+  }
+  return Effect.succeed({ address, policy, beta, blockSizeTokens, recordLimit, curve })
 }
 
 /** Binds, retrying briefly while a just-closed socket still holds the port. */
@@ -204,7 +221,8 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     beta: resolved.beta,
     blockSizeTokens: resolved.blockSizeTokens,
     recordLimit: resolved.recordLimit,
-    log
+    log,
+    curve: resolved.curve
   }
   const listeners = new Set<() => void>()
   const fanOut = () => listeners.forEach((l) => l())
@@ -249,6 +267,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     policy: resolved.policy,
     beta: resolved.beta,
     blockSizeTokens: resolved.blockSizeTokens,
+    curvePublicKey: resolved.curve?.publicKey,
     snapshot: Effect.sync(read),
     waitFor,
     awaitEngines: (count, options) => waitFor(`${count} engine(s) to register`, (s) => s.engines.length >= count, options),

@@ -14,6 +14,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Log } from "./CoordinatorCore.ts"
 import {
+  type CurveClientKeys,
   type EngineConfig,
   EngineCore,
   type EngineCounters,
@@ -25,7 +26,7 @@ import type * as Faults from "./Faults.ts"
 import { ConnectFailed, InvalidOption, testkitError, type TestkitError } from "./TestkitError.ts"
 import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
 
-export type { EngineCounters, EngineState, KvHandoff, Received } from "./EngineCore.ts"
+export type { CurveClientKeys, EngineCounters, EngineState, KvHandoff, Received } from "./EngineCore.ts"
 
 /**
  * How to start a test engine.
@@ -58,6 +59,8 @@ export interface Options {
    * reply. Default `finish`.
    */
   readonly abort?: "finish" | "drop" | undefined
+  /** CurveZMQ, for a coordinator started with `curve`: its public key and this engine's key pair (Z85). */
+  readonly curve?: CurveClientKeys | undefined
 }
 
 /**
@@ -180,7 +183,8 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
       defaultTokensToGenerate,
       recordLimit,
       abort,
-      log
+      log,
+      curve: options.curve
     }
     const core = yield* Effect.acquireRelease(
       Effect.try({
