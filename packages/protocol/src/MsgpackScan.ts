@@ -184,3 +184,72 @@ export const findInMap = (
   }
   return { values, end: q }
 }
+
+/** An array's or map's element count (keys and values both counted) and where its first element starts. */
+const containerHeader = (b: Uint8Array, p: number, t: number): { readonly count: number; readonly start: number } | undefined => {
+  if (t >= 0x80 && t <= 0x8f) return { count: 2 * (t & 0x0f), start: p + 1 }
+  if (t >= 0x90 && t <= 0x9f) return { count: t & 0x0f, start: p + 1 }
+  switch (t) {
+    case 0xdc:
+      return { count: u16(b, need(b, p + 3) - 2), start: p + 3 }
+    case 0xdd:
+      return { count: u32(b, need(b, p + 5) - 4), start: p + 5 }
+    case 0xde:
+      return { count: 2 * u16(b, need(b, p + 3) - 2), start: p + 3 }
+    case 0xdf:
+      return { count: 2 * u32(b, need(b, p + 5) - 4), start: p + 5 }
+  }
+  return undefined
+}
+
+const isString = (t: number): boolean => (t >= 0xa0 && t <= 0xbf) || t === 0xd9 || t === 0xda || t === 0xdb
+
+/** bin 8/16/32 and the extension types. */
+const isBytes = (t: number): boolean => (t >= 0xc4 && t <= 0xc9) || (t >= 0xd4 && t <= 0xd8)
+
+/** Estimated bytes of one decoded value (a pointer, a number, a small object header). */
+const VALUE_BYTES = 16
+
+/** Estimated bytes of one decoded array or object, besides its elements. */
+const CONTAINER_BYTES = 64
+
+/**
+ * An estimate, in bytes, of the memory the msgpack value at `p` takes once decoded: every value
+ * counts 16 bytes (its slot), every array or map 64 more, strings two more per encoded byte
+ * (UTF-16), byte strings and extensions one more per encoded byte. The walk stops as soon as the estimate passes `limit` (it
+ * then returns a number above `limit`), so a declared length of billions costs nothing, and it
+ * keeps no stack, so nesting of any depth is fine. For refusing a frame before decoding it.
+ *
+ * @throws {@link ScanError} for truncated or invalid bytes (within what it read).
+ *
+ * @example
+ * ```ts
+ * import { Msgpack, MsgpackScan } from "@mcore-effect/protocol"
+ *
+ * MsgpackScan.decodedSize(Msgpack.encode([1, 2, 3]), 0) // (16 + 64) + 3 * 16 = 128
+ * MsgpackScan.decodedSize(Uint8Array.of(0xdd, 0xff, 0xff, 0xff, 0xff), 0, 1 << 20) > 1 << 20 // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const decodedSize = (b: Uint8Array, p: number, limit = Infinity): number => {
+  let size = VALUE_BYTES
+  let values = 1
+  while (values > 0 && size <= limit) {
+    values--
+    const t = b[p]
+    if (t === undefined) throw new ScanError("truncated")
+    const container = containerHeader(b, p, t)
+    if (container !== undefined) {
+      // Its elements' slots are counted here, so a declared length is paid for before any is read.
+      size += CONTAINER_BYTES + VALUE_BYTES * container.count
+      values += container.count
+      p = container.start
+      continue
+    }
+    const end = skip(b, p)
+    size += isString(t) ? 2 * (end - p) : isBytes(t) ? end - p : 0
+    p = end
+  }
+  return size
+}

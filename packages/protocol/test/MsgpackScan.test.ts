@@ -55,4 +55,19 @@ describe("MsgpackScan", () => {
     }
     expect(() => MsgpackScan.skip(Uint8Array.of(0xc1), 0)).toThrow(MsgpackScan.ScanError)
   })
+  it("decodedSize estimates without decoding, stops past its limit, and takes any depth", () => {
+    expect(MsgpackScan.decodedSize(Msgpack.encode([1, 2, 3]), 0)).toBe(16 + 64 + 3 * 16)
+    expect(MsgpackScan.decodedSize(Msgpack.encode({ a: "xy" }), 0)).toBe(16 + 64 + 2 * 16 + 2 * 2 + 2 * 3)
+    // Billions of elements declared, five bytes present: over the limit at once.
+    expect(MsgpackScan.decodedSize(Uint8Array.of(0xdd, 0xff, 0xff, 0xff, 0xff), 0, 1 << 20)).toBeGreaterThan(1 << 20)
+    // Nested far deeper than any call stack.
+    const deep = new Uint8Array(1_000_001).fill(0x91)
+    deep[deep.length - 1] = 0x01
+    expect(MsgpackScan.decodedSize(deep, 0)).toBe(1_000_000 * (16 + 64) + 16)
+    // An array of empty maps decodes to far more than its bytes.
+    const maps = Msgpack.encode(new Array(1000).fill({}))
+    expect(MsgpackScan.decodedSize(maps, 0)).toBeGreaterThan(50 * maps.length)
+    expect(() => MsgpackScan.decodedSize(Uint8Array.of(0x92, 0x01), 0)).toThrow(MsgpackScan.ScanError)
+    expect(() => MsgpackScan.decodedSize(Uint8Array.of(0xc1), 0)).toThrow(MsgpackScan.ScanError)
+  })
 })
