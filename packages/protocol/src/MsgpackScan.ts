@@ -214,6 +214,15 @@ const VALUE_BYTES = 16
 const CONTAINER_BYTES = 64
 
 /**
+ * The most {@link decodedSize} counts per encoded byte (an empty array or map is one byte), plus
+ * 16 for the value itself: a frame of `n` bytes never measures above `16 + n * maxDecodedBytesPerByte`,
+ * so a frame that short need not be measured against a limit at all.
+ *
+ * @since 0.1.0
+ */
+export const maxDecodedBytesPerByte: number = CONTAINER_BYTES + VALUE_BYTES
+
+/**
  * An estimate, in bytes, of the memory the msgpack value at `p` takes once decoded: every value
  * counts 16 bytes (its slot), every array or map 64 more, strings two more per encoded byte
  * (UTF-16), byte strings and extensions one more per encoded byte. The walk stops as soon as the estimate passes `limit` (it

@@ -67,6 +67,7 @@ describe("MsgpackScan", () => {
     // An array of empty maps decodes to far more than its bytes.
     const maps = Msgpack.encode(new Array(1000).fill({}))
     expect(MsgpackScan.decodedSize(maps, 0)).toBeGreaterThan(50 * maps.length)
+    expect(MsgpackScan.decodedSize(maps, 0)).toBeLessThanOrEqual(16 + MsgpackScan.maxDecodedBytesPerByte * maps.length)
     expect(() => MsgpackScan.decodedSize(Uint8Array.of(0x92, 0x01), 0)).toThrow(MsgpackScan.ScanError)
     expect(() => MsgpackScan.decodedSize(Uint8Array.of(0xc1), 0)).toThrow(MsgpackScan.ScanError)
   })
