@@ -1,7 +1,21 @@
 /**
  * The client's Effect metrics. They live in the `MetricRegistry` of the context the client layer
  * was built in (so a test or an application reads them with `Metric.value` there), and carry the
- * `CurrentMetricAttributes` of that context.
+ * `CurrentMetricAttributes` of that context. Several clients in one registry add up.
+ *
+ * @example
+ * ```ts
+ * import { ClientMetrics, InferenceClient } from "@mcore-effect/client"
+ * import { Effect, Metric } from "effect"
+ *
+ * const report = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.InferenceClient
+ *   yield* client.submit("Hello")
+ *   const done = yield* Metric.value(ClientMetrics.completed) // { count: 1, ... }
+ *   const latency = yield* Metric.value(ClientMetrics.latency) // buckets, count, min, max, sum
+ *   return { done: done.count, meanSeconds: latency.sum / latency.count }
+ * })
+ * ```
  *
  * @since 0.1.0
  */
@@ -111,6 +125,7 @@ const unknownDropped = Metric.withAttributes(messagesDropped, { reason: "unknown
  * against the context the client was built in.
  *
  * @since 0.1.0
+ * @internal
  */
 export class Recorder {
   constructor(private readonly context: Context.Context<never>) {}

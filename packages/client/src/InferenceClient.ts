@@ -301,7 +301,19 @@ const timeoutMillis = (
 /**
  * Builds the client: opens the socket, performs the CONNECT / CONNECT_ACK handshake and starts
  * the listener, all owned by the current scope. Closing the scope fails every pending request
- * and stream with `ClientClosed`, stops the listener and closes the socket.
+ * and stream with `ClientClosed`, stops the listener and closes the socket. {@link layer} is this
+ * as a `Layer`.
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const once = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.make({ address: "ipc:///tmp/coordinator.sock" })
+ *   return yield* client.submit("Hello", { num_tokens_to_generate: 4 })
+ * }).pipe(Effect.scoped) // the client closes here
+ * ```
  *
  * @since 0.1.0
  */
