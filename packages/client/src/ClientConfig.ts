@@ -44,6 +44,33 @@ export interface ClientOptions {
    * the coordinator and fails with `RequestTimeout`. Default: none.
    */
   readonly requestTimeout?: Duration.Input | undefined
+  /**
+   * The longest frame read from the coordinator, in bytes: a reply or partial over it fails its
+   * own request with `ReplyTooLarge`, undecoded. ZeroMQ itself drops the connection on a frame
+   * over twice this (then the client reconnects), so no frame is ever held larger. Default 64 MiB.
+   */
+  readonly maxFrameBytes?: number | undefined
+  /**
+   * The most memory a reply or partial may take once decoded, in bytes, as estimated from its
+   * msgpack layout before decoding (`MsgpackScan.decodedSize`): over it, the request fails with
+   * `ReplyTooLarge`. Default 256 MiB.
+   */
+  readonly maxDecodedBytes?: number | undefined
+  /** CurveZMQ, for a coordinator that authenticates its peers. Default: none. */
+  readonly curve?: CurveOptions | undefined
+}
+
+/**
+ * CurveZMQ keys, Z85 text (40 characters), as `zeromq`'s `curveKeyPair()` makes them.
+ *
+ * @since 0.1.0
+ */
+export interface CurveOptions {
+  /** The coordinator's public key: the client talks to no one else. */
+  readonly serverKey: string
+  /** The client's key pair; a fresh one is made when absent. */
+  readonly publicKey?: string | undefined
+  readonly secretKey?: string | undefined
 }
 
 /**
@@ -60,6 +87,9 @@ export interface ResolvedOptions {
   readonly heartbeatTimeoutMillis: number
   /** `undefined`: no default deadline. */
   readonly requestTimeoutMillis: number | undefined
+  readonly maxFrameBytes: number
+  readonly maxDecodedBytes: number
+  readonly curve: CurveOptions | undefined
 }
 
 /**
@@ -70,7 +100,9 @@ export interface ResolvedOptions {
 export const defaults = {
   connectTimeout: Duration.seconds(10),
   heartbeatInterval: Duration.seconds(1),
-  heartbeatTimeout: Duration.seconds(5)
+  heartbeatTimeout: Duration.seconds(5),
+  maxFrameBytes: 64 * 1024 * 1024,
+  maxDecodedBytes: 256 * 1024 * 1024
 } as const
 
 const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number =>
@@ -93,8 +125,74 @@ export const resolve = (options: ClientOptions): ResolvedOptions => ({
   heartbeatTimeoutMillis: Math.max(1, millis(options.heartbeatTimeout, defaults.heartbeatTimeout)),
   requestTimeoutMillis: options.requestTimeout === undefined
     ? undefined
-    : millis(options.requestTimeout, Duration.zero)
+    : millis(options.requestTimeout, Duration.zero),
+  maxFrameBytes: options.maxFrameBytes ?? defaults.maxFrameBytes,
+  maxDecodedBytes: options.maxDecodedBytes ?? defaults.maxDecodedBytes,
+  curve: options.curve
 })
+
+const hostName = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*\.?$/
+const ipv6 = /^\[[0-9A-Fa-f:.]+\]$/
+
+/**
+ * What is wrong with a coordinator address, or `undefined` when it is one the client connects
+ * to: `tcp://host:port` (a host name, an IPv4 address or a bracketed IPv6 address; a port from 1
+ * to 65535) or `ipc://path`. ZeroMQ's other forms are refused: wildcards and interface names
+ * (for binding), a source address (`tcp://src;dst`), and other transports.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig } from "@mcore-effect/client"
+ *
+ * ClientConfig.addressProblem("tcp://127.0.0.1:5555") // undefined
+ * ClientConfig.addressProblem("tcp://*:5555") // "the host must be a name or an IP address, got \"*\""
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const addressProblem = (address: string): string | undefined => {
+  if (address.startsWith("ipc://")) {
+    const path = address.slice("ipc://".length)
+    return path.length === 0 || path === "*" ? "ipc:// needs a path" : undefined
+  }
+  if (!address.startsWith("tcp://")) return "only tcp://host:port and ipc://path are supported"
+  const rest = address.slice("tcp://".length)
+  const colon = rest.lastIndexOf(":")
+  if (colon < 0) return "tcp:// needs host:port"
+  const host = rest.slice(0, colon)
+  const port = rest.slice(colon + 1)
+  if (!hostName.test(host) && !ipv6.test(host)) return `the host must be a name or an IP address, got ${JSON.stringify(host)}`
+  if (!/^[0-9]{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
+    return `the port must be a number from 1 to 65535, got ${JSON.stringify(port)}`
+  }
+  return undefined
+}
+
+const z85Key = /^[0-9a-zA-Z.\-:+=^!/*?&<>()[\]{}@%$#]{40}$/
+
+/**
+ * What is wrong with the options besides the address (limits, CurveZMQ keys), as the option's
+ * name and why, or `undefined`.
+ *
+ * @since 0.1.0
+ */
+export const optionProblem = (options: ResolvedOptions): { readonly name: string; readonly why: string } | undefined => {
+  for (const name of ["maxFrameBytes", "maxDecodedBytes"] as const) {
+    const n = options[name]
+    if (!Number.isSafeInteger(n) || n < 1) return { name, why: `must be a positive integer, got ${String(n)}` }
+  }
+  const curve = options.curve
+  if (curve !== undefined) {
+    const keys = [curve.serverKey, curve.publicKey, curve.secretKey]
+    if (!keys.every((key, i) => (i > 0 && key === undefined) || (typeof key === "string" && z85Key.test(key)))) {
+      return { name: "curve", why: "keys must be 40-character Z85 text" }
+    }
+    if ((curve.publicKey === undefined) !== (curve.secretKey === undefined)) {
+      return { name: "curve", why: "give both publicKey and secretKey, or neither" }
+    }
+  }
+  return undefined
+}
 
 const optional = <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
   Config.option(config).pipe(Config.map(Option.getOrUndefined))

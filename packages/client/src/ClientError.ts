@@ -144,7 +144,7 @@ export class InvalidArgument extends Schema.Class<InvalidArgument>("@mcore-effec
 }
 
 /**
- * ZeroMQ refused the coordinator's address.
+ * The coordinator's address is not `tcp://host:port` or `ipc://path`, or ZeroMQ refused it.
  *
  * @since 0.1.0
  */
@@ -155,6 +155,27 @@ export class InvalidAddress extends Schema.Class<InvalidAddress>("@mcore-effect/
 }) {
   get message(): string {
     return `cannot connect to ${JSON.stringify(this.address)}: ${this.why}`
+  }
+}
+
+/**
+ * A reply or partial longer than the client's `maxFrameBytes` (`measure: "frame"`), or whose
+ * decoded form would take more than its `maxDecodedBytes` (`measure: "decoded"`, `size` an
+ * estimate, measured no further than the limit). It was not decoded; only its request fails.
+ *
+ * @since 0.1.0
+ */
+export class ReplyTooLarge extends Schema.Class<ReplyTooLarge>("@mcore-effect/client/ReplyTooLarge")({
+  _tag: Schema.tag("ReplyTooLarge"),
+  requestId: Schema.Number,
+  measure: Schema.Literals(["frame", "decoded"]),
+  size: Schema.Number,
+  limit: Schema.Number
+}) {
+  get message(): string {
+    return this.measure === "frame"
+      ? `the reply to request ${this.requestId} is ${this.size} bytes, over the limit of ${this.limit}`
+      : `the reply to request ${this.requestId} would decode to more than ${this.limit} bytes`
   }
 }
 
@@ -191,6 +212,7 @@ export const ClientErrorReason = Schema.Union([
   InvalidArgument,
   InvalidAddress,
   MalformedReply,
+  ReplyTooLarge,
   SendFailed
 ])
 

@@ -107,8 +107,9 @@ export const tokensReceived = Metric.counter("mcore_client_tokens_received", {
 
 /**
  * Messages from the coordinator that were dropped, by `reason`: `malformed` (not a message of the
- * protocol) or `unknown_request` (a reply or partial for an id that is not pending: aborted,
- * timed out, failed, or never sent).
+ * protocol), `unknown_request` (a reply or partial for an id that is not pending: aborted,
+ * timed out, failed, or never sent) or `too_large` (over `maxFrameBytes` or `maxDecodedBytes`;
+ * its request failed with `ReplyTooLarge`).
  *
  * @since 0.1.0
  */
@@ -119,6 +120,7 @@ export const messagesDropped = Metric.counter("mcore_client_messages_dropped", {
 
 const malformedDropped = Metric.withAttributes(messagesDropped, { reason: "malformed" })
 const unknownDropped = Metric.withAttributes(messagesDropped, { reason: "unknown_request" })
+const tooLargeDropped = Metric.withAttributes(messagesDropped, { reason: "too_large" })
 
 /**
  * Records into the metrics from plain callbacks (the socket loops run outside the fiber runtime),
@@ -163,5 +165,9 @@ export class Recorder {
 
   unknownRequest(): void {
     unknownDropped.updateUnsafe(1, this.context)
+  }
+
+  tooLarge(): void {
+    tooLargeDropped.updateUnsafe(1, this.context)
   }
 }

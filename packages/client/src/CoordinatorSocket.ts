@@ -13,6 +13,7 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Zmq from "zeromq"
+import type { CurveOptions } from "./ClientConfig.ts"
 import { type ClientError, clientError, InvalidAddress } from "./ClientError.ts"
 
 /**
@@ -38,6 +39,9 @@ export interface Options {
   readonly address: string
   readonly heartbeatIntervalMillis: number
   readonly heartbeatTimeoutMillis: number
+  /** ZeroMQ drops the connection on a frame longer than this (bounds what one frame can allocate). */
+  readonly maxMessageBytes: number
+  readonly curve: CurveOptions | undefined
   readonly events: ConnectionEvents
 }
 
@@ -101,6 +105,15 @@ class Writer {
   }
 }
 
+/** The DEALER's CurveZMQ options: the server's key, and the client's key pair (made when not given). */
+const curveOptions = (curve: CurveOptions | undefined) => {
+  if (curve === undefined) return {}
+  const pair = curve.publicKey !== undefined && curve.secretKey !== undefined
+    ? { publicKey: curve.publicKey, secretKey: curve.secretKey }
+    : Zmq.curveKeyPair()
+  return { curveServerKey: curve.serverKey, curvePublicKey: pair.publicKey, curveSecretKey: pair.secretKey }
+}
+
 /**
  * Opens the DEALER, connects it, and closes it when the scope closes. Connecting does not wait
  * for the coordinator: ZeroMQ connects in the background, and messages sent before the
@@ -121,7 +134,9 @@ export const make = (options: Options): Effect.Effect<CoordinatorSocket, ClientE
         heartbeatInterval: options.heartbeatIntervalMillis,
         heartbeatTimeout: options.heartbeatTimeoutMillis,
         // Asks the coordinator's side to drop us too if our heartbeats stop.
-        heartbeatTimeToLive: options.heartbeatTimeoutMillis
+        heartbeatTimeToLive: options.heartbeatTimeoutMillis,
+        maxMessageSize: options.maxMessageBytes,
+        ...curveOptions(options.curve)
       })
       try {
         dealer.connect(options.address)
@@ -132,7 +147,14 @@ export const make = (options: Options): Effect.Effect<CoordinatorSocket, ClientE
       }
       const { events } = options
       dealer.events.on("handshake", () => events.onUp())
-      dealer.events.on("disconnect", () => events.onDown())
+      dealer.events.on("disconnect", () => {
+        events.onDown()
+        // ZeroMQ reconnects by itself after a connection error or a heartbeat timeout, but not
+        // after a protocol error (a frame over `maxMessageSize`): a fresh connect covers both.
+        if (dealer.closed) return
+        dealer.disconnect(options.address)
+        dealer.connect(options.address)
+      })
       return Effect.succeed(dealer)
     }),
     (dealer) =>

@@ -36,6 +36,7 @@ import {
   ConnectTimeout,
   CoordinatorLost,
   HandshakeRejected,
+  InvalidAddress,
   InvalidArgument,
   InvalidRequest,
   RequestAborted,
@@ -320,6 +321,11 @@ const timeoutMillis = (
 export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
   const config = ClientConfig.resolve(options)
   const { address } = config
+  // Nothing is opened for an address or options the client does not accept.
+  const badAddress = ClientConfig.addressProblem(address)
+  if (badAddress !== undefined) return yield* Effect.fail(clientError(new InvalidAddress({ address, why: badAddress })))
+  const badOption = ClientConfig.optionProblem(config)
+  if (badOption !== undefined) return yield* Effect.fail(invalidArgument(badOption.name, badOption.why))
   const context = yield* Effect.context<never>()
   const metrics = new Recorder(context)
   const runFork = Effect.runForkWith(context)
@@ -340,6 +346,9 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
     address,
     heartbeatIntervalMillis: config.heartbeatIntervalMillis,
     heartbeatTimeoutMillis: config.heartbeatTimeoutMillis,
+    // Twice the soft limit: a reply a little over it fails alone; a monstrous frame is never held.
+    maxMessageBytes: 2 * config.maxFrameBytes,
+    curve: config.curve,
     events: {
       onUp: () => {
         // A new connection (after a loss, or after the first one dropped before its
@@ -370,6 +379,8 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
     pending,
     metrics,
     deserialize: config.deserialize,
+    maxFrameBytes: config.maxFrameBytes,
+    maxDecodedBytes: config.maxDecodedBytes,
     warn,
     handshake: {
       awaitingFirstAck: () => state === "connecting",

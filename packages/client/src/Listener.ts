@@ -11,11 +11,11 @@
  * @since 0.1.0
  * @internal
  */
-import { Messages, Msgpack, type ProtocolError, Reply } from "@mcore-effect/protocol"
+import { Messages, Msgpack, MsgpackScan, type ProtocolError, Reply } from "@mcore-effect/protocol"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import { clientError, MalformedReply } from "./ClientError.ts"
+import { clientError, MalformedReply, ReplyTooLarge } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
 import type { CoordinatorSocket } from "./CoordinatorSocket.ts"
 import type { Entry, PendingRequests } from "./PendingRequests.ts"
@@ -61,6 +61,10 @@ export interface Options {
   readonly metrics: Recorder
   readonly deserialize: boolean
   readonly handshake: Handshake
+  /** Frames longer than this are not decoded; a reply or partial over it fails its request. */
+  readonly maxFrameBytes: number
+  /** Frames whose decoded form is estimated above this are not decoded either. */
+  readonly maxDecodedBytes: number
   /** Logs a warning (from outside the fiber runtime). */
   readonly warn: (message: string) => void
 }
@@ -117,8 +121,39 @@ const isMap = (u: unknown): u is Record<string, unknown> => {
   return proto === Object.prototype || proto === null
 }
 
+/**
+ * How a frame breaks the limits, without decoding it: over `maxFrameBytes`, or (only measured
+ * when its length could decode past the limit at all) over `maxDecodedBytes`. Bytes that are not
+ * msgpack pass here and are refused by the decoder.
+ */
+const overLimit = (options: Options, frame: Uint8Array): { readonly measure: "frame" | "decoded"; readonly size: number; readonly limit: number } | undefined => {
+  if (frame.byteLength > options.maxFrameBytes) return { measure: "frame", size: frame.byteLength, limit: options.maxFrameBytes }
+  const limit = options.maxDecodedBytes
+  if (16 + frame.byteLength * MsgpackScan.maxDecodedBytesPerByte <= limit) return undefined
+  let size: number
+  try {
+    size = MsgpackScan.decodedSize(frame, 0, limit)
+  } catch {
+    return undefined
+  }
+  return size > limit ? { measure: "decoded", size, limit } : undefined
+}
+
+/** Fails a taken request whose reply or partial is over a limit. */
+const tooLarge = (options: Options, entry: Entry<AnyReply>, over: NonNullable<ReturnType<typeof overLimit>>): void => {
+  options.metrics.tooLarge()
+  options.warn(`dropped an oversized reply to request ${entry.requestId} (${over.measure} ${over.size} > ${over.limit})`)
+  options.pending.fail(entry, clientError(new ReplyTooLarge({ requestId: entry.requestId, ...over })), "failed")
+}
+
 const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): void => {
   const { handshake, metrics, pending } = options
+  // The metadata frame is decoded below: it must be within the limits itself.
+  if (frames.length > 0 && overLimit(options, frames[0]!) !== undefined) {
+    metrics.malformed()
+    if (handshake.awaitingFirstAck()) return handshake.rejected(`an oversized frame of ${frames[0]!.byteLength} bytes`)
+    return options.warn(`dropped a message from the coordinator with an oversized frame 0 (${frames[0]!.byteLength} bytes)`)
+  }
   const envelope = Messages.Coordinator.decodeEnvelope(frames)
   if (Result.isFailure(envelope)) {
     metrics.malformed()
@@ -133,11 +168,15 @@ const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): void => {
   if (spec.tag === "EngineReply") {
     const entry = pending.take(requestId)
     if (entry === undefined) return metrics.unknownRequest()
+    const over = overLimit(options, frames[1]!)
+    if (over !== undefined) return tooLarge(options, entry, over)
     return finish(options, entry, frames[1])
   }
   // EngineReplyPartial
   const entry = pending.get(requestId)
   if (entry === undefined) return metrics.unknownRequest()
+  const over = overLimit(options, frames[1]!)
+  if (over !== undefined) return tooLarge(options, pending.take(requestId)!, over)
   const body = Messages.Coordinator.decodeBody(envelope.success, "partial")
   if (Result.isFailure(body)) {
     metrics.malformed()

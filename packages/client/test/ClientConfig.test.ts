@@ -15,7 +15,10 @@ describe("ClientConfig", () => {
       connectTimeoutMillis: 10_000,
       heartbeatIntervalMillis: 1_000,
       heartbeatTimeoutMillis: 5_000,
-      requestTimeoutMillis: undefined
+      requestTimeoutMillis: undefined,
+      maxFrameBytes: 64 * 1024 * 1024,
+      maxDecodedBytes: 256 * 1024 * 1024,
+      curve: undefined
     })
   })
 
