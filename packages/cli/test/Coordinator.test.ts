@@ -44,10 +44,10 @@ describe("mcore coordinator", () => {
 
   it.live("refuses to bind anything but loopback, in one line", () =>
     Effect.gen(function*() {
-      const ended = yield* Mcore.run(["coordinator", "--listen", "tcp://0.0.0.0:0"])
+      const ended = yield* Mcore.run(["coordinator", "--listen", "tcp://192.0.2.1:0"])
       expect(ended.code).toBe(1)
       expect(ended.stdout).toBe("")
-      expect(ended.stderr).toMatch(/^mcore: NotLoopback: refusing to bind tcp:\/\/0\.0\.0\.0:0: [^\n]*\n$/)
+      expect(ended.stderr).toMatch(/^mcore: NotLoopback: refusing to bind tcp:\/\/192\.0\.2\.1:0: [^\n]*\n$/)
     }), 60_000)
 })
 

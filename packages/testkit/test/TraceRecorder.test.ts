@@ -113,7 +113,7 @@ describe("TraceRecorder", () => {
 
   it.effect("binds on loopback only", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(TraceRecorder.make({ upstream: "tcp://127.0.0.1:5555", address: "tcp://0.0.0.0:0" }))
+      const error = yield* Effect.flip(TraceRecorder.make({ upstream: "tcp://127.0.0.1:5555", address: "tcp://192.0.2.1:0" }))
       expect(error.reason._tag).toBe("NotLoopback")
     }).pipe(Effect.scoped))
 
