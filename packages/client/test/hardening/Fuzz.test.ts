@@ -12,12 +12,8 @@ import * as Harness from "./support/Harness.ts"
 import * as Hostile from "./support/Hostile.ts"
 
 const REAL = 1_000
-/**
- * The issue asks for 100,000; on a 2-core machine shared with other test runs that takes ~30 s
- * (half of the hardening suite's budget), so `pnpm test` sends 25,000 (~10 s) and
- * `MCORE_FUZZ_MESSAGES=100000` runs the full count.
- */
-const HOSTILE = Number(process.env.MCORE_FUZZ_MESSAGES ?? 25_000)
+/** ~8 s on a quiet 2-core machine; `MCORE_FUZZ_MESSAGES` changes the count. */
+const HOSTILE = Number(process.env.MCORE_FUZZ_MESSAGES ?? 100_000)
 
 describe("fuzz: hostile messages from the coordinator", () => {
   it.live(`${HOSTILE.toLocaleString("en")} hostile messages among ${REAL.toLocaleString("en")} real requests: each real one completes once, each hostile one is counted`, () =>
