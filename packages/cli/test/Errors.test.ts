@@ -48,7 +48,7 @@ describe("errors", () => {
   it.live("a malformed address: the client's InvalidAddress", () =>
     Effect.gen(function*() {
       expect(yield* oneLine(["generate", "--address", "localhost:5555", "hello"], 1)).toBe(
-        `mcore: InvalidAddress: cannot connect to "localhost:5555": Invalid argument`
+        `mcore: InvalidAddress: cannot connect to "localhost:5555": only tcp://host:port and ipc://path are supported`
       )
       expect(yield* oneLine(["control", "shutdown", "--address", "tcp://127.0.0.1:port"], 1)).toMatch(
         /^mcore: InvalidAddress: cannot connect to "tcp:\/\/127\.0\.0\.1:port": /
@@ -61,7 +61,7 @@ describe("errors", () => {
         env: { MCORE_COORDINATOR_ADDRESS: "not an address" }
       })
       expect(ended.code).toBe(1)
-      expect(ended.stderr).toBe(`mcore: InvalidAddress: cannot connect to "not an address": Invalid argument\n`)
+      expect(ended.stderr).toBe(`mcore: InvalidAddress: cannot connect to "not an address": only tcp://host:port and ipc://path are supported\n`)
     }), 60_000)
 
   it.live("bad flags, values, arguments and commands: one line naming the mistake, exit code 2", () =>
