@@ -11,6 +11,7 @@
  * Times are CPU time of this process (see `secondsPer`). `--quick` takes fewer samples.
  */
 import { hash } from "node:crypto"
+import { median, repeatsFor, secondsPer } from "./Timing.ts"
 import { blockHashImplementation, blockHashesNative, blockHashesPure, type BlockHasher, type TokenIds } from "../src/BlockHashes.ts"
 
 const TOKENS = 32_768
@@ -19,6 +20,7 @@ const PYTHON_RATIO: Record<(typeof BLOCK_SIZES)[number], number> = { 16: 0.12, 6
 const SAMPLES = process.argv.includes("--quick") ? 7 : 31
 /** Each timed sample repeats its function for at least this long. */
 const SAMPLE_MS = 10
+const timing = { sampleMs: SAMPLE_MS, warmMs: 200, minRuns: 20 }
 
 /** Deterministic token ids with a realistic spread (a 150k vocabulary). */
 const prompt = (): Array<number> => {
@@ -54,34 +56,6 @@ const naiveOver =
     return out
   }
 
-const median = (xs: ReadonlyArray<number>): number => {
-  const sorted = [...xs].sort((a, b) => a - b)
-  return sorted[sorted.length >> 1]!
-}
-
-/**
- * CPU seconds per call, not wall seconds: on a shared machine a sample that was descheduled
- * would otherwise count as slow (measured here: wall-clock medians varied 2x between runs,
- * CPU-time medians a few percent).
- */
-const secondsPer = (f: () => unknown, repeats: number): number => {
-  const start = process.cpuUsage()
-  for (let i = 0; i < repeats; i++) f()
-  const { system, user } = process.cpuUsage(start)
-  return (user + system) / 1e6 / repeats
-}
-
-/** Enough repeats for a sample of ~SAMPLE_MS, found after a warm-up that lets the JIT settle. */
-const repeatsFor = (f: () => unknown): number => {
-  const warmUntil = performance.now() + 200
-  let runs = 0
-  while (performance.now() < warmUntil || runs < 20) {
-    f()
-    runs++
-  }
-  return Math.max(1, Math.ceil(SAMPLE_MS / 1000 / secondsPer(f, 20)))
-}
-
 interface Measurement {
   readonly mbPerSecond: number
   readonly ratio: number
@@ -89,8 +63,8 @@ interface Measurement {
 
 /** Median throughput and median ratio to the ceiling, each sample paired with a ceiling sample taken just before. */
 const measure = (f: () => unknown, ceiling: () => unknown, bytes: number): Measurement => {
-  const repeats = repeatsFor(f)
-  const ceilingRepeats = repeatsFor(ceiling)
+  const repeats = repeatsFor(f, timing)
+  const ceilingRepeats = repeatsFor(ceiling, timing)
   const throughputs: Array<number> = []
   const ratios: Array<number> = []
   for (let i = 0; i < SAMPLES; i++) {
@@ -128,7 +102,7 @@ export const run = async (): Promise<void> => {
     }
   }
 
-  const ceilingMb = bytes.length / median(Array.from({ length: SAMPLES }, () => secondsPer(ceiling, repeatsFor(ceiling)))) / 1e6
+  const ceilingMb = bytes.length / median(Array.from({ length: SAMPLES }, () => secondsPer(ceiling, repeatsFor(ceiling, timing)))) / 1e6
   console.log(`\nblockHashes: ${TOKENS} tokens (${bytes.length} int64 bytes), median of ${SAMPLES} samples`)
   console.log(`ceiling: one-shot crypto.hash over the same bytes, ${ceilingMb.toFixed(0)} MB/s`)
   console.log(`blockHashes uses: ${blockHashImplementation}${blockHashesNative === undefined ? " (native addon not built or not loadable)" : ""}`)

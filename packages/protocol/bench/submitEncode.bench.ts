@@ -13,12 +13,14 @@ import { Packr } from "msgpackr"
 import * as Messages from "../src/Messages.ts"
 import * as SamplingParams from "../src/SamplingParams.ts"
 import * as Submission from "../src/Submission.ts"
+import { median, repeatsFor, secondsPer } from "./Timing.ts"
 
 const TOKENS = 8_192
 const REQUEST_ID = 123_456
 const SAMPLES = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1" ? 7 : 31
 /** Each timed sample repeats its function for at least this long. */
 const SAMPLE_MS = 20
+const timing = { sampleMs: SAMPLE_MS, warmMs: 300, minRuns: 50 }
 
 /** Deterministic token ids in a Llama-3-sized vocabulary (about half need a uint32). */
 const prompt = (): Array<number> => {
@@ -29,30 +31,6 @@ const prompt = (): Array<number> => {
   })
 }
 
-/** CPU seconds per call. */
-const secondsPer = (f: () => unknown, repeats: number): number => {
-  const start = process.cpuUsage()
-  for (let i = 0; i < repeats; i++) f()
-  const { system, user } = process.cpuUsage(start)
-  return (user + system) / 1e6 / repeats
-}
-
-/** Repeats for a sample of about SAMPLE_MS, found after a warm-up that lets the JIT settle. */
-const repeatsFor = (f: () => unknown): number => {
-  const warmUntil = performance.now() + 300
-  let runs = 0
-  while (performance.now() < warmUntil || runs < 50) {
-    f()
-    runs++
-  }
-  return Math.max(1, Math.ceil(SAMPLE_MS / 1000 / secondsPer(f, 50)))
-}
-
-const median = (xs: ReadonlyArray<number>): number => {
-  const sorted = [...xs].sort((a, b) => a - b)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
 
 const sameBytes = (a: ReadonlyArray<Uint8Array>, b: ReadonlyArray<Uint8Array>): boolean =>
   a.length === b.length && a.every((frame, i) => Buffer.compare(frame, b[i]!) === 0)
@@ -88,8 +66,8 @@ export const run = async (): Promise<{ readonly protocolOps: number; readonly ms
   if (ours.length !== 5) throw new Error(`expected five frames, got ${ours.length}`)
   const identical = sameBytes(ours, theirs)
 
-  const protocolRepeats = repeatsFor(protocol)
-  const msgpackrRepeats = repeatsFor(msgpackr)
+  const protocolRepeats = repeatsFor(protocol, timing)
+  const msgpackrRepeats = repeatsFor(msgpackr, timing)
   const protocolOps: Array<number> = []
   const msgpackrOps: Array<number> = []
   const ratios: Array<number> = []
