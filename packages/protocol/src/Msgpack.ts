@@ -112,9 +112,11 @@ export interface WriterOptions extends EncodeOptions {
  * @since 0.1.0
  */
 export class Writer {
-  private buf: Buffer
+  protected buf: Buffer
   private view: DataView
-  private pos = 0
+  protected pos = 0
+  /** Where the value being written starts: what {@link Writer.ensure} carries over to a new buffer. */
+  protected start = 0
   private readonly sortKeys: boolean
 
   constructor(options?: WriterOptions) {
@@ -125,7 +127,7 @@ export class Writer {
 
   /** Empties the writer (after a write that threw, say); the buffer is kept. */
   reset(): this {
-    this.pos = 0
+    this.pos = this.start
     return this
   }
 
@@ -288,12 +290,16 @@ export class Writer {
 
   private ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return
-    let size = this.buf.length * 2
-    while (size < this.pos + n) size *= 2
-    const next = Buffer.allocUnsafe(size)
-    this.buf.copy(next, 0, 0, this.pos)
+    // Only the value in progress moves: what a pool handed out before it stays where it is.
+    const used = this.pos - this.start
+    let size = this.start === 0 ? this.buf.length * 2 : POOL_SIZE
+    while (size < used + n) size *= 2
+    const next = this.start === 0 ? Buffer.allocUnsafe(size) : Buffer.allocUnsafeSlow(size)
+    this.buf.copy(next, 0, this.start, this.pos)
     this.buf = next
     this.view = new DataView(next.buffer, next.byteOffset, next.byteLength)
+    this.pos = used
+    this.start = 0
   }
 
   private byte(b: number): this {
@@ -508,8 +514,46 @@ const compareKeys = (a: unknown, b: unknown): number => {
  */
 export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
   if (value instanceof Raw) return value.bytes
-  return new Writer(options).value(value).written()
+  if (options?.sortKeys === true || pool.busy) return new Writer(options).value(value).written()
+  return pool.encode(value)
 }
+
+/** Size of the pool's buffers: many frames each, so one allocation serves many requests. */
+const POOL_SIZE = 64 * 1024
+
+/**
+ * The buffer {@link encode} writes into: values are written one after another into a 64 KiB
+ * buffer and handed out as views of it, and a new buffer is started when one is full (the value
+ * in progress moves over; what was handed out stays). A fresh writer per value cost more than the
+ * encoding itself: an allocation per frame, and copies as a 512-token prompt outgrew its buffer.
+ * A view keeps its whole buffer alive, which is what msgpackr's `pack` does too.
+ */
+class Pool extends Writer {
+  /** Set while encoding: a getter that encodes (re-entry) gets a writer of its own. */
+  busy = false
+
+  constructor() {
+    super({ initialSize: POOL_SIZE })
+  }
+
+  encode(value: unknown): Uint8Array {
+    this.busy = true
+    this.start = this.pos
+    try {
+      this.value(value)
+    } catch (cause) {
+      this.pos = this.start
+      throw cause
+    } finally {
+      this.busy = false
+    }
+    const out = this.buf.subarray(this.start, this.pos)
+    this.start = this.pos
+    return out
+  }
+}
+
+const pool = new Pool()
 
 /**
  * Thrown by {@link decode} for bytes that are not exactly one msgpack value.
@@ -544,12 +588,10 @@ const unpackr = new Unpackr({
  */
 export const decode = (bytes: Uint8Array): unknown => {
   if (bytes.byteLength === 0) throw new NotDecodableException("empty frame")
-  let values: Array<unknown>
   try {
-    values = unpackr.unpackMultiple(bytes)
+    // msgpackr's `unpack` refuses trailing bytes ("Data read, but end of buffer not reached").
+    return unpackr.unpack(bytes)
   } catch (cause) {
     throw new NotDecodableException(cause instanceof globalThis.Error ? cause.message : String(cause))
   }
-  if (values.length !== 1) throw new NotDecodableException(`${values.length} values where one was expected`)
-  return values[0]
 }
