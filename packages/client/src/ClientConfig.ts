@@ -7,8 +7,10 @@
  */
 import { PrefixHashing } from "@mcore-effect/protocol"
 import * as Config from "effect/Config"
+import { SourceError } from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 
 /**
  * Options of `InferenceClient.layer`.
@@ -198,6 +200,31 @@ const optional = <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
   Config.option(config).pipe(Config.map(Option.getOrUndefined))
 
 /**
+ * The CurveZMQ keys: present only when the server's key is set. The secret key stays `Redacted`
+ * until the option is built here, so a failed read never prints it.
+ */
+const curveConfig: Config.Config<CurveOptions | undefined> = Config.all({
+  serverKey: optional(Config.String("MCORE_CURVE_SERVER_KEY")),
+  publicKey: optional(Config.String("MCORE_CURVE_PUBLIC_KEY")),
+  secretKey: optional(Config.Redacted("MCORE_CURVE_SECRET_KEY"))
+}).pipe(Config.flatMap(({ publicKey, secretKey, serverKey }) => {
+  if (serverKey !== undefined) {
+    return Config.succeed<CurveOptions | undefined>({
+      serverKey,
+      publicKey,
+      secretKey: secretKey === undefined ? undefined : Redacted.value(secretKey)
+    })
+  }
+  return publicKey === undefined && secretKey === undefined
+    ? Config.succeed(undefined)
+    : Config.fail(
+      new SourceError({
+        message: "MCORE_CURVE_PUBLIC_KEY and MCORE_CURVE_SECRET_KEY need MCORE_CURVE_SERVER_KEY (the coordinator's key)"
+      })
+    )
+}))
+
+/**
  * {@link ClientOptions} read from configuration:
  *
  * | variable | option |
@@ -210,6 +237,14 @@ const optional = <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
  * | `MCORE_HEARTBEAT_INTERVAL` | `heartbeatInterval` |
  * | `MCORE_HEARTBEAT_TIMEOUT` | `heartbeatTimeout` |
  * | `MCORE_REQUEST_TIMEOUT` | `requestTimeout` |
+ * | `MCORE_MAX_FRAME_BYTES` | `maxFrameBytes` (an integer) |
+ * | `MCORE_MAX_DECODED_BYTES` | `maxDecodedBytes` (an integer) |
+ * | `MCORE_CURVE_SERVER_KEY` | `curve.serverKey`; `curve` is set only when this is |
+ * | `MCORE_CURVE_PUBLIC_KEY` | `curve.publicKey` |
+ * | `MCORE_CURVE_SECRET_KEY` (read as `Redacted`) | `curve.secretKey` |
+ *
+ * A client key without `MCORE_CURVE_SERVER_KEY` is an error rather than ignored: the client would
+ * otherwise talk to a CurveZMQ coordinator in the clear and only time out.
  *
  * @example
  * ```ts
@@ -236,5 +271,8 @@ export const config: Config.Config<ClientOptions> = Config.all({
   connectTimeout: optional(Config.Duration("MCORE_CONNECT_TIMEOUT")),
   heartbeatInterval: optional(Config.Duration("MCORE_HEARTBEAT_INTERVAL")),
   heartbeatTimeout: optional(Config.Duration("MCORE_HEARTBEAT_TIMEOUT")),
-  requestTimeout: optional(Config.Duration("MCORE_REQUEST_TIMEOUT"))
+  requestTimeout: optional(Config.Duration("MCORE_REQUEST_TIMEOUT")),
+  maxFrameBytes: optional(Config.Int("MCORE_MAX_FRAME_BYTES")),
+  maxDecodedBytes: optional(Config.Int("MCORE_MAX_DECODED_BYTES")),
+  curve: curveConfig
 })

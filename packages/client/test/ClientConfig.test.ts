@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Metric } from "effect"
+import * as Zmq from "zeromq"
 import { ClientConfig, InferenceClient } from "../src/index.ts"
 import * as StubCoordinator from "./support/StubCoordinator.ts"
 
@@ -49,7 +50,10 @@ describe("ClientConfig", () => {
         connectTimeout: expect.anything(),
         heartbeatInterval: expect.anything(),
         heartbeatTimeout: expect.anything(),
-        requestTimeout: undefined
+        requestTimeout: undefined,
+        maxFrameBytes: 1_048_576,
+        maxDecodedBytes: 4_194_304,
+        curve: undefined
       })
       expect(ClientConfig.resolve(options)).toMatchObject({ connectTimeoutMillis: 3_000, heartbeatTimeoutMillis: 2_000 })
     }).pipe(Effect.provide(fromEnv({
@@ -59,7 +63,83 @@ describe("ClientConfig", () => {
       MCORE_PREFIX_CACHING_POLICY: "longest_prefix",
       MCORE_CONNECT_TIMEOUT: "3 seconds",
       MCORE_HEARTBEAT_INTERVAL: "500 millis",
-      MCORE_HEARTBEAT_TIMEOUT: "2 seconds"
+      MCORE_HEARTBEAT_TIMEOUT: "2 seconds",
+      MCORE_MAX_FRAME_BYTES: "1048576",
+      MCORE_MAX_DECODED_BYTES: "4194304"
+    }))))
+
+  it.effect("leaves the limits and CurveZMQ unset when their variables are", () =>
+    Effect.gen(function*() {
+      const options = yield* ClientConfig.config
+      expect(options).toMatchObject({ maxFrameBytes: undefined, maxDecodedBytes: undefined, curve: undefined })
+      expect(ClientConfig.resolve(options)).toMatchObject({
+        maxFrameBytes: ClientConfig.defaults.maxFrameBytes,
+        maxDecodedBytes: ClientConfig.defaults.maxDecodedBytes,
+        curve: undefined
+      })
+    }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555" }))))
+
+  it.effect("refuses limits that are not integers", () =>
+    Effect.gen(function*() {
+      for (const [name, value] of [["MCORE_MAX_FRAME_BYTES", "64 MiB"], ["MCORE_MAX_DECODED_BYTES", "1.5"]] as const) {
+        const error = yield* Effect.flip(
+          Effect.gen(function*() {
+            return yield* ClientConfig.config
+          }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555", [name]: value })))
+        )
+        expect(error.message).toContain(name)
+      }
+    }))
+
+  const server = Zmq.curveKeyPair()
+  const client = Zmq.curveKeyPair()
+
+  it.effect("reads the CurveZMQ keys, the secret one unwrapped only into the option", () =>
+    Effect.gen(function*() {
+      const options = yield* ClientConfig.config
+      expect(options.curve).toEqual({ serverKey: server.publicKey, publicKey: client.publicKey, secretKey: client.secretKey })
+      expect(ClientConfig.optionProblem(ClientConfig.resolve(options))).toBeUndefined()
+    }).pipe(Effect.provide(fromEnv({
+      MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
+      MCORE_CURVE_SERVER_KEY: server.publicKey,
+      MCORE_CURVE_PUBLIC_KEY: client.publicKey,
+      MCORE_CURVE_SECRET_KEY: client.secretKey
+    }))))
+
+  it.effect("takes the server key alone (the client makes a key pair)", () =>
+    Effect.gen(function*() {
+      const options = yield* ClientConfig.config
+      expect(options.curve).toEqual({ serverKey: server.publicKey, publicKey: undefined, secretKey: undefined })
+      expect(ClientConfig.optionProblem(ClientConfig.resolve(options))).toBeUndefined()
+    }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555", MCORE_CURVE_SERVER_KEY: server.publicKey }))))
+
+  it.effect("refuses client keys without the server key, never printing the secret", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Effect.gen(function*() {
+          return yield* ClientConfig.config
+        }).pipe(Effect.provide(fromEnv({
+          MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
+          MCORE_CURVE_PUBLIC_KEY: client.publicKey,
+          MCORE_CURVE_SECRET_KEY: client.secretKey
+        })))
+      )
+      expect(error.message).toContain("MCORE_CURVE_SERVER_KEY")
+      expect(error.message).not.toContain(client.secretKey)
+      expect(String(error)).not.toContain(client.secretKey)
+    }))
+
+  it.effect("leaves a half key pair to the client's own check", () =>
+    Effect.gen(function*() {
+      const options = yield* ClientConfig.config
+      expect(ClientConfig.optionProblem(ClientConfig.resolve(options))).toEqual({
+        name: "curve",
+        why: "give both publicKey and secretKey, or neither"
+      })
+    }).pipe(Effect.provide(fromEnv({
+      MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
+      MCORE_CURVE_SERVER_KEY: server.publicKey,
+      MCORE_CURVE_SECRET_KEY: client.secretKey
     }))))
 
   it.effect("refuses a policy it does not know, and a missing address", () =>
