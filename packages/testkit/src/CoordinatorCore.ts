@@ -204,7 +204,12 @@ export class CoordinatorCore {
   shutdownReceived = false
   readonly counters: Counters = newCounters()
   readonly faults = new Faults.Switchboard()
-  nextRequestId = 0
+  /**
+   * The next coordinator-side request id. A restarted coordinator starts from where the one
+   * before it stopped: engines outlive it and still reply to the old requests, and such a reply
+   * must not match a new request that reused the id (it is dropped as `unknownRequest`).
+   */
+  nextRequestId: number
 
   private readonly writer: SocketWriter
   private engines: Array<EngineEntry> = []
@@ -223,14 +228,19 @@ export class CoordinatorCore {
   private constructor(
     private readonly router: Zmq.Router,
     readonly address: string,
-    readonly config: CoordinatorConfig
+    readonly config: CoordinatorConfig,
+    firstRequestId: number
   ) {
+    this.nextRequestId = firstRequestId
     this.writer = new SocketWriter(router, (error, message) => this.undeliverable(error, message))
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve))
   }
 
-  /** Binds a ROUTER on `address` and starts the loop. Rejects when the bind fails. */
-  static async start(address: string, config: CoordinatorConfig): Promise<CoordinatorCore> {
+  /**
+   * Binds a ROUTER on `address` and starts the loop, numbering requests from `firstRequestId`.
+   * Rejects when the bind fails.
+   */
+  static async start(address: string, config: CoordinatorConfig, firstRequestId = 0): Promise<CoordinatorCore> {
     const router = new Zmq.Router({
       linger: 0,
       sendHighWaterMark: 0,
@@ -250,7 +260,7 @@ export class CoordinatorCore {
       router.close()
       throw error
     }
-    const core = new CoordinatorCore(router, router.lastEndpoint ?? address, config)
+    const core = new CoordinatorCore(router, router.lastEndpoint ?? address, config, firstRequestId)
     void core.readLoop()
     return core
   }

@@ -86,7 +86,10 @@ export interface Snapshot {
   readonly faults: ReadonlyArray<Faults.Fault>
   /** How many times each fault acted. */
   readonly faultsApplied: Readonly<Record<Faults.FaultTag, number>>
-  /** The next coordinator-side request id (how many submissions were routed). */
+  /**
+   * The next coordinator-side request id: how many submissions were routed, restarts included
+   * (a restarted coordinator goes on numbering, so ids never repeat).
+   */
   readonly nextRequestId: number
   /** How many times `restart` rebound the address. */
   readonly restarts: number
@@ -123,7 +126,11 @@ export interface Handle {
   readonly holders: (hash: bigint) => Effect.Effect<ReadonlyArray<string>>
   /** Kills the coordinator: the socket closes at once and all its state is lost. */
   readonly crash: Effect.Effect<void>
-  /** Starts a fresh coordinator on the same address (crashing the current one if it runs). */
+  /**
+   * Starts a fresh coordinator on the same address (crashing the current one if it runs). It
+   * numbers requests on from where the last one stopped, so a reply an engine still sends for
+   * an old request is dropped (counted as `unknownRequest`), never given to a new one.
+   */
   readonly restart: Effect.Effect<void, TestkitError>
   /** Resolves when the coordinator has stopped (SHUTDOWN from a client, or a crash). */
   readonly awaitStopped: Effect.Effect<void>
@@ -170,13 +177,17 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
 }
 
 /** Binds, retrying briefly while a just-closed socket still holds the port. */
-const bind = (address: string, config: CoordinatorConfig): Effect.Effect<CoordinatorCore, TestkitError> =>
+const bind = (
+  address: string,
+  config: CoordinatorConfig,
+  firstRequestId = 0
+): Effect.Effect<CoordinatorCore, TestkitError> =>
   Effect.tryPromise({
     try: async () => {
       const deadline = Date.now() + 2_000
       for (;;) {
         try {
-          return await CoordinatorCore.start(address, config)
+          return await CoordinatorCore.start(address, config, firstRequestId)
         } catch (error) {
           const inUse = (error as { code?: string } | null)?.code === "EADDRINUSE"
           if (!inUse || Date.now() > deadline) throw error
@@ -280,7 +291,9 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     }).pipe(Effect.withSpan("TestCoordinator.crash")),
     restart: Effect.gen(function*() {
       core.close()
-      const next = yield* bind(address, config)
+      // Closed, the old core routes nothing more: its next id is final, and the new one starts
+      // there, since engines keep running and may still answer the old requests.
+      const next = yield* bind(address, config, core.nextRequestId)
       unhook()
       core = next
       restarts++

@@ -149,7 +149,32 @@ describe("Faults on the coordinator (what clients see)", () => {
       expect((yield* client.nextReply()).requestId).toBe(2)
       const snapshot = yield* coordinator.snapshot
       expect(snapshot.restarts).toBe(1)
-      expect(snapshot.nextRequestId).toBe(1)
+      // Ids go on from where the crashed coordinator stopped (one routed before, one after).
+      expect(snapshot.nextRequestId).toBe(2)
+    }).pipe(Effect.scoped))
+
+  it.effect("restart: an engine's late reply to the old coordinator's request never reaches a new request", () =>
+    Effect.gen(function*() {
+      // Slow steps: the first request is still generating well after the restart.
+      const { client, coordinator, engine } = yield* setup({ engine: { stepMs: 20 } })
+      yield* client.submit(0, "the cat", { params: { num_tokens_to_generate: 50 } })
+      yield* engine.waitFor("the first request to start", (s) => s.active.length === 1)
+      yield* coordinator.restart
+      yield* coordinator.awaitEngines(1)
+      yield* client.connect
+      yield* client.submit(1, "the dog", short)
+      const reply = yield* client.nextReply()
+      expect(reply.requestId).toBe(1)
+      expect(reply.body?.prompt).toBe("the dog")
+      // The engine took the new request as a request of its own, not as a duplicate of the old one,
+      // and the old one was still running when the new one was answered.
+      const engineSnapshot = yield* engine.snapshot
+      expect(engineSnapshot.counters.duplicateRequest).toBe(0)
+      expect(engineSnapshot.active).toHaveLength(1)
+      // The old request's reply is dropped and counted, never forwarded.
+      const snapshot = yield* coordinator.waitFor("the stale reply", (s) => s.counters.unknownRequest === 1)
+      expect(snapshot.inFlight).toBe(0)
+      expect(yield* client.quietFor(100)).toBe(true)
     }).pipe(Effect.scoped))
 })
 
