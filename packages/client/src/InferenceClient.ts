@@ -21,6 +21,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -256,6 +257,43 @@ export class InferenceClient extends Context.Service<InferenceClient, Service>()
 
 type State = "connecting" | "ready" | "lost" | "closed"
 
+/**
+ * The effect of `submit`, `submitWithId` and `submitWithKvHandoff`: one small object holding the
+ * call's arguments, which runs `start` when evaluated. Not a chain of closures, because
+ * `Effect.forEach` and its kin keep each item's effect until the item's fiber ends: at 100,000
+ * requests in flight, whatever this effect holds is paid per request (the closures it replaces
+ * held about 250 bytes; this holds under 100).
+ */
+class SingleRequest<A> {
+  constructor(
+    readonly start: (request: SingleRequest<unknown>, fiber: Fiber.Fiber<unknown, unknown>) => Effect.Effect<unknown, ClientError>,
+    readonly kind: keyof typeof SPAN_NAMES,
+    readonly prompt: PromptInput,
+    readonly samplingParams: SamplingParams.SamplingParamsInput | undefined,
+    readonly options: SubmitOptions | HandoffOptions | undefined,
+    readonly kvMeta: WireTypes.KvMeta | undefined,
+    readonly srcBlockIds: ReadonlyArray<number> | undefined
+  ) {}
+}
+
+interface SingleRequest<A> extends Effect.Effect<A, ClientError> {}
+
+Object.setPrototypeOf(
+  SingleRequest.prototype,
+  Effectable.Prototype<SingleRequest<unknown>>({
+    label: "InferenceClient.request",
+    evaluate(fiber) {
+      return this.start(this, fiber)
+    }
+  })
+)
+
+const SPAN_NAMES = {
+  submit: "InferenceClient.submit",
+  submitWithId: "InferenceClient.submitWithId",
+  handoff: "InferenceClient.submitWithKvHandoff"
+} as const
+
 const encodeConstant = (message: Messages.ClientMessage): ReadonlyArray<Uint8Array> =>
   Result.getOrThrow(Messages.Client.encode(message))
 
@@ -340,7 +378,13 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
   const closedError = clientError(new ClientClosed())
   const lostError = clientError(new CoordinatorLost({ address }))
 
-  const pending = yield* PendingRequests.make<Reply>(metrics, () => closedError)
+  const pending = yield* PendingRequests.make<Reply>(metrics, {
+    onClose: () => closedError,
+    // Not the request's own message: a failure to send it fails nothing.
+    sendAbort: (requestId) => {
+      if (state === "ready") socket.send(encodeConstant({ _tag: "AbortRequest", requestId }), -1)
+    }
+  })
 
   const socket = yield* CoordinatorSocket.make({
     address,
@@ -422,25 +466,12 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
   const unavailable = (): ClientError | undefined =>
     state === "ready" ? undefined : state === "lost" ? lostError : closedError
 
-  const sendAbort = (requestId: number): void => {
-    // Not the request's own message: a failure to send it fails nothing.
-    if (state === "ready") socket.send(encodeConstant({ _tag: "AbortRequest", requestId }), -1)
-  }
-
   /** Interruption or early end of a stream: abort, if the request is still pending. */
-  const cancel = (requestId: number): void => {
-    const entry = pending.take(requestId)
-    if (entry === undefined) return
-    sendAbort(requestId)
-    pending.fail(entry, clientError(new RequestAborted({ requestId })), "aborted")
-  }
+  const cancel = (requestId: number): void =>
+    pending.abort(requestId, clientError(new RequestAborted({ requestId })), "aborted")
 
-  const expire = (requestId: number, millis: number): void => {
-    const entry = pending.take(requestId)
-    if (entry === undefined) return
-    sendAbort(requestId)
-    pending.fail(entry, clientError(new RequestTimeout({ requestId, timeoutMillis: millis })), "failed")
-  }
+  const expire = (requestId: number, millis: number): void =>
+    pending.abort(requestId, clientError(new RequestTimeout({ requestId, timeoutMillis: millis })), "failed")
 
   /**
    * Validates, encodes, registers and queues a request, in one synchronous step so ids go out in
@@ -469,37 +500,52 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
     return Result.succeed(entry)
   }
 
-  const newSingle = (requestId: number, startedAt: number) => new PendingRequests.Single<Reply>(requestId, startedAt)
+  const newSingle = (requestId: number, startedAt: number) => pending.single(requestId, startedAt)
 
-  /** Waits for the reply; interrupting the wait aborts the request. */
+  /** Waits for the reply; interrupting the wait aborts the request (the entry is that effect). */
   const awaitReply = (entry: PendingRequests.Single<Reply>): Effect.Effect<Reply, ClientError> =>
     Effect.callback<Reply, ClientError>((resume) => {
       entry.listen(resume)
-      if (entry.exit === undefined) return Effect.sync(() => cancel(entry.requestId))
+      if (entry.exit === undefined) return entry
     })
 
   /**
-   * A single-reply operation: registers the request and continues with `then`, in a span named
-   * for the operation and carrying the request id when a tracer is installed.
+   * A single-reply operation, run by `fiber`: registers the request and continues with `then`,
+   * in a span named for the operation and carrying the request id when a tracer is installed.
    */
   const single = <A>(
+    fiber: Fiber.Fiber<unknown, unknown>,
     name: string,
     build: (requestId: number) => Result.Result<Messages.ClientMessage, ProtocolError.ProtocolError>,
     timeout: Duration.Input | undefined,
     then: (entry: PendingRequests.Single<Reply>) => Effect.Effect<A, ClientError>
-  ): Effect.Effect<A, ClientError> =>
-    Effect.withFiber((fiber) => {
-      if (!tracing(fiber)) {
-        const registered = register(build, newSingle, timeout)
-        return Result.isFailure(registered) ? Effect.fail(registered.failure) : then(registered.success)
-      }
-      return Effect.useSpan(name, (span) => {
-        const registered = register(build, newSingle, timeout)
-        if (Result.isFailure(registered)) return Effect.fail(registered.failure)
-        span.attribute(REQUEST_ID, registered.success.requestId)
-        return then(registered.success)
-      })
+  ): Effect.Effect<A, ClientError> => {
+    if (!tracing(fiber)) {
+      const registered = register(build, newSingle, timeout)
+      return Result.isFailure(registered) ? Effect.fail(registered.failure) : then(registered.success)
+    }
+    return Effect.useSpan(name, (span) => {
+      const registered = register(build, newSingle, timeout)
+      if (Result.isFailure(registered)) return Effect.fail(registered.failure)
+      span.attribute(REQUEST_ID, registered.success.requestId)
+      return then(registered.success)
     })
+  }
+
+  const withId = (entry: PendingRequests.Single<Reply>): Effect.Effect<Submitted, ClientError> =>
+    Effect.succeed({ requestId: entry.requestId, reply: awaitReply(entry) })
+
+  /** What a {@link SingleRequest} does when it is run. */
+  const startSingle = (request: SingleRequest<unknown>, fiber: Fiber.Fiber<unknown, unknown>) => {
+    const { kind, prompt, samplingParams } = request
+    const build = kind === "handoff"
+      ? handoff(prompt, samplingParams, request.kvMeta!, request.srcBlockIds!, false)
+      : submission(prompt, samplingParams, request.options, false)
+    const timeout = request.options?.timeout
+    return kind === "submitWithId"
+      ? single(fiber, SPAN_NAMES[kind], build, timeout, withId)
+      : single(fiber, SPAN_NAMES[kind], build, timeout, awaitReply)
+  }
 
   const submission = (
     prompt: PromptInput,
@@ -586,28 +632,13 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
 
   return InferenceClient.of({
     submit: (prompt, samplingParams, options) =>
-      single(
-        "InferenceClient.submit",
-        submission(prompt, samplingParams, options, false),
-        options?.timeout,
-        awaitReply
-      ),
+      new SingleRequest<Reply>(startSingle, "submit", prompt, samplingParams, options, undefined, undefined),
     submitWithId: (prompt, samplingParams, options) =>
-      single(
-        "InferenceClient.submitWithId",
-        submission(prompt, samplingParams, options, false),
-        options?.timeout,
-        (entry) => Effect.succeed({ requestId: entry.requestId, reply: awaitReply(entry) })
-      ),
+      new SingleRequest<Submitted>(startSingle, "submitWithId", prompt, samplingParams, options, undefined, undefined),
     stream: (prompt, samplingParams, options) =>
       streamed("InferenceClient.stream", submission(prompt, samplingParams, options, true), options?.timeout),
     submitWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
-      single(
-        "InferenceClient.submitWithKvHandoff",
-        handoff(prompt, samplingParams, kvMeta, srcBlockIds, false),
-        options?.timeout,
-        awaitReply
-      ),
+      new SingleRequest<Reply>(startSingle, "handoff", prompt, samplingParams, options, kvMeta, srcBlockIds),
     streamWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
       streamed(
         "InferenceClient.streamWithKvHandoff",

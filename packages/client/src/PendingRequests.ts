@@ -8,15 +8,19 @@
  * Completion happens from the socket's receive loop, outside the fiber runtime: by resuming the
  * waiting fiber directly, or with `Queue.offerUnsafe` for a stream.
  *
+ * Every request in flight costs memory for as long as it waits, so the entries are kept small:
+ * a waiting `submit` holds its entry, its fiber's resume callback, and nothing else of ours.
+ *
  * @since 0.1.0
  * @internal
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
-import type { ClientError } from "./ClientError.ts"
+import { type ClientError, clientError, RequestAborted } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
 
 /**
@@ -54,6 +58,9 @@ export interface Final<Reply> {
  * which saves the `Deferred`, its waiter array and its per-wait cleanup effect (a few hundred bytes
  * per pending request, measured at 100,000 in flight).
  *
+ * It is also the `Effect` that aborts it (see {@link Single.prototype}): what a waiting fiber hands
+ * `Effect.callback` to run if it is interrupted, without a closure per request.
+ *
  * @since 0.1.0
  */
 export class Single<Reply> {
@@ -64,6 +71,7 @@ export class Single<Reply> {
   /** The deadline's timer, when the request has one. */
   timer: ReturnType<typeof setTimeout> | undefined = undefined
   constructor(
+    readonly registry: PendingRequests<Reply>,
     readonly requestId: number,
     /** `performance.now()` at submission. */
     readonly startedAt: number
@@ -88,6 +96,20 @@ export class Single<Reply> {
     else if (waiters !== undefined) for (const waiter of waiters) waiter(exit)
   }
 }
+
+/** `Single` as an Effect: running it aborts the request, if it is still pending. */
+export interface Single<Reply> extends Effect.Effect<void> {}
+
+Object.setPrototypeOf(
+  Single.prototype,
+  Effectable.Prototype<Single<unknown>>({
+    label: "InferenceClient.abortPending",
+    evaluate() {
+      this.registry.abort(this.requestId, clientError(new RequestAborted({ requestId: this.requestId })), "aborted")
+      return Effect.void
+    }
+  })
+)
 
 /**
  * A fiber's resume callback.
@@ -125,11 +147,20 @@ export type Entry<Reply> = Single<Reply> | Streamed<Reply>
 export class PendingRequests<Reply> {
   private readonly entries = new Map<number, Entry<Reply>>()
 
-  constructor(private readonly metrics: Recorder) {}
+  constructor(
+    private readonly metrics: Recorder,
+    /** Tells the coordinator to stop working on a request (sends ABORT_REQUEST when it can). */
+    private readonly sendAbort: (requestId: number) => void
+  ) {}
 
   /** Requests in flight. */
   get size(): number {
     return this.entries.size
+  }
+
+  /** A new single-reply entry (not registered yet). */
+  single(requestId: number, startedAt: number): Single<Reply> {
+    return new Single(this, requestId, startedAt)
   }
 
   /** Registers a request about to be sent. */
@@ -180,6 +211,17 @@ export class PendingRequests<Reply> {
     end(entry, error)
   }
 
+  /**
+   * Gives up on a pending request: its waiter stopped waiting, or its deadline passed. The
+   * coordinator is told, and the request ends with `error`; nothing happens if it is not pending.
+   */
+  abort(requestId: number, error: ClientError, as: "aborted" | "failed"): void {
+    const entry = this.take(requestId)
+    if (entry === undefined) return
+    this.sendAbort(requestId)
+    this.fail(entry, error, as)
+  }
+
   /** Ends every pending request with the same error (client closed, coordinator lost). */
   failAll(error: ClientError): void {
     if (this.entries.size === 0) return
@@ -208,9 +250,14 @@ const end = <Reply>(entry: Entry<Reply>, error: ClientError): void => {
  */
 export const make = <Reply>(
   metrics: Recorder,
-  onClose: () => ClientError
+  options: {
+    /** The error of the requests still pending when the scope closes. */
+    readonly onClose: () => ClientError
+    /** See {@link PendingRequests.abort}. */
+    readonly sendAbort: (requestId: number) => void
+  }
 ): Effect.Effect<PendingRequests<Reply>, never, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.sync(() => new PendingRequests<Reply>(metrics)),
-    (pending) => Effect.sync(() => pending.failAll(onClose()))
+    Effect.sync(() => new PendingRequests<Reply>(metrics, options.sendAbort)),
+    (pending) => Effect.sync(() => pending.failAll(options.onClose()))
   )
