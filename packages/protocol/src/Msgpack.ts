@@ -208,6 +208,30 @@ export class Writer {
   }
 
   string(s: string): this {
+    // Short ASCII strings (map keys, mostly) in a plain loop: cheaper than a call into Buffer.write.
+    const n = s.length
+    if (n < 64) {
+      const header = n < 32 ? 1 : 2
+      this.ensure(header + n)
+      const buf = this.buf
+      let pos = this.pos + header
+      let i = 0
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i)
+        if (c >= 0x80) break
+        buf[pos++] = c
+      }
+      if (i === n) {
+        if (header === 1) {
+          buf[this.pos] = 0xa0 | n
+        } else {
+          buf[this.pos] = 0xd9
+          buf[this.pos + 1] = n
+        }
+        this.pos = pos
+        return this
+      }
+    }
     const max = s.length * 3
     // Reserve the header for the worst case, then move the bytes back if a shorter one fits.
     const reserve = max < 32 ? 1 : max < 0x100 ? 2 : max < 0x10000 ? 3 : 5
@@ -402,7 +426,7 @@ export class Writer {
       return
     }
     const numbers = a as unknown as ArrayLike<number>
-    for (let i = 0; i < n; i++) this.number(numbers[i]!)
+    for (let i = this.uint32s(numbers); i < n; i++) this.number(numbers[i]!)
   }
 
   private any(v: unknown, depth: number, path: string): void {
@@ -435,12 +459,49 @@ export class Writer {
     }
   }
 
+  /**
+   * Writes the leading elements of `values` that are integers in [0, 2^32) (token ids: most
+   * arrays on the wire), in a loop with no per-element call; returns the index of the first
+   * element it left for the general path. Bytes are what {@link Writer.number} writes.
+   */
+  private uint32s(values: ArrayLike<unknown>): number {
+    const n = values.length
+    if (n === 0 || typeof values[0] !== "number") return 0
+    this.ensure(5 * n)
+    const buf = this.buf
+    let pos = this.pos
+    let i = 0
+    for (; i < n; i++) {
+      const x = values[i] as number
+      // `x >>> 0 === x` holds for integers in [0, 2^32) and for -0, which is a float.
+      if (typeof x !== "number" || x >>> 0 !== x || (x === 0 && 1 / x < 0)) break
+      if (x < 0x80) {
+        buf[pos++] = x
+      } else if (x < 0x100) {
+        buf[pos++] = 0xcc
+        buf[pos++] = x
+      } else if (x < 0x10000) {
+        buf[pos++] = 0xcd
+        buf[pos++] = x >>> 8
+        buf[pos++] = x & 0xff
+      } else {
+        buf[pos++] = 0xce
+        buf[pos++] = x >>> 24
+        buf[pos++] = (x >>> 16) & 0xff
+        buf[pos++] = (x >>> 8) & 0xff
+        buf[pos++] = x & 0xff
+      }
+    }
+    this.pos = pos
+    return i
+  }
+
   private object(v: object, depth: number, path: string): void {
     if (Array.isArray(v)) {
       this.arrayHeader(v.length)
       // Elements are encoded with a relative path, and the index is added only when one fails:
       // building "path[i]" for every element cost more than encoding it (a 512-token prompt).
-      for (let i = 0; i < v.length; i++) {
+      for (let i = this.uint32s(v); i < v.length; i++) {
         try {
           this.any(v[i], depth, "")
         } catch (cause) {
