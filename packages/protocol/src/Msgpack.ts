@@ -4,12 +4,15 @@
  * The coordinator and engines are Python processes using `msgpack.packb(x, use_bin_type=True)`
  * and `unpackb(b, raw=False)`. Encoding is our own, because msgpackr's encoder breaks those
  * peers in several ways (whole numbers above 2^32 as float64, positive bigints as int64,
- * `undefined` as an extension, token typed arrays as bin). Decoding is msgpackr's, with
- * records off and 64-bit integers as `bigint` only when they do not fit a number.
+ * `undefined` as an extension, token typed arrays as bin). Decoding gives what msgpackr gives,
+ * with records off and 64-bit integers as `bigint` only when they do not fit a number: a reader
+ * of our own takes what Python writes (about twice as fast on a reply's token arrays and keys)
+ * and hands anything else (extension types) to msgpackr.
  *
  * @since 0.1.0
  */
 import { Unpackr } from "msgpackr"
+import * as Reader from "./internal/msgpackReader.ts"
 
 /**
  * Thrown by {@link encode} for a value that has no msgpack form a Python peer can read:
@@ -649,6 +652,12 @@ const unpackr = new Unpackr({
  */
 export const decode = (bytes: Uint8Array): unknown => {
   if (bytes.byteLength === 0) throw new NotDecodableException("empty frame")
+  try {
+    return Reader.read(bytes)
+  } catch (cause) {
+    if (cause instanceof Reader.Malformed) throw new NotDecodableException(cause.message)
+    if (!(cause instanceof Reader.Unsupported)) throw new NotDecodableException(String(cause))
+  }
   try {
     // msgpackr's `unpack` refuses trailing bytes ("Data read, but end of buffer not reached").
     return unpackr.unpack(bytes)
