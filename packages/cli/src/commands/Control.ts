@@ -6,7 +6,6 @@
  * @since 0.1.0
  */
 import { type ClientError, InferenceClient } from "@mcore-effect/client"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Argument, Command } from "effect/cli"
 import { clientLayer } from "../ClientLayer.ts"
@@ -14,14 +13,10 @@ import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
 
 /**
- * How long to keep the connection open after a signal. The client closes its socket without
- * lingering, which discards a message ZeroMQ has queued but not yet written; a signal has no reply
- * to wait for, so ZeroMQ's I/O thread gets this long to put it on the wire (a process that exited
- * at once lost about one signal in 40 on a loaded machine).
+ * Sends through a connected client, then says so. A signal has no reply to wait for: closing the
+ * client (the layer's scope, right after) is what delivers it, as the client flushes what it has
+ * queued before closing its socket.
  */
-const SETTLE = Duration.millis(250)
-
-/** Sends through a connected client, then says so. */
 const deliver = (
   connection: Flags.Connection,
   header: string,
@@ -30,7 +25,6 @@ const deliver = (
   Effect.gen(function*() {
     const client = yield* InferenceClient.InferenceClient
     yield* send(client)
-    yield* Effect.sleep(SETTLE)
     yield* Output.line(`${header} sent to ${connection.address}`)
   }).pipe(Effect.provide(clientLayer(connection)))
 
