@@ -2,11 +2,12 @@
  * `pnpm bench client`: the `InferenceClient` against a plain zeromq.js + msgpackr baseline, both
  * talking to the same coordinator stand-in, every figure a ratio measured in the same run.
  *
- * Three kinds of process, so that each figure belongs to one of them: the stand-in
- * (`standIn.ts`, a bare ROUTER answering at once with a pre-encoded reply), and one subject
- * process per implementation (`subject.ts`), each measuring its own CPU time and heap. The
- * subjects take turns (ABBA order round by round) so that noise from the rest of the machine falls
- * on both alike.
+ * Separate processes, so that each figure belongs to one of them: the stand-in (`standIn.ts`, a
+ * bare ROUTER answering at once with a pre-encoded reply), and one subject process per
+ * implementation (`subject.ts`), each measuring its own CPU time and heap: the baseline, the
+ * client fanning out with `submit` (a fiber per request, as `Effect.forEach` does), and the client
+ * fanning out with `submitAll` (one stream). The subjects take turns (order reversed every
+ * round) so that noise from the rest of the machine falls on all alike.
  *
  * Measured, for each subject:
  * - burst throughput: `burst` requests in flight at once (100,000), req/s; median of the rounds;
@@ -47,8 +48,9 @@ const FULL: Plan = {
 }
 
 const QUICK: Plan = {
-  warmupBurst: 5_000,
-  warmupBursts: 1,
+  // Enough for the JIT to settle: with less, the first measured rounds still pay for compiling.
+  warmupBurst: 10_000,
+  warmupBursts: 2,
   warmupSequential: 200,
   burst: 20_000,
   rounds: 3,
@@ -157,13 +159,16 @@ const startStandIn = async (): Promise<{ readonly child: Child; readonly address
   return { child, address: `tcp://127.0.0.1:${port}` }
 }
 
+/** The plain baseline; the client fanning out with `submit` in a fiber each; with `submitAll`. */
+type SubjectName = "baseline" | "client" | "batch"
+
 interface SubjectProcess {
-  readonly name: "baseline" | "client"
+  readonly name: SubjectName
   readonly child: Child
   readonly unavailable: string | undefined
 }
 
-const startSubject = async (name: "baseline" | "client", address: string): Promise<SubjectProcess> => {
+const startSubject = async (name: SubjectName, address: string): Promise<SubjectProcess> => {
   const child = spawn(name, "./subject.ts", [name, address])
   const ready = await child.next()
   const unavailable = typeof ready.unavailable === "string" ? ready.unavailable : undefined
@@ -265,12 +270,12 @@ interface Row {
 
 const verdict = (ok: boolean | undefined): string => (ok === undefined ? "n/a" : ok ? "met" : "NOT MET")
 
-const table = (rows: ReadonlyArray<Row>): string => {
+const table = (rows: ReadonlyArray<Row>, clientLabel: string): string => {
   const header: Row = {
     label: "",
     baseline: "baseline",
-    client: "client",
-    ratio: "client/base",
+    client: clientLabel,
+    ratio: `${clientLabel}/base`,
     target: "target",
     verdict: ""
   }
@@ -322,7 +327,13 @@ const summarize = (f: Figures): Summary => ({
   completedInWindow: f.completedInWindow
 })
 
-const report = (plan: Plan, b: Summary, c: Summary | undefined, clientNote: string | undefined): string => {
+const report = (
+  plan: Plan,
+  b: Summary,
+  c: Summary | undefined,
+  clientNote: string | undefined,
+  clientLabel: string
+): string => {
   const ratio = (x: number, y: number | undefined) => (y === undefined ? Number.NaN : y / x)
   const r = {
     throughput: ratio(b.throughput, c?.throughput),
@@ -356,7 +367,7 @@ const report = (plan: Plan, b: Summary, c: Summary | undefined, clientNote: stri
       client: known ? fmt(c.p50Ms, 3) : "n/a",
       ratio: x(r.p50),
       target: `<= ${TARGETS.p50}x`,
-      verdict: verdict(known ? r.p50 <= TARGETS.p50 : undefined)
+      verdict: verdict(known && Number.isFinite(r.p50) ? r.p50 <= TARGETS.p50 : undefined)
     },
     {
       label: "round trip, one at a time, p99 (ms)",
@@ -394,13 +405,13 @@ const report = (plan: Plan, b: Summary, c: Summary | undefined, clientNote: stri
   const heapLine = (name: string, s: Summary) =>
     `  ${name}: heap ${fmt(s.heapStart / 2 ** 20, 1)} MiB -> ${fmt(s.heapEnd / 2 ** 20, 1)} MiB`
   return [
-    table(rows),
+    table(rows, clientLabel),
     "",
-    `Medians of ${plan.rounds} bursts of ${fmt(plan.burst)} (ABBA order); round trips: ${fmt(plan.sequential)} ` +
+    `Medians of ${plan.rounds} bursts of ${fmt(plan.burst)} (order alternating); round trips: ${fmt(plan.sequential)} ` +
     `sequential requests each after ${fmt(plan.warmupSequential)} of warm-up. Prompt ${PROMPT_TOKENS} tokens, ` +
     `reply ${GENERATED_TOKENS} generated tokens.`,
     heapLine("baseline", b),
-    ...(c !== undefined ? [heapLine("client", c)] : []),
+    ...(c !== undefined ? [heapLine(clientLabel, c)] : []),
     ...(clientNote !== undefined ? [`client not measured: ${clientNote}`] : [])
   ].join("\n")
 }
@@ -409,29 +420,38 @@ const report = (plan: Plan, b: Summary, c: Summary | undefined, clientNote: stri
 // The run
 // ---------------------------------------------------------------------------------------------
 
-export const run = async (): Promise<{ readonly baseline: Summary; readonly client: Summary | undefined }> => {
+export const run = async (): Promise<{
+  readonly baseline: Summary
+  readonly client: Summary | undefined
+  readonly batch: Summary | undefined
+}> => {
   const quick = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1"
   const plan = quick ? QUICK : FULL
   const log = (line: string) => console.log(`[client bench] ${line}`)
-  log(`${quick ? "quick" : "full"} run: stand-in, baseline and client in separate processes`)
+  log(`${quick ? "quick" : "full"} run: stand-in, baseline and client (submit, submitAll) in separate processes`)
 
   const started: Array<Child> = []
   try {
     const standIn = await startStandIn()
     started.push(standIn.child)
-    const baseline = await startSubject("baseline", standIn.address)
-    started.push(baseline.child)
-    const client = await startSubject("client", standIn.address)
-    started.push(client.child)
-    if (client.unavailable !== undefined) log(`client unavailable (${client.unavailable}); baseline only`)
-    const subjects = client.unavailable === undefined ? [baseline, client] : [baseline]
+    const all: Array<SubjectProcess> = []
+    for (const name of ["baseline", "client", "batch"] as const) {
+      const subject = await startSubject(name, standIn.address)
+      started.push(subject.child)
+      if (subject.unavailable !== undefined) log(`${name} unavailable (${subject.unavailable})`)
+      all.push(subject)
+    }
+    const subjects = all.filter((s) => s.unavailable === undefined)
+    if (!subjects.some((s) => s.name === "baseline")) throw new Error("the baseline could not be measured")
     const figures = new Map(subjects.map((s) => [s.name, emptyFigures()]))
+    // `batch` answers one-at-a-time round trips with the same `submit` loop as `client`: once is enough.
+    const sequentialSubjects = subjects.filter((s) => s.name !== "batch")
 
     log("warm-up")
     for (let i = 0; i < plan.warmupBursts; i++) {
       for (const s of subjects) await burst(s, standIn.child, plan.warmupBurst)
     }
-    for (const s of subjects) await s.child.call("sequential", { n: plan.warmupSequential })
+    for (const s of sequentialSubjects) await s.child.call("sequential", { n: plan.warmupSequential })
 
     for (const s of subjects) figures.get(s.name)!.heapStart = (await s.child.call("heap")).heapUsed as number
     for (let round = 0; round < plan.rounds; round++) {
@@ -447,7 +467,7 @@ export const run = async (): Promise<{ readonly baseline: Summary; readonly clie
 
     log("round trips")
     for (const half of [0, 1]) {
-      const order = half === 0 ? subjects : [...subjects].reverse()
+      const order = half === 0 ? sequentialSubjects : [...sequentialSubjects].reverse()
       for (const s of order) {
         const { times } = (await s.child.call("sequential", { n: plan.sequential / 2 })) as { times: Array<number> }
         figures.get(s.name)!.roundTripsMs.push(...times)
@@ -461,18 +481,25 @@ export const run = async (): Promise<{ readonly baseline: Summary; readonly clie
 
     for (const s of subjects) await s.child.call("close")
 
-    const b = summarize(figures.get("baseline")!)
-    const c = figures.has("client") ? summarize(figures.get("client")!) : undefined
+    const summary = (name: SubjectName) => (figures.has(name) ? summarize(figures.get(name)!) : undefined)
+    const note = (name: SubjectName) => all.find((s) => s.name === name)?.unavailable
+    const b = summary("baseline")!
+    const c = summary("client")
+    const batch = summary("batch")
     console.log("")
-    console.log(report(plan, b, c, client.unavailable))
+    console.log("InferenceClient.submit, one fiber per request (Effect.forEach, unbounded):")
+    console.log(report(plan, b, c, note("client"), "client"))
+    console.log("")
+    console.log("InferenceClient.submitAll, one stream for the burst (round trips: as above):")
+    console.log(report(plan, b, batch, note("batch"), "submitAll"))
     console.log("")
     try {
       mkdirSync(".bench", { recursive: true })
-      writeFileSync(".bench/client.json", JSON.stringify({ plan, baseline: b, client: c }, null, 2) + "\n")
+      writeFileSync(".bench/client.json", JSON.stringify({ plan, baseline: b, client: c, batch }, null, 2) + "\n")
     } catch {
       // The JSON copy is a convenience; the table above is the report.
     }
-    return { baseline: b, client: c }
+    return { baseline: b, client: c, batch }
   } finally {
     await Promise.all(started.map((child) => child.stop()))
   }

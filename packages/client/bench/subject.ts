@@ -1,7 +1,7 @@
 /**
  * One measured implementation (the plain baseline, or the `InferenceClient`), in a process of
  * its own so that its CPU time and heap are its own. Forked by `client.bench.ts` with
- * `node [...] --expose-gc subject.ts <baseline|client> <address>`; driven over IPC, one command
+ * `node [...] --expose-gc subject.ts <baseline|client|batch> <address>`; driven over IPC, one command
  * at a time, each answered `{ id, ... }`:
  *
  * - `burst { n }`: n requests in flight at once; answers the wall time (ms) and this process's
@@ -56,7 +56,7 @@ const main = async (kind: string, address: string): Promise<void> => {
   try {
     subject = kind === "baseline"
       ? await (await import("./baseline.ts")).make(address, prompt, samplingParamsWire)
-      : await (await import("./clientSubject.ts")).make(address, prompt, samplingParamsInput)
+      : await (await import("./clientSubject.ts")).make(address, prompt, samplingParamsInput, kind === "batch" ? "submitAll" : "submit")
   } catch (error) {
     if (error instanceof Unavailable) {
       process.send?.({ unavailable: error.message })

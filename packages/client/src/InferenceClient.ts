@@ -17,6 +17,7 @@ import {
   type WireTypes
 } from "@mcore-effect/protocol"
 import type * as Config from "effect/Config"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -25,8 +26,10 @@ import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
 import * as References from "effect/References"
 import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Tracer from "effect/Tracer"
 import * as ClientConfig from "./ClientConfig.ts"
@@ -149,6 +152,38 @@ export interface Submitted {
 }
 
 /**
+ * One request of a {@link Service.submitAll} batch: what `submit` takes, as one object.
+ *
+ * @since 0.1.0
+ */
+export interface BatchRequest extends SubmitOptions {
+  readonly prompt: PromptInput
+  readonly samplingParams?: SamplingParams.SamplingParamsInput | undefined
+}
+
+/**
+ * A finished request of a {@link Service.submitAll} batch: its position in the input, its id and
+ * its reply.
+ *
+ * @since 0.1.0
+ */
+export interface BatchReply {
+  readonly index: number
+  readonly requestId: number
+  readonly reply: Reply
+}
+
+/**
+ * Options of {@link Service.submitAll}.
+ *
+ * @since 0.1.0
+ */
+export interface SubmitAllOptions {
+  /** Requests in flight at once (default: all of them). */
+  readonly concurrency?: number | "unbounded" | undefined
+}
+
+/**
  * The service.
  *
  * @since 0.1.0
@@ -169,6 +204,18 @@ export interface Service {
     samplingParams?: SamplingParams.SamplingParamsInput | undefined,
     options?: SubmitOptions | undefined
   ) => Effect.Effect<Submitted, ClientError>
+  /**
+   * Submits many requests and streams their replies as they finish (in completion order; `index`
+   * tells which input each answers), keeping at most `concurrency` in flight. No fiber waits per
+   * request: each pending request costs about a tenth of what a `submit` in its own fiber costs,
+   * which is what a rollout driver with 100,000 prompts in flight wants. Like `Effect.forEach`,
+   * the first failure (an invalid request, a deadline, the coordinator lost) fails the stream and
+   * aborts the requests still in flight; so does ending consumption early.
+   */
+  readonly submitAll: (
+    requests: Iterable<BatchRequest>,
+    options?: SubmitAllOptions | undefined
+  ) => Stream.Stream<BatchReply, ClientError>
   /**
    * A streamed request, submitted when the stream is run (with `streaming` forced on): its
    * partials in order, then its final reply, then the end. Ending consumption early aborts it.
@@ -572,6 +619,23 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
   ) =>
   (requestId: number) => Submission.submitRequestWithKv({ requestId, prompt, samplingParams, kvMeta, srcBlockIds, streaming })
 
+  /** Runs `start` in a span named `name` for the stream's lifetime, when a tracer is installed. */
+  const inStreamSpan = <A>(
+    fiber: Fiber.Fiber<unknown, unknown>,
+    name: string,
+    start: (span: Tracer.Span | undefined) => Effect.Effect<A, ClientError, Scope.Scope>
+  ): Effect.Effect<A, ClientError, Scope.Scope> => {
+    if (!tracing(fiber)) return start(undefined)
+    return Effect.makeSpan(name).pipe(
+      Effect.tap((span) =>
+        Effect.addFinalizer((exit) =>
+          Effect.clockWith((clock) => Effect.sync(() => span.end(clock.currentTimeNanosUnsafe(), exit)))
+        )
+      ),
+      Effect.flatMap(start)
+    )
+  }
+
   /**
    * A streamed operation: the request is registered when the stream starts, with the stream's
    * queue as its entry; the stream's end (or its consumer stopping) aborts it if still pending.
@@ -594,15 +658,91 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
           span?.attribute(REQUEST_ID, requestId)
           return Effect.addFinalizer(() => Effect.sync(() => cancel(requestId)))
         }
-        if (!tracing(fiber)) return start(undefined)
-        return Effect.makeSpan(name).pipe(
-          Effect.tap((span) =>
-            Effect.addFinalizer((exit) =>
-              Effect.clockWith((clock) => Effect.sync(() => span.end(clock.currentTimeNanosUnsafe(), exit)))
-            )
-          ),
-          Effect.flatMap(start)
-        )
+        return inStreamSpan(fiber, name, start)
+      })
+    )
+
+  /**
+   * A batch: requests are registered while fewer than `concurrency` are in flight, each next one
+   * as a reply frees a place (from the listener, synchronously); replies go to the stream's queue.
+   */
+  const batch = (requests: Iterable<BatchRequest>, options: SubmitAllOptions | undefined) =>
+    Stream.callback<BatchReply, ClientError>((queue) =>
+      Effect.withFiber((fiber) => {
+        const concurrency = options?.concurrency === undefined || options.concurrency === "unbounded"
+          ? Infinity
+          : options.concurrency
+        if (!(concurrency >= 1)) {
+          return Effect.fail(invalidArgument("concurrency", `expected at least 1, got ${String(options?.concurrency)}`))
+        }
+        return inStreamSpan(fiber, "InferenceClient.submitAll", (span) => {
+          let iterator: Iterator<BatchRequest>
+          try {
+            iterator = requests[Symbol.iterator]()
+          } catch (cause) {
+            return Effect.fail(invalidArgument("requests", `not iterable: ${String(cause)}`))
+          }
+          let next = 0
+          let inFlight = 0
+          let exhausted = false
+          let ended = false
+          const end = (error: ClientError | undefined): void => {
+            if (ended) return
+            ended = true
+            if (error === undefined) {
+              Queue.endUnsafe(queue)
+            } else {
+              pending.abortBatch(sink)
+              Queue.failCauseUnsafe(queue, Cause.fail(error))
+            }
+          }
+          const sink: PendingRequests.BatchSink<Reply> = {
+            completed: (entry, reply) => {
+              inFlight--
+              Queue.offerUnsafe(queue, { index: entry.index, requestId: entry.requestId, reply })
+              fill()
+            },
+            failed: (_, error) => {
+              inFlight--
+              end(error)
+            }
+          }
+          const fill = (): void => {
+            while (!ended && !exhausted && inFlight < concurrency) {
+              let item: IteratorResult<BatchRequest>
+              try {
+                item = iterator.next()
+              } catch (cause) {
+                return end(invalidArgument("requests", `the iterator threw: ${String(cause)}`))
+              }
+              if (item.done === true) {
+                exhausted = true
+                break
+              }
+              const index = next++
+              const request = item.value
+              const registered = register(
+                submission(request.prompt, request.samplingParams, request, false),
+                (requestId, startedAt) => new PendingRequests.Batched<Reply>(sink, index, requestId, startedAt),
+                request.timeout
+              )
+              if (Result.isFailure(registered)) return end(registered.failure)
+              inFlight++
+            }
+            if (exhausted && inFlight === 0) end(undefined)
+          }
+          fill()
+          span?.attribute("mcore.batch_size", next)
+          return Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              // The consumer stopped early: what is still in flight is aborted.
+              if (!ended) {
+                ended = true
+                pending.abortBatch(sink)
+              }
+            })
+          )
+        })
       })
     )
 
@@ -635,6 +775,7 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
       new SingleRequest<Reply>(startSingle, "submit", prompt, samplingParams, options, undefined, undefined),
     submitWithId: (prompt, samplingParams, options) =>
       new SingleRequest<Submitted>(startSingle, "submitWithId", prompt, samplingParams, options, undefined, undefined),
+    submitAll: batch,
     stream: (prompt, samplingParams, options) =>
       streamed("InferenceClient.stream", submission(prompt, samplingParams, options, true), options?.timeout),
     submitWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
