@@ -201,12 +201,33 @@ export class ProtocolError extends Schema.TaggedError<ProtocolError>("@mcore-eff
  */
 export const protocolError = (reason: ProtocolErrorReason): ProtocolError => new ProtocolError({ reason })
 
+/**
+ * A received value, shown in a message: JSON-like, and short whatever arrived (a hostile peer can
+ * send a megabyte, or arrays nested hundreds deep, as a header). Never throws.
+ */
 const formatValue = (value: unknown): string => {
-  if (typeof value === "string") return JSON.stringify(value)
-  if (typeof value === "bigint") return `${value}`
-  try {
-    return JSON.stringify(value) ?? String(value)
-  } catch {
-    return String(value)
+  const text = preview(value, 0)
+  return text.length > 100 ? `${text.slice(0, 97)}...` : text
+}
+
+const preview = (value: unknown, depth: number): string => {
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}...` : value)
+    case "bigint":
+      return `${value}`
+    case "object": {
+      if (value === null) return "null"
+      if (value instanceof Uint8Array) return `<${value.byteLength} bytes>`
+      const items = Array.isArray(value) ? value : Object.entries(value)
+      if (depth >= 3) return Array.isArray(value) ? "[...]" : "{...}"
+      const shown = items.slice(0, 6).map((item) =>
+        Array.isArray(value) ? preview(item, depth + 1) : `${JSON.stringify(item[0])}:${preview(item[1], depth + 1)}`
+      )
+      if (items.length > 6) shown.push("...")
+      return Array.isArray(value) ? `[${shown.join(",")}]` : `{${shown.join(",")}}`
+    }
+    default:
+      return String(value)
   }
 }

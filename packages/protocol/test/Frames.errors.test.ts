@@ -92,6 +92,18 @@ describe("malformed frames are typed, with the frame and the reason", () => {
     expect(failureOf(Messages.Client.decode([pack([99])])).reason).toMatchObject({ _tag: "UnknownHeader", value: 99 })
   })
 
+  it("an unknown header that is huge or nested deep: the message shows a short preview and never throws", () => {
+    let nested: unknown = 1
+    for (let i = 0; i < 500; i++) nested = [nested]
+    const huge = { key: "x".repeat(1_000_000), list: new Array(100_000).fill(7) }
+    for (const header of [nested, huge]) {
+      const error = failureOf(Messages.Client.decode([pack([header])]))
+      expect(error.reason._tag).toBe("UnknownHeader")
+      expect(error.message.length).toBeLessThan(160)
+    }
+    expect(failureOf(Messages.Client.decode([pack([{ a: [1, "two"] }])])).message).toContain(`{"a":[1,"two"]}`)
+  })
+
   it("a known header that does not travel in this direction", () => {
     const reason = failureOf(Messages.Coordinator.decode([pack([20, 1, {}, null]), nil, nil, nil, nil])).reason
     expect(reason._tag).toBe("MalformedFrame")
