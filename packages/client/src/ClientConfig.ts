@@ -60,6 +60,12 @@ export interface ClientOptions {
   readonly maxDecodedBytes?: number | undefined
   /** CurveZMQ, for a coordinator that authenticates its peers. Default: none. */
   readonly curve?: CurveOptions | undefined
+  /**
+   * The most closing may spend delivering messages still queued (a control signal sent just
+   * before), while the coordinator is connected; when it is not, closing does not wait. Default
+   * 1 second.
+   */
+  readonly closeTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -92,6 +98,7 @@ export interface ResolvedOptions {
   readonly maxFrameBytes: number
   readonly maxDecodedBytes: number
   readonly curve: CurveOptions | undefined
+  readonly closeTimeoutMillis: number
 }
 
 /**
@@ -104,7 +111,10 @@ export const defaults = {
   heartbeatInterval: Duration.seconds(1),
   heartbeatTimeout: Duration.seconds(5),
   maxFrameBytes: 64 * 1024 * 1024,
-  maxDecodedBytes: 256 * 1024 * 1024
+  maxDecodedBytes: 256 * 1024 * 1024,
+  // Far more than a connected coordinator needs (microseconds on loopback); little enough that a
+  // program closing its client never notices.
+  closeTimeout: Duration.seconds(1)
 } as const
 
 const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number =>
@@ -130,7 +140,8 @@ export const resolve = (options: ClientOptions): ResolvedOptions => ({
     : millis(options.requestTimeout, Duration.zero),
   maxFrameBytes: options.maxFrameBytes ?? defaults.maxFrameBytes,
   maxDecodedBytes: options.maxDecodedBytes ?? defaults.maxDecodedBytes,
-  curve: options.curve
+  curve: options.curve,
+  closeTimeoutMillis: millis(options.closeTimeout, defaults.closeTimeout)
 })
 
 const hostName = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*\.?$/
@@ -237,6 +248,7 @@ const curveConfig: Config.Config<CurveOptions | undefined> = Config.all({
  * | `MCORE_HEARTBEAT_INTERVAL` | `heartbeatInterval` |
  * | `MCORE_HEARTBEAT_TIMEOUT` | `heartbeatTimeout` |
  * | `MCORE_REQUEST_TIMEOUT` | `requestTimeout` |
+ * | `MCORE_CLOSE_TIMEOUT` | `closeTimeout` |
  * | `MCORE_MAX_FRAME_BYTES` | `maxFrameBytes` (an integer) |
  * | `MCORE_MAX_DECODED_BYTES` | `maxDecodedBytes` (an integer) |
  * | `MCORE_CURVE_SERVER_KEY` | `curve.serverKey`; `curve` is set only when this is |
@@ -272,6 +284,7 @@ export const config: Config.Config<ClientOptions> = Config.all({
   heartbeatInterval: optional(Config.Duration("MCORE_HEARTBEAT_INTERVAL")),
   heartbeatTimeout: optional(Config.Duration("MCORE_HEARTBEAT_TIMEOUT")),
   requestTimeout: optional(Config.Duration("MCORE_REQUEST_TIMEOUT")),
+  closeTimeout: optional(Config.Duration("MCORE_CLOSE_TIMEOUT")),
   maxFrameBytes: optional(Config.Int("MCORE_MAX_FRAME_BYTES")),
   maxDecodedBytes: optional(Config.Int("MCORE_MAX_DECODED_BYTES")),
   curve: curveConfig

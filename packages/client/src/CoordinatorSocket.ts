@@ -47,21 +47,10 @@ export interface Options {
   /** ZeroMQ drops the connection on a frame longer than this (bounds what one frame can allocate). */
   readonly maxMessageBytes: number
   readonly curve: CurveOptions | undefined
-  /**
-   * The most closing may spend delivering what is still queued, while the coordinator is
-   * connected. Default {@link defaultCloseTimeoutMillis}.
-   */
-  readonly closeTimeoutMillis?: number | undefined
+  /** The most closing may spend delivering what is still queued, while the coordinator is connected. */
+  readonly closeTimeoutMillis: number
   readonly events: ConnectionEvents
 }
-
-/**
- * How long closing may wait for queued messages by default: far more than a connected
- * coordinator needs (microseconds on loopback), little enough that a program never notices.
- *
- * @since 0.1.0
- */
-export const defaultCloseTimeoutMillis = 1_000
 
 /**
  * An open DEALER and its writer.
@@ -259,7 +248,7 @@ export const make = (options: Options): Effect.Effect<CoordinatorSocket, ClientE
     }),
     ({ dealer, link, writer }) =>
       Effect.promise(() =>
-        flushAndClose(dealer, writer, link, options.closeTimeoutMillis ?? defaultCloseTimeoutMillis)
+        flushAndClose(dealer, writer, link, options.closeTimeoutMillis)
       )
   ).pipe(Effect.map(({ dealer, link, writer }): CoordinatorSocket => {
     const up = (frames: Array<Buffer>): Array<Buffer> => {

@@ -440,6 +440,7 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
     // Twice the soft limit: a reply a little over it fails alone; a monstrous frame is never held.
     maxMessageBytes: 2 * config.maxFrameBytes,
     curve: config.curve,
+    closeTimeoutMillis: config.closeTimeoutMillis,
     events: {
       onUp: () => {
         // A new connection (after a loss, or after the first one dropped before its
@@ -490,10 +491,12 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
     }
   })
 
-  // Runs first at scope close: from here on every operation fails with ClientClosed.
+  // Runs first at scope close: from here on every operation fails with ClientClosed, and what is
+  // pending fails now rather than after the socket has flushed its queue.
   yield* Effect.addFinalizer(() =>
     Effect.sync(() => {
       state = "closed"
+      pending.failAll(closedError)
     })
   )
 

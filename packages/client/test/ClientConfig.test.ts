@@ -19,7 +19,8 @@ describe("ClientConfig", () => {
       requestTimeoutMillis: undefined,
       maxFrameBytes: 64 * 1024 * 1024,
       maxDecodedBytes: 256 * 1024 * 1024,
-      curve: undefined
+      curve: undefined,
+      closeTimeoutMillis: 1_000
     })
   })
 
@@ -51,11 +52,16 @@ describe("ClientConfig", () => {
         heartbeatInterval: expect.anything(),
         heartbeatTimeout: expect.anything(),
         requestTimeout: undefined,
+        closeTimeout: expect.anything(),
         maxFrameBytes: 1_048_576,
         maxDecodedBytes: 4_194_304,
         curve: undefined
       })
-      expect(ClientConfig.resolve(options)).toMatchObject({ connectTimeoutMillis: 3_000, heartbeatTimeoutMillis: 2_000 })
+      expect(ClientConfig.resolve(options)).toMatchObject({
+        connectTimeoutMillis: 3_000,
+        heartbeatTimeoutMillis: 2_000,
+        closeTimeoutMillis: 250
+      })
     }).pipe(Effect.provide(fromEnv({
       MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
       MCORE_DESERIALIZE: "true",
@@ -64,6 +70,7 @@ describe("ClientConfig", () => {
       MCORE_CONNECT_TIMEOUT: "3 seconds",
       MCORE_HEARTBEAT_INTERVAL: "500 millis",
       MCORE_HEARTBEAT_TIMEOUT: "2 seconds",
+      MCORE_CLOSE_TIMEOUT: "250 millis",
       MCORE_MAX_FRAME_BYTES: "1048576",
       MCORE_MAX_DECODED_BYTES: "4194304"
     }))))
