@@ -179,7 +179,11 @@ export interface BatchReply {
  * @since 0.1.0
  */
 export interface SubmitAllOptions {
-  /** Requests in flight at once (default: all of them). */
+  /**
+   * Requests in flight at once (default: all of them). A place frees when a reply arrives, not
+   * when the stream's consumer takes it: replies the consumer has not reached yet wait in the
+   * stream's buffer.
+   */
   readonly concurrency?: number | "unbounded" | undefined
 }
 
