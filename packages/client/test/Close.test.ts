@@ -8,11 +8,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { TestCluster } from "@mcore-effect/testkit"
 import { fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { Effect, Exit, Metric, Schedule, Scope } from "effect"
+import { Effect, Exit, Schedule, Scope } from "effect"
 import { InferenceClient } from "../src/index.ts"
-
-const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provideService(effect, Metric.MetricRegistry, new Map())
+import { withRegistry } from "./support/Cluster.ts"
 
 /** Real elapsed milliseconds of an effect (the scope's close runs on real timers). */
 const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>

@@ -4,19 +4,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Msgpack, Reply } from "@mcore-effect/protocol"
-import { Faults, Generation, TestCluster, Vocabulary } from "@mcore-effect/testkit"
+import { Faults, Generation, Vocabulary } from "@mcore-effect/testkit"
 import { Effect, Fiber, Metric, Result, Schedule, Stream, Tracer } from "effect"
-import { type ClientConfig, ClientMetrics, InferenceClient } from "../src/index.ts"
-
-const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provideService(effect, Metric.MetricRegistry, new Map())
-
-const setup = (options?: TestCluster.Options & { readonly client?: Partial<ClientConfig.ClientOptions> }) =>
-  Effect.gen(function*() {
-    const cluster = yield* TestCluster.make({ engines: 2, ...options })
-    const client = yield* InferenceClient.make({ address: cluster.address, ...options?.client })
-    return { cluster, client }
-  })
+import { ClientMetrics, InferenceClient } from "../src/index.ts"
+import { setup, withRegistry } from "./support/Cluster.ts"
 
 const text = "the quick fox runs over the dog"
 const tokens = Vocabulary.tokenize(text)

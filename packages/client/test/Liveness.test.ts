@@ -9,9 +9,7 @@ import { fileURLToPath } from "node:url"
 import { Effect, Fiber, Metric, Schedule } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import * as ChildCoordinator from "./support/ChildCoordinator.ts"
-
-const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provideService(effect, Metric.MetricRegistry, new Map())
+import { withRegistry } from "./support/Cluster.ts"
 
 /** A bound on waiting, far above the heartbeat timeout: exceeding it means the client hung. */
 const bounded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>

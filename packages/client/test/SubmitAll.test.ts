@@ -3,19 +3,10 @@
  * coordinator and engines over real ZeroMQ sockets on loopback.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Generation, TestCluster, Vocabulary } from "@mcore-effect/testkit"
+import { Generation, Vocabulary } from "@mcore-effect/testkit"
 import { Effect, Metric, Stream } from "effect"
-import { type ClientConfig, ClientMetrics, InferenceClient } from "../src/index.ts"
-
-const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provideService(effect, Metric.MetricRegistry, new Map())
-
-const setup = (options?: TestCluster.Options & { readonly client?: Partial<ClientConfig.ClientOptions> }) =>
-  Effect.gen(function*() {
-    const cluster = yield* TestCluster.make({ engines: 2, ...options })
-    const client = yield* InferenceClient.make({ address: cluster.address, ...options?.client })
-    return { cluster, client }
-  })
+import { ClientMetrics, InferenceClient } from "../src/index.ts"
+import { setup, withRegistry } from "./support/Cluster.ts"
 
 /** A different prompt for each index, so each reply shows which request it answers. */
 const promptOf = (i: number): ReadonlyArray<number> => Vocabulary.tokenize(`request number ${i} of the batch`)

@@ -118,25 +118,11 @@ class Reader {
   }
 
   private key(): string {
-    const b = this.b
-    const t = b[this.pos]
-    let n: number
-    if (t !== undefined && t >= 0xa0 && t <= 0xbf) {
-      n = t & 0x1f
-      this.pos++
-    } else if (t === 0xd9) {
-      this.pos++
-      n = this.u8()
-    } else if (t === 0xda || t === 0xdb) {
-      this.pos++
-      n = t === 0xda ? this.u16() : this.u32()
-    } else if (t === undefined) {
-      throw new Malformed("Unexpected end of MessagePack data")
-    } else {
-      // A key that is not a str: msgpackr's rules for those apply.
-      throw Unsupported.instance
-    }
-    const key = this.str(n)
+    const t = this.b[this.pos]
+    if (t === undefined) throw new Malformed("Unexpected end of MessagePack data")
+    // A key that is not a str: msgpackr's rules for those apply.
+    if (!((t >= 0xa0 && t <= 0xbf) || (t >= 0xd9 && t <= 0xdb))) throw Unsupported.instance
+    const key = this.value(0) as string
     return key === "__proto__" ? "__proto_" : key
   }
 

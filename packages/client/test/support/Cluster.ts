@@ -1,0 +1,25 @@
+/**
+ * What the client's loopback tests share: a fresh metrics registry per test, and a test cluster
+ * (coordinator and engines from the testkit) with a client connected to it.
+ */
+import { TestCluster, type TestkitError } from "@mcore-effect/testkit"
+import { Effect, Metric, type Scope } from "effect"
+import { type ClientConfig, type ClientError, InferenceClient } from "../../src/index.ts"
+
+/** Runs `effect` with a registry of its own, so its metrics start at zero. */
+export const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provideService(effect, Metric.MetricRegistry, new Map())
+
+/** A cluster (two engines unless told otherwise) and a client connected to it, in the scope. */
+export const setup = (
+  options?: TestCluster.Options & { readonly client?: Partial<ClientConfig.ClientOptions> }
+): Effect.Effect<
+  { readonly cluster: TestCluster.Handle; readonly client: InferenceClient.Service },
+  TestkitError.TestkitError | ClientError.ClientError,
+  Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const cluster = yield* TestCluster.make({ engines: 2, ...options })
+    const client = yield* InferenceClient.make({ address: cluster.address, ...options?.client })
+    return { cluster, client }
+  })
