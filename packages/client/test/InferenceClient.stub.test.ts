@@ -5,12 +5,22 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Msgpack } from "@mcore-effect/protocol"
-import { Effect, Exit, Fiber, Metric, Result, Scope, Stream } from "effect"
+import { Effect, Exit, Fiber, Metric, References, Result, Scope, Stream } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import * as StubCoordinator from "./support/StubCoordinator.ts"
 
 const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provideService(effect, Metric.MetricRegistry, new Map())
+
+/** Bytes written as hex, spaces allowed. */
+const hex = (h: string) => Buffer.from(h.replace(/ /g, ""), "hex")
+
+/** Messages the client dropped, for one reason. */
+const dropped = (reason: "malformed" | "unknown_request") =>
+  Metric.value(Metric.withAttributes(ClientMetrics.messagesDropped, { reason }))
+
+/** Warnings off: the test sends what the client warns about. */
+const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, References.MinimumLogLevel, "Error")
 
 /** The next message whose tag is `tag`, skipping CONNECTs. */
 const takeMessage = (stub: StubCoordinator.StubCoordinator) =>
@@ -262,6 +272,59 @@ describe("InferenceClient against a stub coordinator", () => {
       expect(error.reason).toMatchObject({ _tag: "MalformedReply", requestId: 0 })
       expect((yield* Fiber.join(second)).status).toBe("COMPLETED")
     }).pipe(withRegistry))
+
+  it.live("float ids and float headers, at every width, are counted and dropped; the request completes with its real reply", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const fiber = yield* Effect.forkChild(Stream.runCollect(client.stream([1, 2])))
+      const submitted = yield* takeMessage(stub)
+      // What a reply or partial for request 0 would be, with the wrong content.
+      const wrongReply = Msgpack.encode({ request_id: 0, status: "FAILED", generated_tokens: [666] })
+      const wrongPartial = Msgpack.encode({ request_id: 0, new_tokens: [666] })
+      const hostile: Array<Array<Uint8Array>> = [
+        [hex("92 15 cb 0000000000000000"), wrongReply], // [21, 0.0] float64 id
+        [hex("92 15 ca 00000000"), wrongReply], // [21, 0.0] float32 id
+        [hex("92 cb 4035000000000000 00"), wrongReply], // [21.0, 0] float64 header
+        [hex("92 ca 41a80000 00"), wrongReply], // [21.0, 0] float32 header
+        [hex("92 16 cb 0000000000000000"), wrongPartial], // [22, 0.0]
+        [hex("92 16 ca 00000000"), wrongPartial],
+        [hex("92 cb 4036000000000000 00"), wrongPartial], // [22.0, 0]
+        [hex("92 ca 41b00000 00"), wrongPartial]
+      ]
+      for (const frames of hostile) yield* stub.send(submitted.identity, frames)
+      yield* stub.partial(submitted.identity, 0, [7])
+      yield* stub.reply(submitted.identity, 0, { request_id: 0, status: "COMPLETED", generated_tokens: [7] })
+      const events = yield* Fiber.join(fiber)
+      expect(events.map((e) => (e._tag === "Final" ? ["Final", e.reply.status, e.reply.generated_tokens] : [e._tag, e.newTokens])))
+        .toEqual([[events[0]!._tag, [7]], ["Final", "COMPLETED", [7]]])
+      expect((yield* dropped("malformed")).count).toBe(hostile.length)
+      expect((yield* dropped("unknown_request")).count).toBe(0)
+      expect((yield* Metric.value(ClientMetrics.completed)).count).toBe(1)
+    }).pipe(withRegistry, quiet))
+
+  it.live("maps with keys that are not strings, or a key twice: a partial is dropped, a reply fails only its own request", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const first = yield* Effect.forkChild(client.submit("a"))
+      const second = yield* Effect.forkChild(client.submit("b"))
+      const a = yield* takeMessage(stub)
+      yield* takeMessage(stub)
+      // Python's packb of {1: 2, 3: [4]}, {"1": 2, 1: 3}, {None: 1}; then {"request_id": 1,
+      // "request_id": 1} and {"new_tokens": [9], "new_tokens": [9], "request_id": 1}, which no dict packs.
+      const bodies = ["82 01 02 03 91 04", "82 a1 31 02 01 03", "81 c0 01"].map(hex)
+      const twice = hex("82 aa 726571756573745f6964 01 aa 726571756573745f6964 01")
+      const partialTwice = hex("83 aa 6e65775f746f6b656e73 91 09 aa 6e65775f746f6b656e73 91 09 aa 726571756573745f6964 01")
+      for (const body of [...bodies, twice, partialTwice]) yield* stub.send(a.identity, [Msgpack.encode([22, 1]), body])
+      yield* stub.reply(a.identity, 1, { request_id: 1, status: "COMPLETED", generated_text: "real" })
+      expect(yield* Fiber.join(second)).toMatchObject({ status: "COMPLETED", generated_text: "real" })
+      yield* stub.send(a.identity, [Msgpack.encode([21, 0]), bodies[0]!])
+      const error = yield* Effect.flip(Fiber.join(first))
+      expect(error.reason).toMatchObject({ _tag: "MalformedReply", requestId: 0, why: "a map key must be a string, got an integer" })
+      expect((yield* dropped("malformed")).count).toBe(6)
+      expect((yield* Metric.value(ClientMetrics.completed)).count).toBe(1)
+    }).pipe(withRegistry, quiet))
 
   it.live("closing the scope fails pending requests and streams with ClientClosed", () =>
     Effect.gen(function*() {

@@ -10,9 +10,11 @@
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import * as Headers from "./Headers.ts"
 import type * as MessageSpec from "./MessageSpec.ts"
 import * as Msgpack from "./Msgpack.ts"
+import * as MsgpackScan from "./MsgpackScan.ts"
 import {
   ArityMismatch,
   MalformedFrame,
@@ -38,9 +40,93 @@ const fieldDecoder = (schema: Schema.Top): FieldDecoder => {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Integers on the wire
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Whether the bytes of a decoded value hold a float where the schema declares an integer: `5.0`
+ * decodes to the number 5, which an integer schema then accepts, so the check is on the bytes.
+ * `true` when they do not (the value is fine).
+ */
+type WireIntCheck = (b: Uint8Array, p: number) => boolean
+
+const isFloatByte = (t: number | undefined): boolean => t === 0xca || t === 0xcb
+
+const hasIntCheck = (checks: SchemaAST.Checks | undefined): boolean =>
+  checks !== undefined && checks.some((check) =>
+    check._tag === "Filter"
+      ? (check.annotations as { readonly representation?: { readonly id?: unknown } } | undefined)?.representation?.id ===
+        "effect/schema/isInt"
+      : hasIntCheck(check.checks as SchemaAST.Checks)
+  )
+
+/** Whether the schema takes a float at this place (one that is not an integer in its eyes). */
+const takesFloat = (ast: SchemaAST.AST): boolean => {
+  switch (ast._tag) {
+    case "Number":
+      return !hasIntCheck(ast.checks)
+    case "Literal":
+      return typeof ast.literal === "number" && !Number.isInteger(ast.literal)
+    case "Union":
+      return ast.types.some(takesFloat)
+    case "Null":
+    case "Undefined":
+    case "Void":
+    case "Never":
+    case "String":
+    case "Boolean":
+    case "BigInt":
+    case "Symbol":
+    case "UniqueSymbol":
+    case "TemplateLiteral":
+    case "Arrays":
+      return false
+    default:
+      // Unknown, declarations, maps: not looked into.
+      return true
+  }
+}
+
+/**
+ * The check of one metadata value, from its wire (encoded) schema: a float is refused where only
+ * integers are declared (a header, a request id), and arrays are looked into (batched ids).
+ * Maps are not (sampling parameters keep their own rules). `undefined`: nothing to check.
+ */
+const wireIntCheck = (ast: SchemaAST.AST): WireIntCheck | undefined => {
+  const floatOk = takesFloat(ast)
+  const arrays = ast._tag === "Arrays" ? [ast] : ast._tag === "Union" ? ast.types.filter(SchemaAST.isArrays) : []
+  const inner = arrays.map((a) => ({
+    elements: a.elements.map(wireIntCheck),
+    rest: a.rest.length > 0 ? wireIntCheck(a.rest[0]!) : undefined
+  }))
+  const nested = inner.some((a) => a.rest !== undefined || a.elements.some((e) => e !== undefined))
+  if (floatOk && !nested) return undefined
+  return (b, p) => {
+    if (isFloatByte(b[p])) return floatOk
+    if (!nested) return true
+    const header = MsgpackScan.arrayHeader(b, p)
+    if (header === undefined) return true
+    // An array the schema accepted: one of the array shapes must accept its bytes too.
+    return inner.some(({ elements, rest }) => {
+      let q = header.start
+      for (let i = 0; i < header.count; i++) {
+        const check = i < elements.length ? elements[i] : rest
+        if (check !== undefined && !check(b, q)) return false
+        q = MsgpackScan.skip(b, q)
+      }
+      return true
+    })
+  }
+}
+
 interface Compiled {
   readonly spec: MessageSpec.Any
   readonly metadata: ReadonlyArray<readonly [string, FieldDecoder]>
+  /** Per metadata value, its integer check on the wire (or `undefined`). */
+  readonly wireInts: ReadonlyArray<WireIntCheck | undefined>
+  /** The last metadata index with a check: the walk over frame 0's bytes stops there. */
+  readonly lastWireInt: number
   readonly bodies: ReadonlyArray<readonly [string, FieldDecoder]>
   /** Decoder of one element of the variadic body. */
   readonly variadicElement: FieldDecoder | undefined
@@ -48,9 +134,12 @@ interface Compiled {
 
 const compile = (spec: MessageSpec.Any): Compiled => {
   const variadic = spec.variadic
+  const wireInts = spec.metadataKeys.map((key) => wireIntCheck(SchemaAST.toEncoded((spec.metadata[key] as Schema.Top).ast)))
   return {
     spec,
     metadata: spec.metadataKeys.map((key) => [key, fieldDecoder(spec.metadata[key])] as const),
+    wireInts,
+    lastWireInt: wireInts.reduce((last, check, i) => (check === undefined ? last : i), -1),
     bodies: spec.bodyKeys
       .filter((key) => key !== variadic?.body)
       .map((key) => [key, fieldDecoder(spec.bodies[key])] as const),
@@ -164,6 +253,10 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
     if (!Array.isArray(values) || values.length === 0) {
       return malformed(null, 0, "the metadata frame is not an array starting with a header")
     }
+    const frame0 = frames[0]!
+    // 21.0 decodes to 21: a header is an integer on the wire, and a float one is not a header.
+    const array = MsgpackScan.arrayHeader(frame0, 0)!
+    if (isFloatByte(frame0[array.start])) return malformed(null, 0, "the header should be a msgpack integer, got a float")
     const header = Headers.decode(values[0])
     if (Result.isFailure(header)) return Result.fail(header.failure)
     const compiled = byHeader.get(header.success)
@@ -180,11 +273,17 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
       return malformed(spec.tag, 0, `expected ${compiled.metadata.length} metadata value(s) after the header, got ${values.length - 1}`)
     }
     const metadata: Record<string, unknown> = {}
+    let p = MsgpackScan.skip(frame0, array.start)
     for (let i = 0; i < compiled.metadata.length; i++) {
       const [key, decode] = compiled.metadata[i]!
       const value = decode(values[i + 1])
       if (Result.isFailure(value)) return malformed(spec.tag, 0, `${key}: ${value.failure}`)
+      const wireInt = compiled.wireInts[i]
+      if (wireInt !== undefined && !wireInt(frame0, p)) {
+        return malformed(spec.tag, 0, `${key}: integers on the wire are msgpack integers, got a float`)
+      }
       metadata[key] = value.success
+      if (i < compiled.lastWireInt) p = MsgpackScan.skip(frame0, p)
     }
     if (spec.variadic !== undefined) {
       const count = (metadata[spec.variadic.countedBy] as ReadonlyArray<unknown>).length

@@ -7,7 +7,9 @@
  * `undefined` as an extension, token typed arrays as bin). Decoding gives what msgpackr gives,
  * with records off and 64-bit integers as `bigint` only when they do not fit a number: a reader
  * of our own takes what Python writes (about twice as fast on a reply's token arrays and keys)
- * and hands anything else (extension types) to msgpackr.
+ * and hands anything else (extension types) to msgpackr. Map keys are strings only, each once
+ * per map, as Python's `unpackb` requires (`strict_map_key`), where msgpackr would turn `1` into
+ * `"1"` and let a later key overwrite an earlier one.
  *
  * @since 0.1.0
  */
@@ -637,9 +639,14 @@ const unpackr = new Unpackr({
 
 /**
  * Decodes exactly one msgpack value, as Python's `unpackb(bytes, raw=False)` would: trailing
- * bytes are an error, integers beyond 2^53 come back as `bigint`, bin as `Uint8Array`.
+ * bytes are an error, integers beyond 2^53 come back as `bigint`, bin as `Uint8Array`, maps as
+ * plain objects. A map key must be a str (Python's `strict_map_key`; bytes keys, which Python
+ * also allows, have no place in a JavaScript object either), and must not repeat in its map (no
+ * Python dict packs one twice; `__proto__` is read as `__proto_`, so that pair repeats too).
+ * The never-used byte 0xc1 is refused, as Python refuses it.
  *
- * @throws {@link NotDecodableException} for anything that is not one well-formed value.
+ * @throws {@link NotDecodableException} for anything that is not one well-formed value, and for
+ * a map with a key that is not a string or a key it holds twice.
  *
  * @example
  * ```ts
@@ -657,6 +664,11 @@ export const decode = (bytes: Uint8Array): unknown => {
   } catch (cause) {
     if (cause instanceof Reader.Malformed) throw new NotDecodableException(cause.message)
     if (!(cause instanceof Reader.Unsupported)) throw new NotDecodableException(String(cause))
+  }
+  try {
+    Reader.checkKeys(bytes)
+  } catch (cause) {
+    throw new NotDecodableException(cause instanceof globalThis.Error ? cause.message : String(cause))
   }
   try {
     // msgpackr's `unpack` refuses trailing bytes ("Data read, but end of buffer not reached").

@@ -138,6 +138,28 @@ export const mapHeader = (b: Uint8Array, p: number): { readonly count: number; r
 }
 
 /**
+ * The element count of the array at `p` and where its first element starts, or `undefined` when
+ * it is not an array (or its header is cut short).
+ *
+ * @example
+ * ```ts
+ * import { Msgpack, MsgpackScan } from "@mcore-effect/protocol"
+ *
+ * MsgpackScan.arrayHeader(Msgpack.encode([21, 5]), 0) // { count: 2, start: 1 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const arrayHeader = (b: Uint8Array, p: number): { readonly count: number; readonly start: number } | undefined => {
+  const t = b[p]
+  if (t === undefined) return undefined
+  if (t >= 0x90 && t <= 0x9f) return { count: t & 0x0f, start: p + 1 }
+  if (t === 0xdc && p + 3 <= b.length) return { count: u16(b, p + 1), start: p + 3 }
+  if (t === 0xdd && p + 5 <= b.length) return { count: u32(b, p + 1), start: p + 5 }
+  return undefined
+}
+
+/**
  * True when `b[start, end)` equals `expected`.
  *
  * @since 0.1.0

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
-import { Messages, Msgpack, type ProtocolError, SamplingParams } from "../src/index.ts"
+import { Messages, Msgpack, ProtocolError, SamplingParams } from "../src/index.ts"
 
 const pack = (value: unknown) => Msgpack.encode(value)
 const nil = pack(null)
@@ -136,6 +136,52 @@ describe("malformed frames are typed, with the frame and the reason", () => {
   it("a frame that is not bytes at all", () => {
     const frames = [params[0]!, "prompt" as unknown as Uint8Array, nil, nil, nil]
     expect(failureOf(Messages.Client.decode(frames)).reason).toMatchObject({ _tag: "MalformedFrame", frame: 1 })
+  })
+})
+
+describe("headers and request ids are msgpack integers: a float is a malformed frame 0", () => {
+  const hex = (h: string) => Buffer.from(h.replace(/ /g, ""), "hex")
+  const body = pack({ request_id: 5, status: "COMPLETED" })
+  // float64 5.0 is cb 40 14 00.., float32 ca 40 a0 00 00; 21.0 is cb 40 35 00.., ca 41 a8 00 00.
+  // `packb([21, 5.0])` is 92 15 cb 40 14 00 00 00 00 00 00 (Python's msgpack 1.0.3).
+  it.each([
+    ["[21, 5.0] float64 id", "92 15 cb4014000000000000", "EngineReply", "requestId: integers on the wire are msgpack integers, got a float"],
+    ["[21, 5.0] float32 id", "92 15 ca40a00000", "EngineReply", "requestId: integers on the wire are msgpack integers, got a float"],
+    ["[22, 5.0] float64 id", "92 16 cb4014000000000000", "EngineReplyPartial", "requestId: integers on the wire are msgpack integers, got a float"],
+    ["[21.0, 5] float64 header", "92 cb4035000000000000 05", null, "the header should be a msgpack integer, got a float"],
+    ["[21.0, 5] float32 header", "92 ca41a80000 05", null, "the header should be a msgpack integer, got a float"],
+    ["[1.0] float CONNECT_ACK", "91 cb3ff0000000000000", null, "the header should be a msgpack integer, got a float"]
+  ])("%s", (_, frame0, messageTag, why) => {
+    const frames = [hex(frame0), ...(messageTag === null && frame0.startsWith("91") ? [] : [body])]
+    const expected = new ProtocolError.MalformedFrame({ messageTag, frame: 0, why })
+    expect(failureOf(Messages.Coordinator.decodeEnvelope(frames)).reason).toEqual(expected)
+    expect(failureOf(Messages.Coordinator.decode(frames)).reason).toEqual(expected)
+  })
+
+  it("the same integers in their other widths decode (uint8 .. int64)", () => {
+    for (const id of ["05", "cc05", "cd0005", "ce00000005", "cf0000000000000005", "d005", "d10005", "d200000005", "d30000000000000005"]) {
+      const decoded = Messages.Coordinator.decodeEnvelope([hex(`92 15 ${id}`), body])
+      expect(Result.getOrThrow(decoded).metadata).toEqual({ requestId: 5 })
+    }
+  })
+
+  it("ids inside the engines' batches, and the client's own messages, are held to the same rule", () => {
+    const why = (key: string) => `${key}: integers on the wire are msgpack integers, got a float`
+    expect(failureOf(Messages.Engine.decodeEnvelope([hex("92 15 91 92 cb4014000000000000 c3"), body])).reason)
+      .toMatchObject({ messageTag: "EngineReplyBatch", why: why("entries") })
+    expect(failureOf(Messages.Engine.decodeEnvelope([hex("92 16 92 01 ca40a00000"), body, body])).reason)
+      .toMatchObject({ messageTag: "EngineReplyPartialBatch", why: why("requestIds") })
+    expect(failureOf(Messages.Client.decode([hex("92 17 cb4014000000000000")])).reason)
+      .toMatchObject({ messageTag: "AbortRequest", why: why("requestId") })
+    expect(failureOf(Messages.Client.decode([hex("92 2c cb4014000000000000")])).reason)
+      .toMatchObject({ messageTag: "SetGenerationEpoch", why: why("generationEpoch") })
+    const submit = [...params]
+    expect(params[0]!.subarray(0, 3)).toEqual(hex("94 14 01"))
+    submit[0] = Buffer.concat([hex("94 14 cb3ff0000000000000"), params[0]!.subarray(3)])
+    expect(failureOf(Messages.Client.decode(submit)).reason).toMatchObject({ messageTag: "SubmitRequest", why: why("requestId") })
+    // The sampling map keeps its floats, and a SUBMIT with an integer id decodes.
+    expect(Result.isSuccess(Messages.Client.decode(params))).toBe(true)
+    expect(Result.isSuccess(Messages.Engine.decodeEnvelope([pack([21, [[5, true], [6, false]]]), body, body]))).toBe(true)
   })
 })
 

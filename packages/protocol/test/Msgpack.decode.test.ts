@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { Unpackr } from "msgpackr"
-import { Msgpack } from "../src/index.ts"
+import { Msgpack, MsgpackScan } from "../src/index.ts"
 
 /** msgpackr as `Msgpack` configured it before it had a reader of its own. */
 const msgpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "auto" as "bigint" })
@@ -86,7 +86,9 @@ describe("Msgpack.decode", () => {
         if (bytes.length === 0) return
         const a = ours(bytes)
         const b = theirs(bytes)
-        expect(a.ok).toBe(b.ok)
+        // msgpackr takes any key, and merges repeated ones, and reads 0xc1 as a value: those are
+        // refused here only (as Python's unpackb refuses them).
+        expect(a.ok).toBe(b.ok && !breaksPythonRules(bytes))
         // Invalid UTF-8 is the one place the two may read differently (each its own replacement).
         if (a.ok && b.ok && JSON.stringify(a.value, replacer) !== JSON.stringify(b.value, replacer)) {
           expect(hasReplacementChar(a.value) || hasReplacementChar(b.value)).toBe(true)
@@ -104,6 +106,89 @@ describe("Msgpack.decode", () => {
     expect(Msgpack.decode(Msgpack.encode(2n ** 64n - 1n))).toBe(2n ** 64n - 1n)
   })
 
+  describe("map keys are strings, each once per map (Python's strict_map_key)", () => {
+    // Bytes from Python's msgpack 1.0.3, `packb(value, use_bin_type=True)`; `unpackb` refuses the
+    // first three ("int is not allowed for map key when strict_map_key=True").
+    it.each([
+      ["{1: 2, 3: [4]}", "820102039104", "a map key must be a string, got an integer"],
+      ["{'1': 2, 1: 3}", "82a131020103", "a map key must be a string, got an integer"],
+      ["{None: 1}", "81c001", "a map key must be a string, got nil"],
+      ["{1.5: 1}", "81cb3ff800000000000001", "a map key must be a string, got a float"],
+      ["{b'k': 1}", "81c4016b01", "a map key must be a string, got bytes"],
+      ["{(1,): 1}", "81910101", "a map key must be a string, got an array"],
+      ["{'a': {2: 3}}", "81a161810203", "a map key must be a string, got an integer"],
+      ["[{'a': 1}, {True: 1}]", "9281a1610181c301", "a map key must be a string, got a boolean"]
+    ])("refuses %s", (_, hex, why) => {
+      expect(() => Msgpack.decode(Buffer.from(hex, "hex"))).toThrow(new Msgpack.NotDecodableException(why))
+    })
+
+    it.each([
+      ["the same key twice", "82a16101a16102", "a"],
+      ["__proto__ beside __proto_ (read as the same key)", "82a95f5f70726f746f5f5f01a85f5f70726f746f5f02", "__proto_"],
+      ["a repeated key in a nested map", "81a17882a16201a16202", "b"]
+    ])("refuses %s, never merging the two", (_, hex, key) => {
+      expect(() => Msgpack.decode(Buffer.from(hex, "hex"))).toThrow(new Msgpack.NotDecodableException(`a map holds the key "${key}" twice`))
+    })
+
+    it("holds on the path left to msgpackr too (an extension value, deep nesting)", () => {
+      // {"a": <fixext>, 1: 2}: the extension sends the whole frame to msgpackr.
+      expect(() => Msgpack.decode(Buffer.from("82a161d4000001 02".replace(/ /g, ""), "hex"))).toThrow("got an integer")
+      expect(() => Msgpack.decode(Buffer.from("83a161d40000a16201a16202", "hex"))).toThrow('the key "b" twice')
+      const deep = (inner: ReadonlyArray<number>) => Uint8Array.from([...new Array<number>(600).fill(0x91), ...inner])
+      expect(() => Msgpack.decode(deep([0x81, 0x01, 0x02]))).toThrow("got an integer")
+      expect(() => Msgpack.decode(deep([0x82, 0xa1, 0x61, 0x01, 0xa1, 0x61, 0x02]))).toThrow('the key "a" twice')
+      expect(Msgpack.decode(deep([0x82, 0xa1, 0x61, 0x01, 0xa1, 0x62, 0x02]))).toBeDefined()
+      expect(Msgpack.decode(Buffer.from("82a161d40000a16201", "hex"))).toEqual({ a: undefined, b: 1 })
+    })
+
+    it("tells a repeat within a map from the same key in a nested or a sibling map", () => {
+      type Node = { readonly keys: ReadonlyArray<string>; readonly children: ReadonlyArray<Node> }
+      // Few distinct keys, so repeats are common; some long (past the string cache) or empty.
+      const key = fc.constantFrom("a", "b", "request_id", "__proto__", "__proto_", "", "k".repeat(30), "é")
+      const node: fc.Arbitrary<Node> = fc.letrec<{ node: Node }>((tie) => ({
+        node: fc.record({
+          keys: fc.array(key, { maxLength: 5 }),
+          children: fc.oneof({ maxDepth: 3, depthIdentifier: "maps" }, fc.constant([]), fc.array(tie("node"), { maxLength: 3 }))
+        })
+      })).node
+      /** A map of `keys`, each key's value one of the children (nested maps) or a number. */
+      const write = (w: Msgpack.Writer, n: Node): void => {
+        w.mapHeader(n.keys.length)
+        n.keys.forEach((k, i) => {
+          w.string(k)
+          const child = n.children[i]
+          if (child === undefined) w.value(i)
+          else write(w, child)
+        })
+      }
+      const repeats = (n: Node): boolean => {
+        const names = n.keys.map((k) => (k === "__proto__" ? "__proto_" : k))
+        return new Set(names).size < names.length || n.children.some((c, i) => i < n.keys.length && repeats(c))
+      }
+      fc.assert(
+        fc.property(fc.array(node, { minLength: 1, maxLength: 3 }), (nodes) => {
+          const w = new Msgpack.Writer()
+          w.arrayHeader(nodes.length)
+          for (const n of nodes) write(w, n)
+          const bytes = w.finish()
+          if (nodes.some(repeats)) expect(() => Msgpack.decode(bytes)).toThrow("twice")
+          else expect(Msgpack.decode(bytes)).toBeDefined()
+        }),
+        { numRuns: 3000 }
+      )
+    })
+
+    it("keeps every str key, inherited names included", () => {
+      const map = { constructor: 1, toString: 2, hasOwnProperty: 3, valueOf: null, "": 4 }
+      expect(Msgpack.decode(Msgpack.encode(map))).toEqual(map)
+    })
+  })
+
+  it("refuses the never-used byte 0xc1, as Python does (msgpackr reads it as a value)", () => {
+    expect(() => Msgpack.decode(Uint8Array.of(0xc1))).toThrow(Msgpack.NotDecodableException)
+    expect(() => Msgpack.decode(Uint8Array.of(0x92, 0xc1, 0x01))).toThrow(Msgpack.NotDecodableException)
+  })
+
   it("never lets a key set an object's prototype", () => {
     const decoded = Msgpack.decode(Msgpack.encode({ ["__proto__"]: { polluted: true } } as Record<string, unknown>))
     expect(Object.getPrototypeOf(decoded)).toBe(Object.prototype)
@@ -114,3 +199,46 @@ describe("Msgpack.decode", () => {
 const replacer = (_: string, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)
 
 const hasReplacementChar = (v: unknown): boolean => JSON.stringify(v, replacer)?.includes("\uFFFD") ?? false
+
+const breaksPythonRules = (bytes: Uint8Array): boolean => {
+  try {
+    return breaksKeyRules(bytes, 0).broken
+  } catch (cause) {
+    // Bytes msgpackr took: the one thing the scan refuses in them is the never-used 0xc1.
+    expect(String(cause)).toContain("invalid byte 0xc1")
+    return true
+  }
+}
+
+/**
+ * An oracle of the key rules, apart from the reader: whether the value at `p` holds a map with a
+ * key that is not a str, or a key twice (keys compared as msgpackr reads them, `__proto__` as
+ * `__proto_`). For bytes msgpackr accepts.
+ */
+const breaksKeyRules = (b: Uint8Array, p: number): { readonly broken: boolean; readonly end: number } => {
+  const map = MsgpackScan.mapHeader(b, p)
+  const array = MsgpackScan.arrayHeader(b, p)
+  if (map === undefined && array === undefined) return { broken: false, end: MsgpackScan.skip(b, p) }
+  let q = (map ?? array)!.start
+  let broken = false
+  const seen = new Set<string>()
+  for (let i = 0; i < (map ?? array)!.count; i++) {
+    if (map !== undefined) {
+      const t = b[q]!
+      const end = MsgpackScan.skip(b, q)
+      if (!((t >= 0xa0 && t <= 0xbf) || (t >= 0xd9 && t <= 0xdb))) {
+        broken = true
+      } else {
+        const key = msgpackr.unpack(b.subarray(q, end)) as string
+        const name = key === "__proto__" ? "__proto_" : key
+        if (seen.has(name)) broken = true
+        seen.add(name)
+      }
+      q = end
+    }
+    const value = breaksKeyRules(b, q)
+    broken ||= value.broken
+    q = value.end
+  }
+  return { broken, end: q }
+}

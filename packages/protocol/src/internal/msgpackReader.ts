@@ -5,12 +5,18 @@
  * 64-bit integers as `bigint` past 2^53, bin as a view of the input). It reads a reply's token
  * arrays and keys several times faster than msgpackr's general reader.
  *
- * Anything else (extension types, the never-used 0xc1, map keys that are not str, nesting deeper
- * than {@link MAX_DEPTH}) throws {@link Unsupported}, and the caller hands the bytes to msgpackr,
- * so those keep msgpackr's behaviour exactly.
+ * Map keys are strict, as Python's `unpackb` is (`strict_map_key`): a key that is not a str, or
+ * a key a map already holds (after the `__proto__` rename), is {@link Malformed}, never turned into
+ * a string or merged. A JavaScript object cannot hold `1` and `"1"` apart, and no Python dict packs
+ * a key twice, so either is a hostile or broken frame.
+ *
+ * Anything else (extension types, the never-used 0xc1, nesting deeper than {@link MAX_DEPTH})
+ * throws {@link Unsupported}, and the caller hands the bytes to msgpackr (after
+ * {@link checkKeys}), so those keep msgpackr's behaviour, map keys aside.
  *
  * @internal
  */
+import * as MsgpackScan from "../MsgpackScan.ts"
 
 /** Thrown for bytes this reader leaves to msgpackr. */
 export class Unsupported {
@@ -40,8 +46,31 @@ const utf8 = new TextDecoder()
  */
 const cache: Array<string | undefined> = new Array(CACHE_SIZE).fill(undefined)
 
+/** The slot of the str whose bytes are `b[start, end)` (not empty), in {@link cache} and {@link stamps}. */
+const slotOf = (b: Uint8Array, start: number, end: number): number => {
+  const n = end - start
+  return ((n << 7) ^ (b[start]! << 4) ^ b[start + (n >> 1)]! ^ (b[end - 1]! << 2) ^ (b[end - 2 + (n === 1 ? 1 : 0)]! << 9)) &
+    (CACHE_SIZE - 1)
+}
+
+const EMPTY_SLOT = CACHE_SIZE
+const PROTO_SLOT = CACHE_SIZE + 1
+
+/**
+ * Repeated map keys, found without a lookup per key: each map being read takes a new generation,
+ * and stamps its keys' slots with it. A key whose slot holds a stamp of this map's generation or
+ * later (a map nested in this one stamps later ones) may be a repeat, and only then is the map
+ * asked whether it has the key already. A lookup per key cost 10% of decoding a reply.
+ */
+const stamps = new Int32Array(CACHE_SIZE + 2)
+let generation = 0
+
 class Reader {
   pos = 0
+  /** The slot of the key {@link Reader.key} read last. */
+  private keySlot = 0
+  /** The slot {@link Reader.str} computed last (strs of 1 to {@link MAX_CACHED} bytes). */
+  private strSlot = 0
   /** Made on the first float: most frames have none. */
   private view: DataView | undefined = undefined
   constructor(readonly b: Uint8Array) {}
@@ -103,8 +132,8 @@ class Reader {
     this.pos = end
     if (n === 0) return ""
     if (n > MAX_CACHED) return utf8.decode(b.subarray(start, end))
-    const slot = ((n << 7) ^ (b[start]! << 4) ^ b[start + (n >> 1)]! ^ (b[end - 1]! << 2) ^ (b[end - 2 + (n === 1 ? 1 : 0)]! << 9)) &
-      (CACHE_SIZE - 1)
+    const slot = slotOf(b, start, end)
+    this.strSlot = slot
     const cached = cache[slot]
     if (cached !== undefined && cached.length === n) {
       let i = 0
@@ -118,12 +147,18 @@ class Reader {
   }
 
   private key(): string {
-    const t = this.b[this.pos]
+    const b = this.b
+    const t = b[this.pos]
     if (t === undefined) throw new Malformed("Unexpected end of MessagePack data")
-    // A key that is not a str: msgpackr's rules for those apply.
-    if (!((t >= 0xa0 && t <= 0xbf) || (t >= 0xd9 && t <= 0xdb))) throw Unsupported.instance
-    const key = this.value(0) as string
-    return key === "__proto__" ? "__proto_" : key
+    if (!((t >= 0xa0 && t <= 0xbf) || (t >= 0xd9 && t <= 0xdb))) throw notStringKey(t)
+    const start = this.pos + (t <= 0xbf ? 1 : t === 0xd9 ? 2 : t === 0xda ? 3 : 5)
+    let key = this.value(0) as string
+    const end = this.pos
+    if (key === "__proto__") key = "__proto_"
+    // Both spellings of __proto_ share a slot, as they share a key.
+    const n = end - start
+    this.keySlot = key === "__proto_" ? PROTO_SLOT : n === 0 ? EMPTY_SLOT : n <= MAX_CACHED ? this.strSlot : slotOf(b, start, end)
+    return key
   }
 
   private array(n: number, depth: number): Array<unknown> {
@@ -157,8 +192,12 @@ class Reader {
     if (2 * n > this.b.length - this.pos) throw new Malformed("Unexpected end of MessagePack data")
     if (depth >= MAX_DEPTH) throw Unsupported.instance
     const out: Record<string, unknown> = {}
+    const gen = ++generation
     for (let i = 0; i < n; i++) {
       const key = this.key()
+      const slot = this.keySlot
+      if (stamps[slot]! >= gen && Object.hasOwn(out, key)) throw duplicateKey(key)
+      stamps[slot] = gen
       out[key] = this.value(depth + 1)
     }
     return out
@@ -238,6 +277,89 @@ class Reader {
   }
 }
 
+/** msgpack's name for the type a byte starts. */
+const typeName = (t: number): string =>
+  t < 0x80 || t >= 0xe0 || (t >= 0xcc && t <= 0xd3)
+    ? "an integer"
+    : t === 0xca || t === 0xcb
+    ? "a float"
+    : t < 0x90 || t === 0xde || t === 0xdf
+    ? "a map"
+    : t < 0xa0 || t === 0xdc || t === 0xdd
+    ? "an array"
+    : t < 0xc0 || (t >= 0xd9 && t <= 0xdb)
+    ? "a string"
+    : t === 0xc0
+    ? "nil"
+    : t === 0xc2 || t === 0xc3
+    ? "a boolean"
+    : t >= 0xc4 && t <= 0xc6
+    ? "bytes"
+    : t === 0xc1
+    ? "the never-used byte 0xc1"
+    : "an extension"
+
+const notStringKey = (t: number): Malformed => new Malformed(`a map key must be a string, got ${typeName(t)}`)
+
+const duplicateKey = (key: string): Malformed =>
+  new Malformed(`a map holds the key ${JSON.stringify(key.length > 40 ? key.slice(0, 40) + "…" : key)} twice`)
+
+/**
+ * The map-key rules of the reader, for bytes it leaves to msgpackr (extension types, deep
+ * nesting), which would turn any key into a string and let a later key overwrite an earlier
+ * one. A walk with a stack of its own (nesting of any depth), no values built but the keys.
+ *
+ * @throws {@link Malformed} for a key that is not a str or a key its map holds already, and for
+ * bytes that are not well-formed msgpack.
+ */
+export const checkKeys = (b: Uint8Array): void => {
+  // Per open array or map: values still to read, and for a map the keys read so far.
+  const remaining: Array<number> = [1]
+  const keys: Array<Set<string> | undefined> = [undefined]
+  let p = 0
+  while (remaining.length > 0) {
+    const top = remaining.length - 1
+    if (remaining[top] === 0) {
+      remaining.pop()
+      keys.pop()
+      continue
+    }
+    const left = --remaining[top]!
+    const t = b[p]
+    if (t === undefined) throw new Malformed("Unexpected end of MessagePack data")
+    const seen = keys[top]
+    if (seen !== undefined && left % 2 === 1) {
+      // A key: an odd count of values left in its map (its value is still to come).
+      if (!((t >= 0xa0 && t <= 0xbf) || (t >= 0xd9 && t <= 0xdb))) throw notStringKey(t)
+      const reader = new Reader(b)
+      reader.pos = p
+      let key = reader.value(0) as string
+      if (key === "__proto__") key = "__proto_"
+      if (seen.has(key)) throw duplicateKey(key)
+      seen.add(key)
+      p = reader.pos
+      continue
+    }
+    const map = MsgpackScan.mapHeader(b, p)
+    const array = map === undefined ? MsgpackScan.arrayHeader(b, p) : undefined
+    if (map !== undefined) {
+      remaining.push(2 * map.count)
+      keys.push(new Set())
+      p = map.start
+    } else if (array !== undefined) {
+      remaining.push(array.count)
+      keys.push(undefined)
+      p = array.start
+    } else {
+      try {
+        p = MsgpackScan.skip(b, p)
+      } catch (cause) {
+        throw new Malformed(cause instanceof globalThis.Error ? cause.message : String(cause))
+      }
+    }
+  }
+}
+
 /**
  * Exactly one value from `bytes`.
  *
@@ -245,6 +367,11 @@ class Reader {
  * for what is left to msgpackr.
  */
 export const read = (bytes: Uint8Array): unknown => {
+  // Far from overflow: a frame holds fewer maps than bytes, and frames are bounded well below this.
+  if (generation > 0x3fff_ffff) {
+    stamps.fill(0)
+    generation = 0
+  }
   const reader = new Reader(bytes)
   const value = reader.value(0)
   if (reader.pos !== bytes.length) throw new Malformed("Data read, but end of buffer not reached")

@@ -1,11 +1,14 @@
 /**
  * Hostile coordinator-to-client messages for the fuzz test: random frames, valid headers with
- * wrong bodies, wrong arities, huge declared lengths, deep nesting, unknown headers, and valid
- * replies for ids the client never issued. Every one of them must be dropped and counted by the
- * client, and none may finish a real request: ids below `issued` (the real requests') appear
- * only where the message cannot be read as a reply or partial for them.
+ * wrong bodies, wrong arities, huge declared lengths, deep nesting, unknown headers, valid
+ * replies for ids the client never issued, and look-alikes of real replies: float ids and float
+ * headers (float32 and float64) around well-formed bodies, bodies with map keys that are not
+ * strings or that repeat. Every one of them must be dropped and counted by the client, and none
+ * may complete a real request: ids below `issued` (the real requests') appear only where the
+ * message cannot be read as a reply or partial for them, except in a reply whose body is
+ * malformed ({@link malformedReplyIds}), which fails the request it names if that one is pending.
  */
-import { Headers, Messages, Msgpack } from "@mcore-effect/protocol"
+import { Headers, Messages, Msgpack, MsgpackScan } from "@mcore-effect/protocol"
 import { Arbitraries } from "@mcore-effect/testkit"
 import { Result } from "effect"
 import * as fc from "fast-check"
@@ -63,6 +66,65 @@ const notAMap: fc.Arbitrary<Uint8Array> = fc.oneof(
   deeplyNested
 )
 
+/** A number as msgpack float32 (`ca`) or float64 (`cb`), whole or not. */
+const float = (value: number, width: 4 | 8): Uint8Array => {
+  const out = Buffer.alloc(1 + width)
+  out[0] = width === 4 ? 0xca : 0xcb
+  if (width === 4) out.writeFloatBE(value, 1)
+  else out.writeDoubleBE(value, 1)
+  return out
+}
+
+/** Frame 0 `[header, id]` with the header or the id (or both) written as a float. */
+const floatMetadata = (header: number, id: number, which: "header" | "id" | "both", width: 4 | 8): Uint8Array =>
+  Buffer.concat([
+    Uint8Array.of(0x92),
+    which === "id" ? Msgpack.encode(header) : float(header, width),
+    which === "header" ? Msgpack.encode(id) : float(id, width)
+  ])
+
+/** Map keys Python's `unpackb` refuses (`strict_map_key`): anything but a str. */
+const notStringKey: fc.Arbitrary<Uint8Array> = fc.oneof(
+  fc.integer({ min: -1_000, max: 1_000 }).map((k) => Msgpack.encode(k)),
+  fc.constantFrom(Uint8Array.of(0xc0), Uint8Array.of(0xc2), Uint8Array.of(0xc3), Uint8Array.of(0x90), Uint8Array.of(0x91, 0x01), Uint8Array.of(0x80)),
+  fc.tuple(fc.double(), fc.constantFrom(4 as const, 8 as const)).map(([k, width]) => float(k, width)),
+  fc.uint8Array({ maxLength: 4 }).map((k) => Msgpack.encode(k))
+)
+
+/**
+ * `body` (a msgpack map) with one more entry put first: a key that is not a string, or one of
+ * the map's own keys again (which a JavaScript object would merge into one).
+ */
+const withBadKey = (body: Uint8Array): fc.Arbitrary<Uint8Array> => {
+  const header = MsgpackScan.mapHeader(body, 0)!
+  const entries = body.subarray(header.start)
+  const ownKeys: Array<Uint8Array> = []
+  for (let p = header.start, i = 0; i < header.count; i++) {
+    const keyEnd = MsgpackScan.skip(body, p)
+    ownKeys.push(body.subarray(p, keyEnd))
+    p = MsgpackScan.skip(body, keyEnd)
+  }
+  const key = ownKeys.length === 0 ? notStringKey : fc.oneof(notStringKey, fc.constantFrom(...ownKeys))
+  return fc.tuple(key, smallValue).map(([k, value]) =>
+    Buffer.concat([Uint8Array.of(0xde, (header.count + 1) >> 8, (header.count + 1) & 0xff), k, Msgpack.encode(value), entries])
+  )
+}
+
+/**
+ * The real requests' ids that `messages` name in a readable reply header: each of those
+ * replies has a malformed body, so it fails the request it names when that one is pending.
+ */
+export const malformedReplyIds = (messages: ReadonlyArray<Message>, issued: number): ReadonlySet<number> => {
+  const ids = new Set<number>()
+  for (const frames of messages) {
+    const envelope = Messages.Coordinator.decodeEnvelope(frames)
+    if (Result.isFailure(envelope) || envelope.success.spec.tag !== "EngineReply") continue
+    const id = envelope.success.metadata.requestId as number
+    if (id < issued) ids.add(id)
+  }
+  return ids
+}
+
 /** True when the client could read `frames` as a message at all (any header, any id). */
 const readable = (frames: Message): boolean => Result.isSuccess(Messages.Coordinator.decodeEnvelope(frames))
 
@@ -118,7 +180,30 @@ export const message = (issued: number): fc.Arbitrary<Message> => {
     // well-formed replies and partials for ids the client never issued
     fc.tuple(fc.constantFrom(...replies), neverIssued).map(([m, id]) =>
       Result.getOrThrow(Messages.Coordinator.encode({ ...m, requestId: id }))
-    )
+    ),
+    // well-formed replies and partials (with the wrong content) for any id, real ones mostly,
+    // under a float id or a float header: 5.0 is not 5 on the wire
+    fc.tuple(
+      fc.constantFrom(...replies),
+      anyId,
+      fc.constantFrom("header" as const, "id" as const, "both" as const),
+      fc.constantFrom(4 as const, 8 as const)
+    ).map(([m, id, which, width]): Message => {
+      const [, ...bodies] = Result.getOrThrow(Messages.Coordinator.encode({ ...m, requestId: id }))
+      const header = m._tag === "EngineReply" ? H.ENGINE_REPLY : H.ENGINE_REPLY_PARTIAL
+      return [floatMetadata(header, id, which, width), ...bodies]
+    }),
+    // replies and partials whose body has a key that is not a string, or a key twice: partials
+    // for any id; replies (which fail a real request they name) for real ids one time in ten
+    fc.tuple(
+      fc.constantFrom(...replies),
+      fc.oneof({ arbitrary: realId, weight: 1 }, { arbitrary: neverIssued, weight: 9 }),
+      anyId
+    ).chain(([m, replyId, partialId]) => {
+      const id = m._tag === "EngineReply" ? replyId : partialId
+      const [head, body] = Result.getOrThrow(Messages.Coordinator.encode({ ...m, requestId: id }))
+      return withBadKey(body!).map((bad): Message => [head!, bad])
+    })
   )
 }
 
