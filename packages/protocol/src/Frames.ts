@@ -255,8 +255,10 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
     }
     const frame0 = frames[0]!
     // 21.0 decodes to 21: a header is an integer on the wire, and a float one is not a header.
-    const array = MsgpackScan.arrayHeader(frame0, 0)!
-    if (isFloatByte(frame0[array.start])) return malformed(null, 0, "the header should be a msgpack integer, got a float")
+    // Frame 0 decoded to an array: fixarray, array16 or array32.
+    const t = frame0[0]!
+    const first = t <= 0x9f ? 1 : t === 0xdc ? 3 : 5
+    if (isFloatByte(frame0[first])) return malformed(null, 0, "the header should be a msgpack integer, got a float")
     const header = Headers.decode(values[0])
     if (Result.isFailure(header)) return Result.fail(header.failure)
     const compiled = byHeader.get(header.success)
@@ -273,7 +275,7 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
       return malformed(spec.tag, 0, `expected ${compiled.metadata.length} metadata value(s) after the header, got ${values.length - 1}`)
     }
     const metadata: Record<string, unknown> = {}
-    let p = MsgpackScan.skip(frame0, array.start)
+    let p = compiled.lastWireInt < 0 ? 0 : MsgpackScan.skip(frame0, first)
     for (let i = 0; i < compiled.metadata.length; i++) {
       const [key, decode] = compiled.metadata[i]!
       const value = decode(values[i + 1])
