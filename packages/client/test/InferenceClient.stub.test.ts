@@ -326,6 +326,18 @@ describe("InferenceClient against a stub coordinator", () => {
       expect((yield* Metric.value(ClientMetrics.completed)).count).toBe(1)
     }).pipe(withRegistry, quiet))
 
+  it.live("frame 0 carries temperature and top_p as float64, as the Python client's does, whole or not", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      yield* Effect.forkChild(client.submit([1, 2], { num_tokens_to_generate: 16 }))
+      yield* Effect.forkChild(Stream.runDrain(client.stream([1, 2], { temperature: 0, top_p: 1 })))
+      const frames = [(yield* takeMessage(stub)).frames[0]!, (yield* takeMessage(stub)).frames[0]!].map((f) => f.toString("hex"))
+      // "temperature" cb 1.0, "top_p" cb 0.0 (the defaults); then cb 0.0 and cb 1.0.
+      expect(frames[0]).toContain("ab74656d7065726174757265cb3ff0000000000000a5746f705f6b00a5746f705f70cb0000000000000000")
+      expect(frames[1]).toContain("ab74656d7065726174757265cb0000000000000000a5746f705f6b00a5746f705f70cb3ff0000000000000")
+    }).pipe(withRegistry))
+
   it.live("closing the scope fails pending requests and streams with ClientClosed", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()

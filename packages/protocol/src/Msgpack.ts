@@ -66,6 +66,24 @@ export class Raw {
   constructor(readonly bytes: Uint8Array) {}
 }
 
+/**
+ * A number written as float64 wherever it appears, whole or not: a Python `float` (`1.0` is
+ * `cb 3f f0 ..`), where a plain number that is whole is written as an integer (`01`), as Python
+ * writes an `int`. A JavaScript number cannot say which of the two it is; a declaration can.
+ *
+ * @example
+ * ```ts
+ * import { Msgpack } from "@mcore-effect/protocol"
+ *
+ * Msgpack.encode({ temperature: new Msgpack.Float(1) }) // 81 ab .. cb 3f f0 00 00 00 00 00 00
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class Float {
+  constructor(readonly value: number) {}
+}
+
 /** Python's `msgpack.Packer` refuses deeper nesting than this; a cycle ends here too. */
 const MAX_DEPTH = 511
 
@@ -529,6 +547,10 @@ export class Writer {
     }
     if (v instanceof Raw) {
       this.raw(v.bytes)
+      return
+    }
+    if (v instanceof Float) {
+      this.float(v.value)
       return
     }
     if (v instanceof Map) {

@@ -2,7 +2,11 @@
  * The Python `SamplingParams` as it travels in the metadata frame of a submission.
  *
  * The wire map is the Python object's `__dict__`: its field names are snake_case and its key
- * order is the dataclass order, which the metadata frame's bytes depend on. {@link make} is the
+ * order is the dataclass order, which the metadata frame's bytes depend on. The fields the
+ * dataclass declares `float` (`temperature`, `top_p`: the numbers here that are not integers)
+ * go out as float64 even when whole (`1.0` as `cb 3f f0 ..`, not `01`), so frame 0 is the Python
+ * client's byte for byte; `Messages.Client.encode` does it, from this schema. Extra keys carry no
+ * declaration: a whole number there goes out as an integer. {@link make} is the
  * client's path (defaults, the derived field, plain-loop validation); the {@link SamplingParams}
  * Schema describes the same data for the receiving side and for arbitraries.
  *

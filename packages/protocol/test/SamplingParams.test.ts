@@ -1,9 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
 import * as fc from "fast-check"
+import * as Messages from "../src/Messages.ts"
 import * as Msgpack from "../src/Msgpack.ts"
 import type { ProtocolError } from "../src/ProtocolError.ts"
 import * as SamplingParams from "../src/SamplingParams.ts"
+import { readFixture } from "./fixtureValues.ts"
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString("hex")
 
@@ -293,3 +295,76 @@ describe("SamplingParams (Schema)", () => {
     expect(Result.isFailure(decode(rest))).toBe(true)
   })
 })
+
+describe("frame 0 as the Python client writes it (sampling_params.json, Megatron's SamplingParams and Python's msgpack)", () => {
+  interface Vector {
+    readonly name: string
+    readonly message: "SubmitRequest" | "SubmitRequestWithKv"
+    readonly request_id: number
+    readonly input: Record<string, unknown>
+    readonly kv_meta: Record<string, unknown> | null
+    readonly frame0_hex: string
+  }
+  const vectors = readFixture<{ readonly vectors: ReadonlyArray<Vector> }>("sampling_params.json").vectors
+
+  const frame0 = (v: Vector, samplingParams: SamplingParams.SamplingParams): string => {
+    const frames = Result.getOrThrow(
+      v.message === "SubmitRequest"
+        ? Messages.Client.encode({
+          _tag: "SubmitRequest",
+          requestId: v.request_id,
+          samplingParams,
+          mediaDescriptor: null,
+          prompt: [1, 2, 3],
+          blockHashes: null,
+          media: null,
+          offloadParams: null
+        })
+        : Messages.Client.encode({
+          _tag: "SubmitRequestWithKv",
+          requestId: v.request_id,
+          samplingParams,
+          kvMeta: v.kv_meta!,
+          prompt: [1, 2, 3],
+          srcBlockIds: [4]
+        })
+    )
+    return hex(frames[0]!)
+  }
+
+  it("has whole-number floats among its vectors (temperature 1.0, top_p 0.0 and 1.0)", () => {
+    expect(vectors.map((v) => v.frame0_hex).join()).toContain("ab74656d7065726174757265cb3ff0000000000000")
+    expect(vectors.length).toBeGreaterThanOrEqual(8)
+  })
+
+  for (const v of vectors) {
+    it(`${v.name}: the same bytes, float fields as float64 even when whole`, () => {
+      const params = ok(v.input)
+      expect(frame0(v, params)).toBe(v.frame0_hex)
+      // What a peer decodes encodes back to the same bytes.
+      const decoded = Result.getOrThrow(Messages.Client.decode([Buffer.from(v.frame0_hex, "hex"), ...restOf(v)]))
+      expect(frame0(v, (decoded as { readonly samplingParams: SamplingParams.SamplingParams }).samplingParams)).toBe(v.frame0_hex)
+    })
+  }
+
+  it("the streaming vector is what withStreaming gives", () => {
+    const v = vectors.find((x) => x.input.streaming === true)!
+    const { streaming: _, ...input } = v.input
+    expect(frame0(v, SamplingParams.withStreaming(ok(input)))).toBe(v.frame0_hex)
+  })
+
+  it("only temperature and top_p are floats: the schema's numbers that are not integers", () => {
+    const floats = Object.entries(SamplingParams.KnownFields.fields)
+      .filter(([, schema]) => schema.ast._tag === "Number" && !JSON.stringify(schema.ast.checks?.map((c) => c.annotations)).includes("isInt"))
+      .map(([key]) => key)
+    expect(floats).toEqual(["temperature", "top_p"])
+    // An extra key is not declared: a whole number there goes out as an integer (JavaScript cannot tell 1.0 from 1).
+    expect(frame0(vectors[0]!, ok({ min_p: 1 }))).toContain("a56d696e5f7001")
+  })
+})
+
+/** Frames after frame 0 that make a vector's message whole (their content is not under test). */
+const restOf = (v: { readonly message: string }): Array<Uint8Array> =>
+  v.message === "SubmitRequest"
+    ? [Msgpack.encode([1, 2, 3]), Msgpack.encode(null), Msgpack.encode(null), Msgpack.encode(null)]
+    : [Msgpack.encode([1, 2, 3]), Msgpack.encode([4])]
