@@ -5,18 +5,22 @@
  * as a ratio of one-shot SHA-256 over those same bytes (`crypto.hash`, measured in the same
  * run, interleaved with each path): the chain can never beat hashing the bytes in one call,
  * so that is the ceiling, and a ratio stays comparable across machines where MB/s does not.
- * The Python column is Megatron-LM's reference (hashlib per block) as a ratio of the same
- * ceiling, measured on the Python side.
+ * The Python columns are Megatron-LM's reference chain (hashlib per block) as a ratio of its own
+ * one-shot ceiling (hashlib, the same OpenSSL), measured in this run by `py_block_hashes.py`
+ * (`python3`, or `$PYTHON`; the columns say n/a without one): "list in" is Python's work per
+ * prompt (a token list packed, then hashed), "bytes ready" the chain alone over bytes packed
+ * beforehand, Python's best case. The pure path starts from an Array of numbers, as "list in".
  *
  * Times are CPU time of this process (see `secondsPer`). `--quick` takes fewer samples.
  */
+import { spawnSync } from "node:child_process"
 import { hash } from "node:crypto"
+import { fileURLToPath } from "node:url"
 import { median, repeatsFor, secondsPer } from "./Timing.ts"
 import { blockHashImplementation, blockHashesNative, blockHashesPure, type BlockHasher, type TokenIds } from "../src/BlockHashes.ts"
 
 const TOKENS = 32_768
 const BLOCK_SIZES = [16, 64, 256] as const
-const PYTHON_RATIO: Record<(typeof BLOCK_SIZES)[number], number> = { 16: 0.12, 64: 0.34, 256: 0.6 }
 const SAMPLES = process.argv.includes("--quick") ? 7 : 31
 /** Each timed sample repeats its function for at least this long. */
 const SAMPLE_MS = 10
@@ -55,6 +59,22 @@ const naiveOver =
     }
     return out
   }
+
+interface PythonRatios {
+  readonly python: string
+  readonly list_in: Record<string, number>
+  readonly bytes_ready: Record<string, number>
+}
+
+/** Python's ratios, measured now by `py_block_hashes.py`, or why not. */
+const measurePython = (): PythonRatios | string => {
+  const script = fileURLToPath(new URL("./py_block_hashes.py", import.meta.url))
+  const python = process.env["PYTHON"] ?? "python3"
+  const args = process.argv.includes("--quick") ? [script, "--quick"] : [script]
+  const run = spawnSync(python, args, { encoding: "utf8", timeout: 600_000 })
+  if (run.status !== 0) return `${python} ${run.error?.message ?? run.stderr.trim().split("\n").pop() ?? "failed"}`
+  return JSON.parse(run.stdout) as PythonRatios
+}
 
 interface Measurement {
   readonly mbPerSecond: number
@@ -102,21 +122,35 @@ export const run = async (): Promise<void> => {
     }
   }
 
+  // First, alone: the two runtimes would otherwise share the machine's cores while measuring.
+  const python = measurePython()
   const ceilingMb = bytes.length / median(Array.from({ length: SAMPLES }, () => secondsPer(ceiling, repeatsFor(ceiling, timing)))) / 1e6
   console.log(`\nblockHashes: ${TOKENS} tokens (${bytes.length} int64 bytes), median of ${SAMPLES} samples`)
   console.log(`ceiling: one-shot crypto.hash over the same bytes, ${ceilingMb.toFixed(0)} MB/s`)
   console.log(`blockHashes uses: ${blockHashImplementation}${blockHashesNative === undefined ? " (native addon not built or not loadable)" : ""}`)
+  console.log(
+    typeof python === "string"
+      ? `python: not measured (${python})`
+      : `python ${python.python}: Megatron's chain in hashlib, measured in this run (CPU time), as a ratio of hashlib's one-shot SHA-256`
+  )
+  const pythonRatio = (column: "list_in" | "bytes_ready", size: number): number | undefined =>
+    typeof python === "string" ? undefined : python[column][String(size)]
+  const vs = (ratio: number, py: number | undefined): string => (py === undefined ? "n/a" : `${(ratio / py).toFixed(2)}x`)
   const rows: Array<Record<string, string>> = []
   for (const size of BLOCK_SIZES) {
     for (const [name, hasher, input] of paths) {
       const { mbPerSecond, ratio } = measure(() => hasher(input, size), ceiling, bytes.length)
+      const listIn = pythonRatio("list_in", size)
+      const bytesReady = pythonRatio("bytes_ready", size)
       rows.push({
         "block size": String(size),
         path: name,
         "MB/s": mbPerSecond.toFixed(0),
         "of ceiling": percent(ratio),
-        python: percent(PYTHON_RATIO[size]),
-        "vs python": `${(ratio / PYTHON_RATIO[size]).toFixed(2)}x`
+        "python, list in": listIn === undefined ? "n/a" : percent(listIn),
+        "vs python": vs(ratio, listIn),
+        "python, bytes ready": bytesReady === undefined ? "n/a" : percent(bytesReady),
+        "vs bytes ready": vs(ratio, bytesReady)
       })
     }
   }

@@ -89,6 +89,10 @@ describe("BlockHashes", () => {
         const big = [2 ** 32, 2 ** 40 + 7, Number.MAX_SAFE_INTEGER, 0, 1]
         expect(decimal(hasher!(big, 2))).toEqual(reference(big, 2, null))
         expect(decimal(hasher!(new Float64Array(big), 1, "cd".repeat(32)))).toEqual(reference(big, 1, "cd".repeat(32)))
+        // Small tokens in the blocks after a large one: its high word must not linger.
+        const mixed = [5, 6, 2 ** 40 + 1, 7, 8, 9, 10, 2 ** 33, 11, 12]
+        for (const size of [1, 2, 3]) expect(decimal(hasher!(mixed, size))).toEqual(reference(mixed, size, null))
+        expect(decimal(hasher!(new Float64Array(mixed), 2))).toEqual(reference(mixed, 2, null))
       })
     })
   }
