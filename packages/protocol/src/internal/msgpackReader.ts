@@ -62,7 +62,8 @@ const PROTO_SLOT = CACHE_SIZE + 1
  * later (a map nested in this one stamps later ones) may be a repeat, and only then is the map
  * asked whether it has the key already. A lookup per key cost 10% of decoding a reply.
  */
-const stamps = new Int32Array(CACHE_SIZE + 2)
+const stamps = new Float64Array(CACHE_SIZE + 2)
+/** Counts maps read since the process started: exact to 2^53, more maps than it will ever read. */
 let generation = 0
 
 class Reader {
@@ -367,11 +368,6 @@ export const checkKeys = (b: Uint8Array): void => {
  * for what is left to msgpackr.
  */
 export const read = (bytes: Uint8Array): unknown => {
-  // Far from overflow: a frame holds fewer maps than bytes, and frames are bounded well below this.
-  if (generation > 0x3fff_ffff) {
-    stamps.fill(0)
-    generation = 0
-  }
   const reader = new Reader(bytes)
   const value = reader.value(0)
   if (reader.pos !== bytes.length) throw new Malformed("Data read, but end of buffer not reached")
