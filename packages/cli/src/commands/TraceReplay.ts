@@ -3,7 +3,9 @@
  * `--address`, as the recorded clients against a coordinator under test, checking every answer
  * against the recording; with `--as-coordinator`, as the recorded coordinator for a client under
  * test, which connects to the printed address. Either way the replay succeeds only if the
- * conversation went exactly as recorded (timings and other volatile reply fields aside).
+ * conversation went exactly as recorded (timings and other volatile reply fields aside; the ids
+ * the coordinator assigns are matched as ids, so a coordinator that has served requests before,
+ * or a second replay against the same one, passes).
  *
  * @since 0.1.0
  */
