@@ -48,7 +48,7 @@ export const parseDuration = (text: string): Option.Option<Duration.Duration> =>
 export const duration = (name: string): Flag.Flag<Duration.Duration> =>
   Flag.String(name).pipe(
     Flag.withMetavar("duration"),
-    Flag.filterMap(parseDuration, () => `a duration such as 500ms, 2s or "2 seconds"`)
+    Flag.filterMap(parseDuration, () => `expected a duration such as 500ms, 2s or "2 seconds"`)
   )
 
 /**

@@ -25,7 +25,9 @@ const session = (address: string) =>
     expect(yield* Mcore.ok(["generate", "-a", address, "-n", "3", "--stream", "--test-vocabulary", prompt])).toBe(
       ` ${Vocabulary.detokenize(tokens(3))}\n`
     )
-    expect(yield* Mcore.ok(["control", "epoch", "5", "-a", address])).toBe(`SET_GENERATION_EPOCH 5 sent to ${address}\n`)
+    expect(yield* Mcore.ok(["control", "epoch", "5", "-a", address])).toBe(
+      `SET_GENERATION_EPOCH 5 sent to ${address}; the coordinator does not confirm\n`
+    )
   })
 
 const tempDir = Effect.acquireRelease(
