@@ -130,7 +130,7 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
  * @example
  * ```sh
  * mcore coordinator --listen tcp://127.0.0.1:5555 --engines 4
- * ADDRESS=$(mcore coordinator | head -n 1)   # any free port
+ * mcore coordinator --address-file /tmp/mcore.address &   # any free port, its address in the file
  * ```
  *
  * @since 0.1.0
