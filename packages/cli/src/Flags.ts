@@ -5,6 +5,7 @@
  * @since 0.1.0
  * @internal
  */
+import { ClientConfig } from "@mcore-effect/client"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
@@ -53,7 +54,9 @@ export const duration = (name: string): Flag.Flag<Duration.Duration> =>
 
 /**
  * `--address`: the coordinator's ROUTER address. Falls back to `MCORE_COORDINATOR_ADDRESS`, the
- * variable the client's own `ClientConfig` reads.
+ * variable the client's own `ClientConfig` reads. A malformed address is refused here, by the
+ * client's own rule, as a bad value (exit code 2); a well-formed one nobody answers at is a
+ * failure of the command (1).
  *
  * @since 0.1.0
  */
@@ -61,7 +64,11 @@ export const address: Flag.Flag<string> = Flag.String("address").pipe(
   Flag.withAlias("a"),
   Flag.withMetavar("address"),
   Flag.withDescription("The coordinator's address: tcp://host:port or ipc://path (env MCORE_COORDINATOR_ADDRESS)"),
-  Flag.withFallbackConfig(Config.String("MCORE_COORDINATOR_ADDRESS"))
+  Flag.withFallbackConfig(Config.String("MCORE_COORDINATOR_ADDRESS")),
+  Flag.filterMap(
+    (text) => (ClientConfig.addressProblem(text) === undefined ? Option.some(text) : Option.none()),
+    (text) => ClientConfig.addressProblem(text) ?? ""
+  )
 )
 
 /**

@@ -45,13 +45,15 @@ describe("errors", () => {
       )
     }), 120_000)
 
-  it.live("a malformed address: the client's InvalidAddress", () =>
+  it.live("a malformed address: a bad value (exit code 2), by the client's own rule", () =>
     Effect.gen(function*() {
-      expect(yield* oneLine(["generate", "--address", "localhost:5555", "hello"], 1)).toBe(
-        `mcore: InvalidAddress: cannot connect to "localhost:5555": only tcp://host:port and ipc://path are supported`
+      expect(yield* oneLine(["generate", "--address", "localhost:5555", "hello"], 2)).toBe(
+        `mcore generate: invalid value "localhost:5555" for --address: only tcp://host:port and ipc://path are supported; ` +
+          `see mcore generate --help`
       )
-      expect(yield* oneLine(["control", "shutdown", "--address", "tcp://127.0.0.1:port"], 1)).toMatch(
-        /^mcore: InvalidAddress: cannot connect to "tcp:\/\/127\.0\.0\.1:port": /
+      expect(yield* oneLine(["control", "shutdown", "--address", "tcp://127.0.0.1:port"], 2)).toBe(
+        `mcore control shutdown: invalid value "tcp://127.0.0.1:port" for --address: the port must be a number from 1 to 65535, ` +
+          `got "port"; see mcore control shutdown --help`
       )
     }), 120_000)
 
@@ -60,8 +62,11 @@ describe("errors", () => {
       const ended = yield* Mcore.run(["generate", "--connect-timeout", "100ms", "hello"], {
         env: { MCORE_COORDINATOR_ADDRESS: "not an address" }
       })
-      expect(ended.code).toBe(1)
-      expect(ended.stderr).toBe(`mcore: InvalidAddress: cannot connect to "not an address": only tcp://host:port and ipc://path are supported\n`)
+      expect(ended.code).toBe(2)
+      expect(ended.stderr).toBe(
+        `mcore generate: invalid value "not an address" for --address: only tcp://host:port and ipc://path are supported; ` +
+          `see mcore generate --help\n`
+      )
     }), 60_000)
 
   it.live("bad flags, values, arguments and commands: one line naming the mistake, exit code 2", () =>
