@@ -109,10 +109,13 @@ const promptOf = (options: Options): Result.Result<InferenceClient.PromptInput, 
     }
     ids.push(id.value)
   }
-  const prompt = Prompt.validate(words === undefined ? options.prompt : ids)
-  return Result.isFailure(prompt) && prompt.failure.reason._tag === "InvalidPrompt"
-    ? Result.fail(badPrompt(options.prompt, prompt.failure.reason.why))
-    : Result.succeed(words === undefined ? options.prompt : ids)
+  const prompt = words === undefined ? options.prompt : ids
+  const checked = Prompt.validate(prompt)
+  if (Result.isFailure(checked)) {
+    const reason = checked.failure.reason
+    return Result.fail(badPrompt(options.prompt, reason._tag === "InvalidPrompt" ? reason.why : checked.failure.message))
+  }
+  return Result.succeed(prompt)
 }
 
 /** The flag each sampling field has, when it has one (the rest come from --set). */
