@@ -53,6 +53,13 @@ export const duration = (name: string): Flag.Flag<Duration.Duration> =>
   )
 
 /**
+ * The environment variable `--address` falls back to.
+ *
+ * @since 0.1.0
+ */
+export const addressVariable = "MCORE_COORDINATOR_ADDRESS"
+
+/**
  * `--address`: the coordinator's ROUTER address. Falls back to `MCORE_COORDINATOR_ADDRESS`, the
  * variable the client's own `ClientConfig` reads. A malformed address is refused here, by the
  * client's own rule, as a bad value (exit code 2); a well-formed one nobody answers at is a
@@ -64,7 +71,7 @@ export const address: Flag.Flag<string> = Flag.String("address").pipe(
   Flag.withAlias("a"),
   Flag.withMetavar("address"),
   Flag.withDescription("The coordinator's address: tcp://host:port or ipc://path (env MCORE_COORDINATOR_ADDRESS)"),
-  Flag.withFallbackConfig(Config.String("MCORE_COORDINATOR_ADDRESS")),
+  Flag.withFallbackConfig(Config.String(addressVariable)),
   Flag.filterMap(
     (text) => (ClientConfig.addressProblem(text) === undefined ? Option.some(text) : Option.none()),
     (text) => ClientConfig.addressProblem(text) ?? ""

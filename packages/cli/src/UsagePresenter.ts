@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import { type CliError, CliOutput } from "effect/cli"
 import { oneLine } from "./Failure.ts"
+import { addressVariable } from "./Flags.ts"
 import * as Output from "./Output.ts"
 
 /**
@@ -27,6 +28,10 @@ export const describe = (error: CliError.NonShowHelpErrors): string => {
       const hint = error.suggestions.length > 0 ? ` (did you mean ${error.suggestions.join(" or ")}?)` : ""
       return `unknown command ${JSON.stringify(error.subcommand)}${hint}`
     }
+    case "MissingOption":
+      return error.option === "address"
+        ? `missing --address (or ${addressVariable} in the environment): where the coordinator is`
+        : `missing required flag --${error.option}`
     case "InvalidValue": {
       // One style for every refused value, whoever refused it: the flag or argument, the value
       // as typed, then why ("expected ..." for a value of the wrong kind).

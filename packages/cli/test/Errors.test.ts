@@ -109,6 +109,11 @@ describe("errors", () => {
       expect(yield* oneLine(["generate", "-a", "tcp://127.0.0.1:1"], 2)).toBe(
         "mcore generate: Missing required argument: prompt; see mcore generate --help"
       )
+      // (The test run does not set MCORE_COORDINATOR_ADDRESS.)
+      expect(yield* oneLine(["control", "pause"], 2)).toBe(
+        "mcore control pause: missing --address (or MCORE_COORDINATOR_ADDRESS in the environment): where the coordinator is; " +
+          "see mcore control pause --help"
+      )
       expect(yield* oneLine(["control", "epoch", "-a", "tcp://127.0.0.1:1", "seven"], 2)).toBe(
         `mcore control epoch: invalid value "seven" for <epoch>: expected a non-negative integer; see mcore control epoch --help`
       )
