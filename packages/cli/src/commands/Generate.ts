@@ -172,6 +172,27 @@ const coordinatorId = (reply: InferenceClient.Reply): unknown => {
   return Result.isSuccess(decoded) ? decoded.success.request_id ?? null : null
 }
 
+/**
+ * The `--stream --json` lines of one request, each naming which id is which: new tokens as
+ * `{client_request_id, partial: {new_tokens}}`, the end as `{client_request_id,
+ * coordinator_request_id, final: <the reply map>}`. The client's id comes with the partials; a
+ * fresh client numbers its requests from 0, and this one sends one, so 0 until a partial says.
+ */
+const jsonLines = () => {
+  let clientRequestId = 0
+  return (event: InferenceClient.StreamEvent): string => {
+    if ("newTokens" in event) {
+      clientRequestId = event.requestId
+      return Json.stringify({ client_request_id: event.requestId, partial: { new_tokens: event.newTokens } })
+    }
+    return Json.stringify({
+      client_request_id: clientRequestId,
+      coordinator_request_id: coordinatorId(event.reply),
+      final: event.reply
+    })
+  }
+}
+
 const streamed = (
   client: InferenceClient.Service,
   options: Options,
@@ -181,20 +202,10 @@ const streamed = (
 ): Effect.Effect<void, ClientError.ClientError> =>
   Effect.suspend(() => {
     let printed = 0
-    // A fresh client numbers its requests from 0 and this one sends one: 0 until a partial says.
-    let clientRequestId = 0
+    const json = jsonLines()
     return client.stream(prompt, params, submit).pipe(
       Stream.runForEach((event) => {
-        if (options.json) {
-          if (event._tag === "Partial") clientRequestId = event.requestId
-          return Output.line(
-            Json.stringify(
-              event._tag === "Partial"
-                ? { client_request_id: event.requestId, partial: { new_tokens: event.newTokens } }
-                : { client_request_id: clientRequestId, coordinator_request_id: coordinatorId(event.reply), final: event.reply }
-            )
-          )
-        }
+        if (options.json) return Output.line(json(event))
         if (event._tag === "Partial") {
           printed += event.newTokens.length
           return Output.write(text(event.newTokens, options.testVocabulary))
