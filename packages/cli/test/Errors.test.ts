@@ -129,6 +129,12 @@ describe("errors", () => {
       expect(yield* oneLine(["coordinator", "--engines", "-1"], 2)).toMatch(
         /^mcore coordinator: invalid value "-1" for --engines: expected a non-negative integer; /
       )
+      expect(yield* oneLine(["trace", "replay", "x.trace.jsonl", "--address", "nowhere"], 2)).toBe(
+        `mcore trace replay: invalid value "nowhere" for --address: only tcp://host:port and ipc://path are supported; ` +
+          `see mcore trace replay --help`
+      )
+      expect(yield* oneLine(["trace", "record", "--upstream", "tcp://127.0.0.1:1", "--out", "x", "--listen", "tcp://0.0.0.0:0"], 2))
+        .toMatch(/^mcore trace record: invalid value "tcp:\/\/0\.0\.0\.0:0" for --listen: expected a loopback address/)
       expect(yield* oneLine(["trace", "replay", "x.trace.jsonl"], 2)).toBe(
         "mcore: give --address ADDR (a coordinator to replay the clients against) or --as-coordinator"
       )

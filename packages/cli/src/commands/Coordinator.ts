@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Command, Flag } from "effect/cli"
 import { rename, rm, writeFile } from "node:fs/promises"
+import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
 import { integer } from "../Values.ts"
 
@@ -28,7 +29,8 @@ const flags = {
     Flag.withAlias("l"),
     Flag.withMetavar("address"),
     Flag.withDefault("tcp://127.0.0.1:0"),
-    Flag.withDescription("Where to bind, loopback only: tcp://127.0.0.1:PORT (port 0, the default: any free port), tcp://[::1]:PORT, ipc://PATH")
+    Flag.withDescription("Where to bind, loopback only: tcp://127.0.0.1:PORT (port 0, the default: any free port), tcp://[::1]:PORT, ipc://PATH"),
+    Flags.loopback
   ),
   engines: integer("engines", 0).pipe(Flag.withDefault(2), Flag.withDescription("Test engines to start (default 2)")),
   policy: Flag.Literals("policy", Routing.Policy.literals).pipe(

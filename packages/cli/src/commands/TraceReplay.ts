@@ -23,6 +23,7 @@ const flags = {
     Flag.withAlias("a"),
     Flag.withMetavar("address"),
     Flag.withDescription("Replay the recorded clients against the coordinator at this address"),
+    Flags.connectable,
     Flag.optional
   ),
   asCoordinator: Flag.Boolean("as-coordinator").pipe(
@@ -33,7 +34,8 @@ const flags = {
     Flag.withAlias("l"),
     Flag.withMetavar("address"),
     Flag.withDefault("tcp://127.0.0.1:0"),
-    Flag.withDescription("With --as-coordinator: where to bind, loopback only (default: any free port)")
+    Flag.withDescription("With --as-coordinator: where to bind, loopback only (default: any free port)"),
+    Flags.loopback
   ),
   ordering: Flag.Literals("ordering", ["causal", "eager"]).pipe(
     Flag.withDefault("causal" as const),
