@@ -28,6 +28,10 @@ export default defineConfig({
   test: {
     include: ["packages/*/test/**/*.test.ts"],
     testTimeout: 60_000,
+    // A passing run is quiet: what a test prints (the Effect logs of tests that inject faults on
+    // purpose, ~114 WARN/INFO lines) is kept per test and shown only with that test's failure.
+    // `vitest run --silent=false` shows everything.
+    silent: "passed-only",
     hookTimeout: 30_000,
     // The JSON report is what .ci/run counts; the default reporter is for people.
     reporters: ["default", ["json", { outputFile: "build/vitest-results.json" }]]

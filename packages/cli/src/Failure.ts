@@ -14,11 +14,39 @@ import { CliError } from "effect/cli"
 import * as Output from "./Output.ts"
 
 /**
- * Exit codes: `1` when the command ran and failed, `2` when it was called wrongly.
+ * Exit codes: `1` when the command ran and failed, `2` when it was called wrongly, and, for a
+ * command ended by a signal, the shell's convention of 128 + its number: `130` for SIGINT
+ * (Ctrl-C), `143` for SIGTERM.
  *
  * @since 0.1.0
  */
-export const ExitCode = { failed: 1, usage: 2 } as const
+export const ExitCode = { failed: 1, usage: 2, interrupted: 130, terminated: 143 } as const
+
+/**
+ * How the process ends: as the runtime's default teardown decides, except that an interruption
+ * caused by SIGTERM exits with 143, not 130 (the runtime interrupts the main fiber the same way
+ * for both signals and reports 130 for either). Watches the two signals from the call on; the
+ * runtime's own handlers still do the interrupting.
+ *
+ * @example
+ * ```ts
+ * import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+ * import { Effect } from "effect"
+ * import { signalTeardown } from "./Failure.ts"
+ *
+ * NodeRuntime.runMain(Effect.never, { teardown: signalTeardown() }) // `kill` it: exit code 143
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const signalTeardown = (): Runtime.Teardown => {
+  let first: NodeJS.Signals | undefined
+  process.once("SIGINT", () => (first ??= "SIGINT"))
+  process.once("SIGTERM", () => (first ??= "SIGTERM"))
+  return (exit, onExit) =>
+    Runtime.defaultTeardown(exit, (code) =>
+      onExit(code === ExitCode.interrupted && first === "SIGTERM" ? ExitCode.terminated : code))
+}
 
 /**
  * A failure that was already reported on standard error: the runtime only sets the exit code.

@@ -5,6 +5,8 @@
  * @since 0.1.0
  * @internal
  */
+import { ClientConfig } from "@mcore-effect/client"
+import { Loopback } from "@mcore-effect/testkit"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
@@ -48,12 +50,42 @@ export const parseDuration = (text: string): Option.Option<Duration.Duration> =>
 export const duration = (name: string): Flag.Flag<Duration.Duration> =>
   Flag.String(name).pipe(
     Flag.withMetavar("duration"),
-    Flag.filterMap(parseDuration, () => `a duration such as 500ms, 2s or "2 seconds"`)
+    Flag.filterMap(parseDuration, () => `expected a duration such as 500ms, 2s or "2 seconds"`)
   )
 
 /**
+ * Refuses an address a client cannot connect to, by the client's own rule
+ * (`ClientConfig.addressProblem`), as a bad value of the flag (exit code 2). A well-formed address
+ * nobody answers at is a failure of the command (1).
+ *
+ * @since 0.1.0
+ */
+export const connectable: (self: Flag.Flag<string>) => Flag.Flag<string> = Flag.filterMap(
+  (text: string) => (ClientConfig.addressProblem(text) === undefined ? Option.some(text) : Option.none()),
+  (text: string) => ClientConfig.addressProblem(text) ?? ""
+)
+
+/**
+ * Refuses an address the testkit will not bind (anything but loopback), as a bad value.
+ *
+ * @since 0.1.0
+ */
+export const loopback: (self: Flag.Flag<string>) => Flag.Flag<string> = Flag.filter(
+  Loopback.isLoopback,
+  () => "expected a loopback address: tcp://127.0.0.1:PORT, tcp://[::1]:PORT or ipc://PATH (test sockets bind nothing else)"
+)
+
+/**
+ * The environment variable `--address` falls back to.
+ *
+ * @since 0.1.0
+ */
+export const addressVariable = "MCORE_COORDINATOR_ADDRESS"
+
+/**
  * `--address`: the coordinator's ROUTER address. Falls back to `MCORE_COORDINATOR_ADDRESS`, the
- * variable the client's own `ClientConfig` reads.
+ * variable the client's own `ClientConfig` reads. A malformed address is a bad value
+ * ({@link connectable}).
  *
  * @since 0.1.0
  */
@@ -61,7 +93,8 @@ export const address: Flag.Flag<string> = Flag.String("address").pipe(
   Flag.withAlias("a"),
   Flag.withMetavar("address"),
   Flag.withDescription("The coordinator's address: tcp://host:port or ipc://path (env MCORE_COORDINATOR_ADDRESS)"),
-  Flag.withFallbackConfig(Config.String("MCORE_COORDINATOR_ADDRESS"))
+  Flag.withFallbackConfig(Config.String(addressVariable)),
+  connectable
 )
 
 /**

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import { type CliError, CliOutput } from "effect/cli"
 import { oneLine } from "./Failure.ts"
+import { addressVariable } from "./Flags.ts"
 import * as Output from "./Output.ts"
 
 /**
@@ -26,6 +27,23 @@ export const describe = (error: CliError.NonShowHelpErrors): string => {
     case "UnknownSubcommand": {
       const hint = error.suggestions.length > 0 ? ` (did you mean ${error.suggestions.join(" or ")}?)` : ""
       return `unknown command ${JSON.stringify(error.subcommand)}${hint}`
+    }
+    case "MissingOption":
+      return error.option === "address"
+        ? `missing --address (or ${addressVariable} in the environment): where the coordinator is`
+        : `missing required flag --${error.option}`
+    case "InvalidValue": {
+      // One style for every refused value, whoever refused it: the flag or argument, the value
+      // as typed, then why ("expected ..." for a value of the wrong kind).
+      const name = error.kind === "flag" ? `--${error.option}` : `<${error.option}>`
+      const expected = oneLine(error.expected)
+      // The module's choice flags (`Flag.Literals`) give their choices alone: `"a" | "b"`.
+      const why = /^".*" \| "/.test(expected) ? `expected one of ${expected}` : expected.replace(/^Expected:?\s*/, "expected ")
+      if (error.value === "" && error.kind === "flag") {
+        // The module passes the flag's metavar (`number`) when the value is missing altogether.
+        return why.startsWith("expected ") ? `missing value for ${name}: ${why}` : `missing value for ${name} (${why})`
+      }
+      return `invalid value ${JSON.stringify(error.value)} for ${name}: ${why}`
     }
     default:
       return oneLine(error.message)

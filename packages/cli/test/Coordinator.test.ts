@@ -5,6 +5,9 @@
 import { beforeAll, describe, expect, it } from "@effect/vitest"
 import { Generation, Vocabulary } from "@mcore-effect/testkit"
 import { Effect } from "effect"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { ensureBuilt } from "./support/Build.ts"
 import * as Mcore from "./support/Mcore.ts"
 
@@ -21,33 +24,51 @@ describe("mcore coordinator", () => {
       yield* process.line("the engines", (l) => l.includes("3 engine(s) (mp-coord-0, mp-coord-1, mp-coord-2)"))
     }), 120_000)
 
-  it.live("SIGTERM closes the sockets and ends the process; the address can be bound again", () =>
+  it.live("SIGTERM closes the sockets and ends the process (143); the address can be bound again; SIGINT ends it with 130", () =>
     Effect.gen(function*() {
-      const first = yield* Mcore.coordinator()
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => mkdtempSync(join(tmpdir(), "mcore-coordinator-"))),
+        (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+      )
+      const addressFile = join(dir, "address")
+      const first = yield* Mcore.coordinator(["--address-file", addressFile])
+      // Written before the engines line is printed.
+      yield* first.process.line("the engines", (l) => l.startsWith("test coordinator: "))
+      expect(readFileSync(addressFile, "utf8")).toBe(`${first.address}\n`)
       yield* first.process.kill("SIGTERM")
       const ended = yield* first.process.exited()
       expect(ended.stdout.split("\n").at(-2)).toBe("closed")
-      expect(ended.code).toBe(130)
+      expect(ended.code).toBe(143)
+      expect(existsSync(addressFile)).toBe(false)
       expect(ended.stderr).toBe("")
       const again = yield* Mcore.coordinator(["--listen", first.address])
       expect(again.address).toBe(first.address)
+      yield* again.process.kill("SIGINT")
+      const interrupted = yield* again.process.exited()
+      expect(interrupted.stdout.split("\n").at(-2)).toBe("closed")
+      expect(interrupted.code).toBe(130)
     }), 120_000)
 
   it.live("SHUTDOWN from a client ends it with exit code 0", () =>
     Effect.gen(function*() {
       const { address, process } = yield* Mcore.coordinator()
-      expect(yield* Mcore.ok(["control", "shutdown", "--address", address])).toBe(`SHUTDOWN sent to ${address}\n`)
+      expect(yield* Mcore.ok(["control", "shutdown", "--address", address])).toBe(
+        `SHUTDOWN sent to ${address}; the coordinator does not confirm\n`
+      )
       const ended = yield* process.exited()
       expect(ended.code).toBe(0)
       expect(ended.stdout).toContain("SHUTDOWN received\nclosed\n")
     }), 120_000)
 
-  it.live("refuses to bind anything but loopback, in one line", () =>
+  it.live("refuses to bind anything but loopback, in one line: a bad value of --listen (exit code 2)", () =>
     Effect.gen(function*() {
       const ended = yield* Mcore.run(["coordinator", "--listen", "tcp://192.0.2.1:0"])
-      expect(ended.code).toBe(1)
+      expect(ended.code).toBe(2)
       expect(ended.stdout).toBe("")
-      expect(ended.stderr).toMatch(/^mcore: NotLoopback: refusing to bind tcp:\/\/192\.0\.2\.1:0: [^\n]*\n$/)
+      expect(ended.stderr).toBe(
+        `mcore coordinator: invalid value "tcp://192.0.2.1:0" for --listen: expected a loopback address: ` +
+          `tcp://127.0.0.1:PORT, tcp://[::1]:PORT or ipc://PATH (test sockets bind nothing else); see mcore coordinator --help\n`
+      )
     }), 60_000)
 })
 
@@ -97,18 +118,24 @@ describe("mcore generate against mcore coordinator", () => {
       expect(words).toBe(` ${Vocabulary.detokenize(tokens)}\n`)
     }), 120_000)
 
-  it.live("--stream --json prints one JSON line per event: partials in order, then the final reply", () =>
+  it.live("--stream --json prints one JSON line per event, each naming which request id is which", () =>
     Effect.gen(function*() {
       const { address } = yield* Mcore.coordinator()
+      // An earlier request moves the coordinator's own numbering on; the client's starts at 0 again.
+      yield* Mcore.ok(["generate", "-a", address, "-n", "1", prompt])
       const stdout = yield* Mcore.ok(["generate", "-a", address, "-n", "4", "--stream", "--json", prompt])
       const events = stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, any>)
       const partials = events.slice(0, -1)
       expect(partials.length).toBeGreaterThan(0)
-      for (const event of partials) expect(event.partial.request_id).toBe(0)
+      for (const event of partials) expect(Object.keys(event)).toEqual(["client_request_id", "partial"])
+      for (const event of partials) expect(event.client_request_id).toBe(0)
       const streamed = partials.flatMap((event) => event.partial.new_tokens as Array<number>)
       expect(streamed).toEqual(expectedTokens(4).slice(0, streamed.length))
-      expect(events.at(-1)!.final.generated_tokens).toEqual(expectedTokens(4))
-      expect(events.at(-1)!.final.sampling_params.streaming).toBe(true)
+      const final = events.at(-1)!
+      expect(final).toMatchObject({ client_request_id: 0, coordinator_request_id: 1 })
+      expect(final.final.request_id).toBe(1)
+      expect(final.final.generated_tokens).toEqual(expectedTokens(4))
+      expect(final.final.sampling_params.streaming).toBe(true)
     }), 120_000)
 
   it.live("--token-ids sends the prompt as token ids", () =>
@@ -119,15 +146,24 @@ describe("mcore generate against mcore coordinator", () => {
       expect((JSON.parse(stdout) as Record<string, unknown>).generated_tokens).toEqual(expectedTokens(3))
     }), 120_000)
 
-  it.live("a request the client refuses fails in one line", () =>
+  it.live("a request the client would refuse is a usage error (exit code 2), found before connecting", () =>
     Effect.gen(function*() {
-      const { address } = yield* Mcore.coordinator()
-      const ended = yield* Mcore.run(["generate", "-a", address, "--temperature", "-1", prompt])
-      expect(ended.code).toBe(1)
-      expect(ended.stderr).toMatch(/^mcore: InvalidRequest: [^\n]*temperature[^\n]*\n$/)
-      const ids = yield* Mcore.run(["generate", "-a", address, "--token-ids", "1 two 3"])
-      expect(ids.code).toBe(1)
-      expect(ids.stderr).toMatch(/^mcore: InvalidRequest: [^\n]*token id[^\n]*\n$/)
+      const { address, process } = yield* Mcore.coordinator()
+      const refused = (args: ReadonlyArray<string>) =>
+        Effect.map(Mcore.run(["generate", "-a", address, ...args]), (ended) => {
+          expect(ended.code, ended.stderr).toBe(2)
+          expect(ended.stdout).toBe("")
+          return ended.stderr
+        })
+      expect(yield* refused(["--temperature", "-1", prompt])).toBe(
+        `mcore generate: invalid value "-1" for --temperature: expected a finite number >= 0; see mcore generate --help\n`
+      )
+      expect(yield* refused(["--token-ids", "1 two 3"])).toMatch(
+        /^mcore generate: invalid value "1 two 3" for <prompt>: "two" \(at index 1\) is not a token id; /
+      )
+      expect(yield* refused([""])).toMatch(/^mcore generate: invalid value "" for <prompt>: it is empty; /)
+      // Nothing reached the coordinator: it never saw a client.
+      expect(process.stdout()).not.toContain("clients 1")
     }), 120_000)
 
   it.live("--timeout aborts a request that does not finish in time", () =>
@@ -150,7 +186,7 @@ describe("mcore control against mcore coordinator", () => {
           process.line(`${engine} receiving ${header}`, (l) => l === `engine ${engine} ${header}`)
         ))
 
-      expect(yield* send("pause")).toBe(`PAUSE sent to ${address}\n`)
+      expect(yield* send("pause")).toBe(`PAUSE sent to ${address}; the coordinator does not confirm (it acts on PAUSE only when RUNNING)\n`)
       yield* process.line("state PAUSED", (l) => l === "state PAUSED")
       yield* engines("PAUSE")
       yield* send("suspend")
@@ -160,7 +196,7 @@ describe("mcore control against mcore coordinator", () => {
       yield* engines("RESUME")
       yield* send("unpause")
       yield* engines("UNPAUSE")
-      expect(yield* send("epoch", "7")).toBe(`SET_GENERATION_EPOCH 7 sent to ${address}\n`)
+      expect(yield* send("epoch", "7")).toBe(`SET_GENERATION_EPOCH 7 sent to ${address}; the coordinator does not confirm\n`)
       yield* engines("SET_GENERATION_EPOCH (epoch now 7)")
       yield* send("profiler", "start")
       yield* engines("START_CUDA_PROFILER")

@@ -100,6 +100,8 @@ describe("InferenceClient against a stub coordinator", () => {
       const stub = yield* StubCoordinator.make()
       const client = yield* InferenceClient.make({ address: stub.address })
       expect(yield* reasonOf(client.submit([1, -2, 3]))).toBe("InvalidRequest")
+      expect(yield* reasonOf(client.submit(""))).toBe("InvalidRequest")
+      expect(yield* reasonOf(client.submit([]))).toBe("InvalidRequest")
       expect(yield* reasonOf(client.submit("x", { top_p: 7 }))).toBe("InvalidRequest")
       expect(yield* reasonOf(client.submit("x", {}, { multiModalData: { audio: new Uint8Array(1) } as never })))
         .toBe("InvalidRequest")

@@ -46,6 +46,10 @@ export type Prompt = string | TokenIds
  */
 export const isTokenIds = (prompt: Prompt): prompt is TokenIds => typeof prompt !== "string"
 
+const isTokenArray = (view: ArrayBufferView): view is TokenIds & ArrayBufferView =>
+  view instanceof Int32Array || view instanceof Uint32Array || view instanceof Int16Array ||
+  view instanceof Uint16Array || view instanceof Float64Array
+
 /** A local constant, so the hot loop compares against an immediate rather than loading `Number.MAX_SAFE_INTEGER`. */
 const MAX_SAFE = 9007199254740991
 
@@ -63,9 +67,14 @@ const show = (value: unknown): string => {
 const badId = (index: number, value: unknown): Result.Result<never, ProtocolError> =>
   fail(`token id at index ${index} is ${show(value)}; token ids are non-negative safe integers`)
 
+const EMPTY =
+  "it is empty; a request needs at least one character or token id (an engine has nothing to prefill otherwise)"
+
 /**
- * Checks a prompt: a string, or token ids that are all non-negative safe integers (the first bad
- * one is reported with its index and value). A `Uint8Array` is refused (it is bytes, not token
+ * Checks a prompt: a non-empty string, or non-empty token ids that are all non-negative safe
+ * integers (the first bad one is reported with its index and value). An empty prompt (`""`, `[]`,
+ * an empty typed array) is refused before anything is sent: an engine would have nothing to
+ * prefill and no last token to generate from. A `Uint8Array` is refused (it is bytes, not token
  * ids), as is any other typed array, a nested array, or anything else. The prompt is returned as
  * given: typed arrays stay typed arrays.
  *
@@ -76,14 +85,16 @@ const badId = (index: number, value: unknown): Result.Result<never, ProtocolErro
  * Prompt.validate("Hello, world") // Success
  * Prompt.validate(new Int32Array([1, 2, 3])) // Success, the same Int32Array
  * Prompt.validate([1, -1]) // Failure: InvalidPrompt, "token id at index 1 is -1; ..."
+ * Prompt.validate("") // Failure: InvalidPrompt, "it is empty; ..."
  * ```
  *
  * @since 0.1.0
  */
 export const validate = (input: unknown): Result.Result<Prompt, ProtocolError> => {
-  if (typeof input === "string") return Result.succeed(input)
+  if (typeof input === "string") return input.length === 0 ? fail(EMPTY) : Result.succeed(input)
   if (Array.isArray(input)) {
     const n = input.length
+    if (n === 0) return fail(EMPTY)
     for (let i = 0; i < n; i++) {
       const v = input[i]
       // One comparison chain per id: rejects non-numbers, NaN, negatives, fractions and > 2^53 - 1.
@@ -94,6 +105,7 @@ export const validate = (input: unknown): Result.Result<Prompt, ProtocolError> =
     return Result.succeed(input as ReadonlyArray<number>)
   }
   if (ArrayBuffer.isView(input)) {
+    if (input.byteLength === 0 && isTokenArray(input)) return fail(EMPTY)
     // Unsigned element types cannot hold a bad id: nothing to scan.
     if (input instanceof Uint32Array || input instanceof Uint16Array) return Result.succeed(input)
     if (input instanceof Int32Array || input instanceof Int16Array) {

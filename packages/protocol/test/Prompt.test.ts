@@ -14,7 +14,7 @@ const why = (input: unknown): string => {
 
 describe("Prompt.validate", () => {
   it("accepts a string as is", () => {
-    for (const s of ["Hello, world", "", "héllo 🌍"]) {
+    for (const s of ["Hello, world", " ", "héllo 🌍"]) {
       const result = Prompt.validate(s)
       expect(Result.isSuccess(result) && result.success).toBe(s)
     }
@@ -22,7 +22,7 @@ describe("Prompt.validate", () => {
 
   it("accepts token ids and returns the very same value", () => {
     const inputs = [
-      [],
+      [0],
       [0, 1, 125416, Number.MAX_SAFE_INTEGER],
       new Int32Array([1, 2, 3]),
       new Uint32Array([0, 4294967295]),
@@ -72,6 +72,14 @@ describe("Prompt.validate", () => {
     })
   }
 
+  it("refuses an empty prompt, text or token ids, saying it is empty", () => {
+    for (const empty of ["", [], new Int32Array(0), new Uint32Array(0), new Int16Array(0), new Uint16Array(0), new Float64Array(0)]) {
+      expect(why(empty)).toMatch(/^it is empty; a request needs at least one character or token id/)
+    }
+    // An empty Uint8Array is still bytes: the reason that matters is its type.
+    expect(why(new Uint8Array(0))).toContain("bytes, not token ids")
+  })
+
   it("refuses a Uint8Array, saying it is bytes", () => {
     expect(why(new Uint8Array([1, 2, 3]))).toContain("bytes, not token ids")
     expect(why(Buffer.from([1, 2, 3]))).toContain("bytes, not token ids")
@@ -87,7 +95,7 @@ describe("Prompt.validate", () => {
   })
 
   it("accepts every array of non-negative safe integers, and refuses one with a bad id", () => {
-    fc.assert(fc.property(fc.array(fc.maxSafeNat()), (ids) => Result.isSuccess(Prompt.validate(ids))))
+    fc.assert(fc.property(fc.array(fc.maxSafeNat(), { minLength: 1 }), (ids) => Result.isSuccess(Prompt.validate(ids))))
     fc.assert(
       fc.property(
         fc.array(fc.maxSafeNat()),
@@ -121,7 +129,9 @@ describe("Prompt.PromptWire", () => {
     expect(Result.isFailure(decode(new Uint8Array([1])))).toBe(true)
   })
 
-  it.prop("every wire prompt passes validate", [Prompt.PromptWire], ([prompt]) => {
-    expect(Result.isSuccess(Prompt.validate(prompt))).toBe(true)
+  // The wire schema decodes what any peer may send, an empty prompt included; this client refuses
+  // to send one.
+  it.prop("every non-empty wire prompt passes validate", [Prompt.PromptWire], ([prompt]) => {
+    expect(Result.isSuccess(Prompt.validate(prompt))).toBe(prompt.length > 0)
   })
 })

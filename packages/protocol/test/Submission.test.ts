@@ -80,6 +80,11 @@ describe("Submission.submitRequest", () => {
   it("fails typed before any frame exists: bad prompt, bad params, unsupported modality", () => {
     expect(reasonOf(Submission.submitRequest({ requestId: 0, prompt: [1, -2] }, {}))?._tag).toBe("InvalidPrompt")
     expect(reasonOf(Submission.submitRequest({ requestId: 0, prompt: { text: "x" } }, {}))?._tag).toBe("InvalidPrompt")
+    expect(reasonOf(Submission.submitRequest({ requestId: 0, prompt: "" }, {}))?._tag).toBe("InvalidPrompt")
+    expect(reasonOf(Submission.submitRequest({ requestId: 0, prompt: [] }, {}))?._tag).toBe("InvalidPrompt")
+    expect(reasonOf(Submission.submitRequestWithKv({ requestId: 0, prompt: [], kvMeta: {}, srcBlockIds: [] }))?._tag).toBe(
+      "InvalidPrompt"
+    )
     expect(
       reasonOf(Submission.submitRequest({ requestId: 0, prompt: "x", samplingParams: { top_p: 2 } }, {}))?._tag
     ).toBe("InvalidSamplingParams")

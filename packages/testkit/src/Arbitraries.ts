@@ -117,7 +117,7 @@ export const tokenId = (): fc.Arbitrary<number> =>
   fc.oneof({ weight: 8, arbitrary: fc.nat({ max: 262_143 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: MAX_SAFE }) })
 
 /**
- * Token ids as the client may hold them: a plain array, or an `Int32Array`, `Uint32Array`,
+ * Token ids (at least one) as the client may hold them: a plain array, or an `Int32Array`, `Uint32Array`,
  * `Int16Array`, `Uint16Array` or `Float64Array` (each with ids its element type holds).
  *
  * @example
@@ -134,14 +134,16 @@ export const tokenIds = (
   options?: Options
 ): fc.Arbitrary<ReadonlyArray<number> | Int32Array | Uint32Array | Int16Array | Uint16Array | Float64Array> => {
   const { maxTokens } = resolve(options)
-  const ids = (max: number) => fc.array(fc.integer({ min: 0, max }), { maxLength: maxTokens })
+  // At least one id: an empty prompt is refused before it is sent (`Prompt.validate`).
+  const size = { minLength: 1, maxLength: Math.max(1, maxTokens) }
+  const ids = (max: number) => fc.array(fc.integer({ min: 0, max }), size)
   return fc.oneof(
-    { weight: 4, arbitrary: fc.array(tokenId(), { maxLength: maxTokens }) },
+    { weight: 4, arbitrary: fc.array(tokenId(), size) },
     { weight: 1, arbitrary: ids(0x7fff_ffff).map((xs) => Int32Array.from(xs)) },
     { weight: 1, arbitrary: ids(0xffff_ffff).map((xs) => Uint32Array.from(xs)) },
     { weight: 1, arbitrary: ids(0x7fff).map((xs) => Int16Array.from(xs)) },
     { weight: 1, arbitrary: ids(0xffff).map((xs) => Uint16Array.from(xs)) },
-    { weight: 1, arbitrary: fc.array(tokenId(), { maxLength: maxTokens }).map((xs) => Float64Array.from(xs)) }
+    { weight: 1, arbitrary: fc.array(tokenId(), size).map((xs) => Float64Array.from(xs)) }
   )
 }
 
@@ -153,7 +155,7 @@ export const tokenIds = (
 export type PromptBody = MessageSpec.Type<typeof Messages.SubmitRequest>["prompt"]
 
 /**
- * A prompt body: text (any well-formed Unicode) or token ids.
+ * A prompt body: text (any well-formed Unicode) or token ids, never empty.
  *
  * @example
  * ```ts
@@ -168,8 +170,8 @@ export type PromptBody = MessageSpec.Type<typeof Messages.SubmitRequest>["prompt
 export const prompt = (options?: Options): fc.Arbitrary<PromptBody> => {
   const { maxTokens } = resolve(options)
   return fc.oneof(
-    fc.string({ unit: "grapheme", maxLength: maxTokens }),
-    fc.string({ unit: "grapheme-ascii", maxLength: maxTokens }),
+    fc.string({ unit: "grapheme", minLength: 1, maxLength: Math.max(1, maxTokens) }),
+    fc.string({ unit: "grapheme-ascii", minLength: 1, maxLength: Math.max(1, maxTokens) }),
     tokenIds(options),
     tokenIds(options)
   )

@@ -10,8 +10,10 @@
  *   matched per request id, in order per id.
  *
  * Messages are compared decoded (see `TraceMatch`): float widths and map key order do not matter,
- * and the reply fields that change from run to run (timings, a random uid) are ignored by
- * default. A difference fails the replay with `ReplayMismatch` (the trace index, the expected and
+ * the reply fields that change from run to run (timings, a random uid) are ignored by default,
+ * and the ids the coordinator assigns are matched as ids (renamed consistently for the whole
+ * replay), so the clients' part replays against a coordinator that has served others before, or
+ * the same recording twice. A difference fails the replay with `ReplayMismatch` (the trace index, the expected and
  * the actual message, where they differ); silence fails it with `ReplayTimedOut`. Engine
  * directions in a trace are not replayed.
  *
@@ -201,6 +203,7 @@ const playCoordinator = (
     const identityOf = new Map<string, Buffer>()
     const peerOfIdentity = new Map<string, string>()
     const buffered = new Map<string, Array<Array<Buffer>>>(peers.map((p) => [p, []]))
+    const ids = TraceMatch.renaming()
     let sent = 0
     let matched = 0
 
@@ -242,7 +245,7 @@ const playCoordinator = (
       if (entry.dir === "client->coordinator") {
         const actual = TraceMatch.decode(entry.dir, yield* nextFrom(entry.peer, index), options)
         const expected = TraceMatch.decode(entry.dir, entry.frames, options)
-        const difference = TraceMatch.difference(expected, actual)
+        const difference = TraceMatch.difference(expected, actual, ids, options)
         if (difference !== undefined) return yield* Effect.fail(mismatch(index, entry.peer, expected, actual, difference))
         matched++
       } else if (entry.dir === "coordinator->client") {
@@ -361,6 +364,9 @@ const playClients = (trace: Trace.Trace, options: ClientsOptions): Effect.Effect
       answers.push(index)
     })
     const matchedAt = new Set<number>()
+    // The coordinator numbers requests across all its clients, since it started: its ids in the
+    // answers are paired with the recorded ones for the whole replay.
+    const ids = TraceMatch.renaming()
     // answers[cursor] is the earliest recorded answer not yet received.
     let cursor = 0
     let sent = 0
@@ -375,7 +381,7 @@ const playClients = (trace: Trace.Trace, options: ClientsOptions): Effect.Effect
         }))
       }
       const recorded = expected.get(index)!
-      const difference = TraceMatch.difference(recorded, actual)
+      const difference = TraceMatch.difference(recorded, actual, ids, options)
       if (difference !== undefined) return Effect.fail(mismatch(index, arrival.peer, recorded, actual, difference))
       matchedAt.add(index)
       while (cursor < answers.length && matchedAt.has(answers[cursor]!)) cursor++

@@ -47,4 +47,45 @@ describe("TraceMatch", () => {
     expect(TraceMatch.groupOf(reply(Msgpack.encode({})))).toBe("request 0")
     expect(TraceMatch.groupOf(TraceMatch.decode("coordinator->client", [Msgpack.encode([1])]))).toBe("ConnectAck")
   })
+
+  it("matches the coordinator's ids as ids: renamed once, then held both ways for the whole replay", () => {
+    const finalOf = (clientId: number, coordinatorId: number) =>
+      TraceMatch.decode("coordinator->client", [
+        Msgpack.encode([21, clientId]),
+        Msgpack.encode({ request_id: coordinatorId, generated_tokens: [1] })
+      ])
+    const partialOf = (clientId: number, coordinatorId: number) =>
+      TraceMatch.decode("coordinator->client", [
+        Msgpack.encode([22, clientId]),
+        Msgpack.encode({ request_id: coordinatorId, new_tokens: [1] })
+      ])
+    const ids = TraceMatch.renaming()
+    // Recorded against a fresh coordinator (0, 1), observed against one that served 40 requests.
+    expect(TraceMatch.difference(partialOf(0, 0), partialOf(0, 40), ids)).toBeUndefined()
+    expect(TraceMatch.difference(finalOf(0, 0), finalOf(0, 40), ids)).toBeUndefined()
+    expect(TraceMatch.difference(finalOf(1, 1), finalOf(1, 41), ids)).toBeUndefined()
+    // Once paired, 0 stands for 40 and 40 for 0.
+    expect(TraceMatch.difference(finalOf(0, 0), finalOf(0, 41), ids)).toEqual({
+      path: "reply.request_id",
+      why: "expected coordinator id 0 (seen as 40 earlier in this replay), got 41"
+    })
+    expect(TraceMatch.difference(finalOf(1, 2), finalOf(1, 40), ids)).toEqual({
+      path: "reply.request_id",
+      why: "expected coordinator id 2, got 40, which already stands for recorded id 0"
+    })
+    // The client's own id (frame 0) stays a literal.
+    expect(TraceMatch.difference(finalOf(0, 0), finalOf(5, 40), ids)).toEqual({ path: "requestId", why: "expected 0, got 5" })
+    // A message that differs elsewhere pairs nothing.
+    const other = TraceMatch.decode("coordinator->client", [
+      Msgpack.encode([21, 2]),
+      Msgpack.encode({ request_id: 42, generated_tokens: [2] })
+    ])
+    expect(TraceMatch.difference(finalOf(2, 2), other, ids)?.path).toBe("reply.generated_tokens[0]")
+    expect(TraceMatch.difference(finalOf(3, 3), finalOf(3, 42), ids)).toBeUndefined()
+    // Told so, ids are literals again.
+    expect(TraceMatch.difference(finalOf(0, 0), finalOf(0, 40), TraceMatch.renaming(), { coordinatorIds: [] })).toEqual({
+      path: "reply.request_id",
+      why: "expected 0, got 40"
+    })
+  })
 })

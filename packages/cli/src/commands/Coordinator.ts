@@ -1,18 +1,25 @@
 /**
  * `mcore coordinator --listen ADDR --engines N`: the testkit's coordinator and engines as a
  * standalone process, for trying a client (a Python one too) against something that speaks the
- * real protocol without a GPU. It prints the bound address alone on its first line (so a script
- * can read it), then what a client would want to see happen: connections, control state changes,
- * and the signals each engine receives. It runs until SIGINT or SIGTERM, or until a client sends
- * SHUTDOWN; either way the sockets are closed before the process exits.
+ * real protocol without a GPU. It prints the bound address alone on the first line of standard
+ * output (so a script can read it; logs go to standard error, so a reader that merges the two
+ * with `2>&1` may see a log line first), and with `--address-file` also writes it to a file,
+ * removed again at exit. Then it prints what a client would want to see happen: connections,
+ * control state changes, and the signals each engine receives. It runs until SIGINT or SIGTERM
+ * (exit codes 130 and 143), or until a client sends SHUTDOWN (0); either way the sockets are
+ * closed before the process exits.
  *
  * @since 0.1.0
  */
 import { Routing, TestCluster, type TestCoordinator, type TestEngine, type TestkitError } from "@mcore-effect/testkit"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { Command, Flag } from "effect/cli"
+import { rename, rm, writeFile } from "node:fs/promises"
+import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
-import { intAtLeast } from "../Positive.ts"
+import { integer } from "../Values.ts"
 
 /** Longest wait a timer allows; the state watch just waits again after it. */
 const FOREVER_MILLIS = 2 ** 31 - 1
@@ -22,22 +29,64 @@ const flags = {
     Flag.withAlias("l"),
     Flag.withMetavar("address"),
     Flag.withDefault("tcp://127.0.0.1:0"),
-    Flag.withDescription("Where to bind, loopback only: tcp://127.0.0.1:PORT (port 0, the default: any free port), tcp://[::1]:PORT, ipc://PATH")
+    Flag.withDescription("Where to bind, loopback only: tcp://127.0.0.1:PORT (port 0, the default: any free port), tcp://[::1]:PORT, ipc://PATH"),
+    Flags.loopback
   ),
-  engines: intAtLeast("engines", 0).pipe(Flag.withDefault(2), Flag.withDescription("Test engines to start (default 2)")),
+  engines: integer("engines", 0).pipe(Flag.withDefault(2), Flag.withDescription("Test engines to start (default 2)")),
   policy: Flag.Literals("policy", Routing.Policy.literals).pipe(
     Flag.withDefault("load_balanced" as const),
     Flag.withDescription("Routing policy (default load_balanced)")
   ),
-  stepMs: intAtLeast("step-ms", 0).pipe(
+  stepMs: integer("step-ms", 0).pipe(
     Flag.withDefault(10),
     Flag.withDescription("Milliseconds between engine steps, one token per request per step (default 10)")
   ),
-  blockSize: intAtLeast("block-size", 1).pipe(
+  blockSize: integer("block-size", 1).pipe(
     Flag.withDefault(16),
     Flag.withDescription("KV block size in tokens, for the coordinator's hashing and the engines (default 16)")
+  ),
+  addressFile: Flag.String("address-file").pipe(
+    Flag.withMetavar("path"),
+    Flag.withDescription(
+      "Also write the bound address to this file once listening (removed at exit), for scripts that cannot read " +
+        "the first line of standard output apart from the logs"
+    ),
+    Flag.optional
   )
 } as const
+
+/**
+ * The address could not be written to `--address-file`.
+ *
+ * @since 0.1.0
+ */
+export class AddressFileFailed extends Data.TaggedError("AddressFileFailed")<{
+  readonly path: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    return `AddressFileFailed: cannot write the address to ${this.path}: ${
+      this.cause instanceof Error ? this.cause.message : String(this.cause)
+    }`
+  }
+}
+
+/**
+ * Writes the address whole or not at all (a temporary file renamed into place, so a script
+ * polling for the file never reads half of it), and removes it when the scope closes.
+ */
+const writeAddressFile = (path: string, address: string) =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        const temporary = `${path}.${process.pid}.tmp`
+        await writeFile(temporary, `${address}\n`)
+        await rename(temporary, path)
+      },
+      catch: (cause) => new AddressFileFailed({ path, cause })
+    }),
+    () => Effect.promise(() => rm(path, { force: true }))
+  )
 
 /** Prints the control state and the number of connected clients each time one changes. */
 const watch = (coordinator: TestCoordinator.Handle): Effect.Effect<never> =>
@@ -83,7 +132,7 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
  * @example
  * ```sh
  * mcore coordinator --listen tcp://127.0.0.1:5555 --engines 4
- * ADDRESS=$(mcore coordinator | head -n 1)   # any free port
+ * mcore coordinator --address-file /tmp/mcore.address &   # any free port, its address in the file
  * ```
  *
  * @since 0.1.0
@@ -91,7 +140,7 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
 export const command = Command.make(
   "coordinator",
   flags,
-  Effect.fn("mcore.coordinator")(function*({ listen, engines, policy, stepMs, blockSize }) {
+  Effect.fn("mcore.coordinator")(function*({ listen, engines, policy, stepMs, blockSize, addressFile }) {
     let started = false
     // Registered before the cluster, so it runs after the cluster's sockets are closed.
     yield* Effect.addFinalizer(() => (started ? Output.line("closed") : Effect.void))
@@ -102,6 +151,7 @@ export const command = Command.make(
     })
     started = true
     yield* Output.line(cluster.address)
+    if (Option.isSome(addressFile)) yield* writeAddressFile(addressFile.value, cluster.address)
     yield* Output.line(
       `test coordinator: ${engines} engine(s) (${cluster.engines.map((e) => e.identity).join(", ")}), ` +
         `policy ${policy}, a step every ${stepMs} ms; stop with Ctrl-C`
@@ -113,9 +163,14 @@ export const command = Command.make(
     yield* Output.line("SHUTDOWN received")
   }, Effect.scoped)
 ).pipe(
-  Command.withDescription("Run a test coordinator and test engines on loopback until Ctrl-C, SIGTERM or SHUTDOWN"),
+  Command.withDescription(
+    "Run a test coordinator and test engines on loopback until Ctrl-C (exit code 130), SIGTERM (143) or SHUTDOWN (0). " +
+      "The bound address is the first line of standard output (logs go to standard error: do not merge them with " +
+      "2>&1 to read it), and the file given with --address-file"
+  ),
   Command.withExamples([
     { command: "mcore coordinator --listen tcp://127.0.0.1:5555", description: "Two engines on a fixed port" },
-    { command: "mcore coordinator --engines 4 --policy longest_prefix", description: "Any free port, prefix routing" }
+    { command: "mcore coordinator --engines 4 --policy longest_prefix", description: "Any free port, prefix routing" },
+    { command: "mcore coordinator --address-file /tmp/mcore.address &", description: "Any free port, its address in a file" }
   ])
 )

@@ -18,7 +18,7 @@ import * as Prompts from "../demo/Prompts.ts"
 import * as Streaming from "../demo/Streaming.ts"
 import * as Summary from "../demo/Summary.ts"
 import * as Output from "../Output.ts"
-import { intAtLeast } from "../Positive.ts"
+import { integer } from "../Values.ts"
 
 /** Requests in flight during the pause round, and tokens each (long enough to still be running). */
 const PAUSE_REQUESTS = 64
@@ -28,13 +28,13 @@ const PAUSE_HOLD = Duration.millis(300)
 const STREAM_TOKENS = 12
 
 const flags = {
-  engines: intAtLeast("engines", 1).pipe(Flag.withDefault(2), Flag.withDescription("Test engines to start (default 2)")),
-  requests: intAtLeast("requests", 1).pipe(
+  engines: integer("engines", 1).pipe(Flag.withDefault(2), Flag.withDescription("Test engines to start (default 2)")),
+  requests: integer("requests", 1).pipe(
     Flag.withDefault(3000),
     Flag.withDescription("Requests in the burst (default 3000)")
   ),
-  tokens: intAtLeast("tokens", 1).pipe(Flag.withDefault(16), Flag.withDescription("Tokens generated per burst request (default 16)")),
-  stepMs: intAtLeast("step-ms", 0).pipe(
+  tokens: integer("tokens", 1).pipe(Flag.withDefault(16), Flag.withDescription("Tokens generated per burst request (default 16)")),
+  stepMs: integer("step-ms", 0).pipe(
     Flag.withDefault(5),
     Flag.withDescription("Milliseconds between engine steps, one token per request per step (default 5)")
   )

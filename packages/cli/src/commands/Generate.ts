@@ -6,19 +6,19 @@
  * @since 0.1.0
  */
 import { type ClientError, InferenceClient } from "@mcore-effect/client"
-import type { SamplingParams } from "@mcore-effect/protocol"
+import { Prompt, SamplingParams } from "@mcore-effect/protocol"
 import { Vocabulary } from "@mcore-effect/testkit"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
-import { Argument, Command, Flag } from "effect/cli"
+import { Argument, CliError, Command, Flag } from "effect/cli"
 import { clientLayer } from "../ClientLayer.ts"
 import * as Flags from "../Flags.ts"
 import * as Json from "../Json.ts"
 import * as Output from "../Output.ts"
-import { intAtLeast } from "../Positive.ts"
 import * as Replies from "../Replies.ts"
+import { integer, keyValues, number, parseInteger } from "../Values.ts"
 
 const flags = {
   ...Flags.connection,
@@ -28,24 +28,27 @@ const flags = {
   ),
   json: Flag.Boolean("json").pipe(
     Flag.withDefault(false),
-    Flag.withDescription("Print the reply map as JSON (with --stream: one JSON line per event)")
+    Flag.withDescription(
+      "Print the reply map as JSON; its request_id is the coordinator's own id for the request. With --stream, " +
+        "one JSON line per event, each with client_request_id (this client's id for the request, what an abort " +
+        "names), the final one with coordinator_request_id too"
+    )
   ),
-  tokens: intAtLeast("tokens", 1).pipe(
+  tokens: integer("tokens", 1).pipe(
     Flag.withAlias("n"),
     Flag.withDescription("num_tokens_to_generate"),
     Flag.optional
   ),
-  temperature: Flag.Finite("temperature").pipe(Flag.withDescription("temperature (default 1.0)"), Flag.optional),
-  topK: Flag.Int("top-k").pipe(Flag.withDescription("top_k (default 0: off)"), Flag.optional),
-  topP: Flag.Finite("top-p").pipe(Flag.withDescription("top_p (default 0.0: off)"), Flag.optional),
+  temperature: number("temperature").pipe(Flag.withDescription("temperature (default 1.0)"), Flag.optional),
+  topK: integer("top-k", 0).pipe(Flag.withDescription("top_k (default 0: off)"), Flag.optional),
+  topP: number("top-p").pipe(Flag.withDescription("top_p (default 0.0: off)"), Flag.optional),
   stop: Flag.String("stop").pipe(
     Flag.withDescription("A stop word (stop_words); repeat for several"),
     Flag.atLeast(0)
   ),
-  terminationId: Flag.Int("termination-id").pipe(Flag.withDescription("termination_id"), Flag.optional),
-  set: Flag.KeyValuePair("set").pipe(
-    Flag.withDescription("Any other SamplingParams field, KEY=VALUE with VALUE as JSON (e.g. --set top_n_logprobs=3)"),
-    Flag.optional
+  terminationId: integer("termination-id").pipe(Flag.withDescription("termination_id"), Flag.optional),
+  set: keyValues("set", "top_n_logprobs=3").pipe(
+    Flag.withDescription("Any other SamplingParams field, KEY=VALUE with VALUE as JSON (e.g. --set top_n_logprobs=3)")
   ),
   timeout: Flags.duration("timeout").pipe(
     Flag.withDescription("Abort the request if it has not finished by then"),
@@ -75,9 +78,7 @@ const setValue = (text: string): unknown => {
 
 const samplingParams = (options: Options): SamplingParams.SamplingParamsInput => {
   const params: Record<string, unknown> = {}
-  if (Option.isSome(options.set)) {
-    for (const [key, value] of Object.entries(options.set.value)) params[key] = setValue(value)
-  }
+  for (const [key, value] of options.set) params[key] = setValue(value)
   const put = (key: string, value: Option.Option<unknown>) => {
     if (Option.isSome(value)) params[key] = value.value
   }
@@ -90,14 +91,69 @@ const samplingParams = (options: Options): SamplingParams.SamplingParamsInput =>
   return params
 }
 
+/** A refused PROMPT: the module's own error, so it is shown and exits like any bad value (code 2). */
+const badPrompt = (value: string, why: string) =>
+  new CliError.InvalidValue({ option: "prompt", value, expected: why, kind: "argument" })
+
+/** The prompt as sent: text, or token ids with `--token-ids` (the first word that is not one is named). */
+const promptOf = (options: Options): Result.Result<InferenceClient.PromptInput, CliError.InvalidValue> => {
+  const words = options.tokenIds ? options.prompt.split(/[\s,]+/).filter((s) => s !== "") : undefined
+  const ids: Array<number> = []
+  for (const [index, word] of (words ?? []).entries()) {
+    const id = parseInteger(word, 0)
+    if (Option.isNone(id)) {
+      return Result.fail(badPrompt(
+        options.prompt,
+        `${JSON.stringify(word)} (at index ${index}) is not a token id; with --token-ids, expected non-negative integers such as "1 2 3" or "1,2,3"`
+      ))
+    }
+    ids.push(id.value)
+  }
+  const prompt = words === undefined ? options.prompt : ids
+  const checked = Prompt.validate(prompt)
+  if (Result.isFailure(checked)) {
+    const reason = checked.failure.reason
+    return Result.fail(badPrompt(options.prompt, reason._tag === "InvalidPrompt" ? reason.why : checked.failure.message))
+  }
+  return Result.succeed(prompt)
+}
+
+/** The flag each sampling field has, when it has one (the rest come from --set). */
+const flagOf = (options: Options): Record<string, readonly [string, Option.Option<unknown>]> => ({
+  num_tokens_to_generate: ["tokens", options.tokens],
+  temperature: ["temperature", options.temperature],
+  top_k: ["top-k", options.topK],
+  top_p: ["top-p", options.topP],
+  termination_id: ["termination-id", options.terminationId],
+  stop_words: ["stop", options.stop.length > 0 ? Option.some(options.stop.join(" ")) : Option.none()]
+})
+
 /**
- * The prompt as sent: text, or token ids with `--token-ids`. Anything that is not an id is kept
- * as `NaN`, so the client refuses it with its own `InvalidRequest`.
+ * The sampling parameters as the client will check them, refused here first (before any
+ * connection) and blamed on the flag that set the field: `--temperature -1`, or `--set
+ * temperature=-1` when it came from there.
  */
-const promptOf = (options: Options): InferenceClient.PromptInput =>
-  options.tokenIds
-    ? options.prompt.split(/[\s,]+/).filter((s) => s !== "").map((s) => (/^\d+$/.test(s) ? Number(s) : Number.NaN))
-    : options.prompt
+const paramsOf = (options: Options): Result.Result<SamplingParams.SamplingParamsInput, CliError.InvalidValue> => {
+  const params = samplingParams(options)
+  const checked = SamplingParams.make(params)
+  if (Result.isSuccess(checked)) return Result.succeed(params)
+  const reason = checked.failure.reason
+  const field = "field" in reason ? String(reason.field) : "sampling_params"
+  const why = ("why" in reason ? String(reason.why) : checked.failure.message)
+    .replace(/^must be /, "expected ")
+    .replace(/, got [^;]*$/, "")
+  const flag = flagOf(options)[field]
+  if (flag !== undefined && Option.isSome(flag[1])) {
+    return Result.fail(new CliError.InvalidValue({ option: flag[0], value: String(flag[1].value), expected: why, kind: "flag" }))
+  }
+  const set = options.set.filter(([key]) => key === field).at(-1)
+  return Result.fail(new CliError.InvalidValue({
+    option: "set",
+    value: set === undefined ? field : `${set[0]}=${set[1]}`,
+    expected: `${field}: ${why}`,
+    kind: "flag"
+  }))
+}
 
 const text = (tokens: ReadonlyArray<number>, words: boolean): string =>
   tokens.map((id) => ` ${words ? Vocabulary.word(id) : String(id)}`).join("")
@@ -110,25 +166,46 @@ const printReply = (reply: InferenceClient.Reply) => {
   return Output.line(typeof generated_text === "string" ? generated_text : (generated_tokens ?? []).join(" "))
 }
 
+/** The coordinator's own id for the request: `request_id` in the reply map (its numbering, across all clients). */
+const coordinatorId = (reply: InferenceClient.Reply): unknown => {
+  const decoded = Replies.typed(reply)
+  return Result.isSuccess(decoded) ? decoded.success.request_id ?? null : null
+}
+
+/**
+ * The `--stream --json` lines of one request, each naming which id is which: new tokens as
+ * `{client_request_id, partial: {new_tokens}}`, the end as `{client_request_id,
+ * coordinator_request_id, final: <the reply map>}`. The client's id comes with the partials; a
+ * fresh client numbers its requests from 0, and this one sends one, so 0 until a partial says.
+ */
+const jsonLines = () => {
+  let clientRequestId = 0
+  return (event: InferenceClient.StreamEvent): string => {
+    if ("newTokens" in event) {
+      clientRequestId = event.requestId
+      return Json.stringify({ client_request_id: event.requestId, partial: { new_tokens: event.newTokens } })
+    }
+    return Json.stringify({
+      client_request_id: clientRequestId,
+      coordinator_request_id: coordinatorId(event.reply),
+      final: event.reply
+    })
+  }
+}
+
 const streamed = (
   client: InferenceClient.Service,
   options: Options,
+  prompt: InferenceClient.PromptInput,
   params: SamplingParams.SamplingParamsInput,
   submit: InferenceClient.SubmitOptions
 ): Effect.Effect<void, ClientError.ClientError> =>
   Effect.suspend(() => {
     let printed = 0
-    return client.stream(promptOf(options), params, submit).pipe(
+    const json = jsonLines()
+    return client.stream(prompt, params, submit).pipe(
       Stream.runForEach((event) => {
-        if (options.json) {
-          return Output.line(
-            Json.stringify(
-              event._tag === "Partial"
-                ? { partial: { request_id: event.requestId, new_tokens: event.newTokens } }
-                : { final: event.reply }
-            )
-          )
-        }
+        if (options.json) return Output.line(json(event))
         if (event._tag === "Partial") {
           printed += event.newTokens.length
           return Output.write(text(event.newTokens, options.testVocabulary))
@@ -158,16 +235,22 @@ export const command = Command.make(
   "generate",
   flags,
   Effect.fn("mcore.generate")(function*(options) {
-    const params = samplingParams(options)
+    // Checked already by the validation below, before any connection: these cannot fail here.
+    const prompt = yield* Effect.fromResult(promptOf(options))
+    const params = yield* Effect.fromResult(paramsOf(options))
     const submit: InferenceClient.SubmitOptions = { timeout: Option.getOrUndefined(options.timeout) }
     yield* Effect.gen(function*() {
       const client = yield* InferenceClient.InferenceClient
-      if (options.stream) return yield* streamed(client, options, params, submit)
-      const reply = yield* client.submit(promptOf(options), params, submit)
+      if (options.stream) return yield* streamed(client, options, prompt, params, submit)
+      const reply = yield* client.submit(prompt, params, submit)
       yield* options.json ? Output.line(Json.stringify(reply)) : printReply(reply)
     }).pipe(Effect.provide(clientLayer(options)))
   })
 ).pipe(
+  // A bad prompt or sampling value is a usage error (exit code 2), found before connecting.
+  Command.validate((options) =>
+    Effect.andThen(Effect.fromResult(promptOf(options)), Effect.fromResult(paramsOf(options))).pipe(Effect.asVoid)
+  ),
   Command.withDescription("Send one request to a coordinator and print its reply"),
   Command.withExamples([
     { command: "mcore generate -a tcp://127.0.0.1:5555 -n 16 \"the quick fox\"", description: "Generate 16 tokens" },

@@ -10,6 +10,7 @@
 import { type Trace, type TraceError, TraceRecorder } from "@mcore-effect/testkit"
 import * as Effect from "effect/Effect"
 import { Command, Flag } from "effect/cli"
+import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
 import { version } from "../Version.ts"
 
@@ -18,12 +19,14 @@ const flags = {
     Flag.withAlias("l"),
     Flag.withMetavar("address"),
     Flag.withDefault("tcp://127.0.0.1:0"),
-    Flag.withDescription("Where peers connect, loopback only (default tcp://127.0.0.1:0: any free port)")
+    Flag.withDescription("Where peers connect, loopback only (default tcp://127.0.0.1:0: any free port)"),
+    Flags.loopback
   ),
   upstream: Flag.String("upstream").pipe(
     Flag.withAlias("u"),
     Flag.withMetavar("address"),
-    Flag.withDescription("The coordinator to forward to")
+    Flag.withDescription("The coordinator to forward to"),
+    Flags.connectable
   ),
   out: Flag.String("out").pipe(
     Flag.withAlias("o"),

@@ -3,7 +3,9 @@
  * `--address`, as the recorded clients against a coordinator under test, checking every answer
  * against the recording; with `--as-coordinator`, as the recorded coordinator for a client under
  * test, which connects to the printed address. Either way the replay succeeds only if the
- * conversation went exactly as recorded (timings and other volatile reply fields aside).
+ * conversation went exactly as recorded (timings and other volatile reply fields aside; the ids
+ * the coordinator assigns are matched as ids, so a coordinator that has served requests before,
+ * or a second replay against the same one, passes).
  *
  * @since 0.1.0
  */
@@ -21,6 +23,7 @@ const flags = {
     Flag.withAlias("a"),
     Flag.withMetavar("address"),
     Flag.withDescription("Replay the recorded clients against the coordinator at this address"),
+    Flags.connectable,
     Flag.optional
   ),
   asCoordinator: Flag.Boolean("as-coordinator").pipe(
@@ -31,7 +34,8 @@ const flags = {
     Flag.withAlias("l"),
     Flag.withMetavar("address"),
     Flag.withDefault("tcp://127.0.0.1:0"),
-    Flag.withDescription("With --as-coordinator: where to bind, loopback only (default: any free port)")
+    Flag.withDescription("With --as-coordinator: where to bind, loopback only (default: any free port)"),
+    Flags.loopback
   ),
   ordering: Flag.Literals("ordering", ["causal", "eager"]).pipe(
     Flag.withDefault("causal" as const),
