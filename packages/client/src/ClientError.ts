@@ -186,13 +186,13 @@ export class ReplyTooLarge extends Schema.Class<ReplyTooLarge>("@mcore-effect/cl
  */
 export class SendFailed extends Schema.Class<SendFailed>("@mcore-effect/client/SendFailed")({
   _tag: Schema.tag("SendFailed"),
-  /** The request whose message failed, when it was one. */
-  requestId: Schema.NullOr(Schema.Number),
+  /** The request whose message failed (a failed signal or abort fails nothing: it is logged). */
+  requestId: Schema.Number,
   cause: Schema.Defect()
 }) {
   get message(): string {
     const why = this.cause instanceof globalThis.Error ? this.cause.message : String(this.cause)
-    return `sending ${this.requestId === null ? "a message" : `request ${this.requestId}`} failed: ${why}`
+    return `sending request ${this.requestId} failed: ${why}`
   }
 }
 
@@ -254,10 +254,3 @@ export class ClientError extends Schema.TaggedError<ClientError>("@mcore-effect/
  * @since 0.1.0
  */
 export const clientError = (reason: ClientErrorReason): ClientError => new ClientError({ reason })
-
-/**
- * True for a {@link ClientError}.
- *
- * @since 0.1.0
- */
-export const isClientError = (u: unknown): u is ClientError => u instanceof ClientError

@@ -5,7 +5,7 @@
  * rejection is counted and logged. `TestCoordinator` wraps it as a scoped Effect resource.
  *
  * Behaviour follows Megatron's `data_parallel_inference_coordinator` (`coordinator.py`,
- * `handlers.py`, `state.py`) where PROTOCOL.md is silent: an engine registers by sending one
+ * `handlers.py`, `state.py`) where the wire format alone does not say: an engine registers by sending one
  * empty frame, engines are ordered by identity, a DISCONNECT from an engine removes it, replies
  * from removed engines are still delivered, ABORT goes to the engine holding the request,
  * RELEASE_KV is broadcast verbatim, a duplicate CONNECT is ignored, replies flagged

@@ -123,13 +123,13 @@ const streamed = (
         if (options.json) {
           return Output.line(
             Json.stringify(
-              event._tag === "Partial"
+              event._tag === "Tokens"
                 ? { partial: { request_id: event.requestId, new_tokens: event.newTokens } }
                 : { final: event.reply }
             )
           )
         }
-        if (event._tag === "Partial") {
+        if (event._tag === "Tokens") {
           printed += event.newTokens.length
           return Output.write(text(event.newTokens, options.testVocabulary))
         }
