@@ -23,7 +23,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
-import type * as Scope from "effect/Scope"
 import * as Zmq from "zeromq"
 import * as ClientConfig from "./ClientConfig.ts"
 import {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { TestSupport } from "@mcore-effect/testkit"
 import { ConfigProvider, Effect, Layer, Metric, Result } from "effect"
 import * as Zmq from "zeromq"
 import { ClientConfig, InferenceClient } from "../src/index.ts"
@@ -172,7 +173,7 @@ describe("ClientConfig", () => {
       )
       expect(pending).toBe(0)
       expect((yield* stub.take).frames.length).toBe(1)
-    }).pipe(Effect.provideService(Metric.MetricRegistry, new Map())))
+    }).pipe(TestSupport.withRegistry))
 
   describe("one validation of every duration, client-level and per request", () => {
     it("refuses a negative or non-duration option with its name", () => {
@@ -203,7 +204,7 @@ describe("ClientConfig", () => {
           )
           expect(error.reason._tag).toBe("InvalidArgument")
           expect(error.reason).toMatchObject({ name: "requestTimeout" })
-        }).pipe(Effect.provideService(Metric.MetricRegistry, new Map())))
+        }).pipe(TestSupport.withRegistry))
     }
   })
 })

@@ -5,12 +5,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Msgpack } from "@mcore-effect/protocol"
+import { TestSupport } from "@mcore-effect/testkit"
 import { Effect, Exit, Fiber, Metric, Result, Scope, Stream } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import * as StubCoordinator from "./support/StubCoordinator.ts"
 
-const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provideService(effect, Metric.MetricRegistry, new Map())
+const { withRegistry } = TestSupport
 
 /** The next message whose tag is `tag`, skipping CONNECTs. */
 const takeMessage = (stub: StubCoordinator.StubCoordinator) =>

@@ -75,7 +75,7 @@ export class Writer<Tag = undefined> {
   private closed = false
   private timers: Set<ReturnType<typeof setTimeout>> | undefined = undefined
   /** Called once when the queue has gone out (see {@link Writer.whenIdle}). */
-  private onIdle: (() => void) | undefined = undefined
+  private onIdle: Array<() => void> | undefined = undefined
   /** Messages the socket refused. */
   failed = 0
 
@@ -126,7 +126,7 @@ export class Writer<Tag = undefined> {
   /** Calls `callback` once the queue has gone out to the socket (at once if it already has). */
   whenIdle(callback: () => void): void {
     if (this.idle) callback()
-    else this.onIdle = callback
+    else (this.onIdle ??= []).push(callback)
   }
 
   /**
@@ -176,7 +176,7 @@ export class Writer<Tag = undefined> {
     }
     const onIdle = this.onIdle
     this.onIdle = undefined
-    onIdle?.()
+    if (onIdle !== undefined) for (const callback of onIdle) callback()
   }
 }
 

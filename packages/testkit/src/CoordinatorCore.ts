@@ -14,13 +14,12 @@
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, Headers, Messages, Msgpack, MsgpackScan } from "@mcore-effect/protocol"
+import { BlockHashes, FrameSocket, Headers, Messages, Msgpack, MsgpackScan, Values } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
 import * as Faults from "./Faults.ts"
 import { RecentLog } from "./RecentLog.ts"
 import * as Routing from "./Routing.ts"
-import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
 import * as Vocabulary from "./Vocabulary.ts"
 import {
   identityKey,
@@ -35,6 +34,10 @@ import {
 } from "./WireFrames.ts"
 
 const H = Headers.values
+
+type Outgoing = FrameSocket.Message
+
+const { isPlainObject: isMap } = Values
 
 const KEY_GENERATED_TEXT = Msgpack.encode("generated_text")
 const KEY_GENERATED_TOKENS = Msgpack.encode("generated_tokens")
@@ -183,8 +186,6 @@ const newCounters = (): Counters => ({
   internalErrors: 0
 })
 
-const isMap = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 const nameOf = (header: number): Headers.HeaderName => Headers.nameOf(header as Headers.Header)
 
 const isKnownHeader = (header: unknown): header is Headers.Header =>
@@ -192,8 +193,6 @@ const isKnownHeader = (header: unknown): header is Headers.Header =>
 
 /** Messages handled between two yields to the event loop, so timers and other sockets get a turn. */
 const YIELD_EVERY = 512
-
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /**
  * @internal
@@ -211,7 +210,7 @@ export class CoordinatorCore {
    */
   nextRequestId: number
 
-  private readonly writer: SocketWriter
+  private readonly writer: FrameSocket.Writer
   private engines: Array<EngineEntry> = []
   private readonly engineByKey = new Map<string, EngineEntry>()
   private readonly removedEngines = new Set<string>()
@@ -232,7 +231,7 @@ export class CoordinatorCore {
     firstRequestId: number
   ) {
     this.nextRequestId = firstRequestId
-    this.writer = new SocketWriter(router, (error, message) => this.undeliverable(error, message))
+    this.writer = new FrameSocket.Writer(router, (error, message) => this.undeliverable(error, message))
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve))
   }
 
@@ -261,7 +260,7 @@ export class CoordinatorCore {
       throw error
     }
     const core = new CoordinatorCore(router, router.lastEndpoint ?? address, config, firstRequestId)
-    void core.readLoop()
+    core.startReading()
     return core
   }
 
@@ -347,37 +346,30 @@ export class CoordinatorCore {
   // The loop
   // -------------------------------------------------------------------------------------------
 
-  private async readLoop(): Promise<void> {
-    let handled = 0
-    try {
-      while (this.running) {
-        if (this.faults.hung) await this.faults.whenAnswering()
-        if (!this.running) break
-        let frames: Array<Buffer>
-        try {
-          frames = await this.router.receive()
-        } catch (error) {
-          if (!this.running || this.router.closed) break
-          this.counters.internalErrors++
-          this.config.log("Error", `coordinator: receive failed: ${String(error)}`)
-          continue
-        }
-        // A message read just as a Hang was switched on waits for the hang to end.
-        if (this.faults.hung) await this.faults.whenAnswering()
-        if (!this.running) break
-        try {
-          this.handle(frames)
-        } catch (error) {
-          this.counters.internalErrors++
-          this.config.log("Error", `coordinator: dropped a message after an unexpected error: ${String(error)}`)
-        }
-        this.notify()
-        if (++handled % YIELD_EVERY === 0) await yieldToEventLoop()
-      }
-    } finally {
+  private startReading(): void {
+    const { done } = FrameSocket.read(this.router, {
+      // A message read just as a Hang was switched on waits for the hang to end.
+      gate: () => (this.faults.hung ? this.faults.whenAnswering() : undefined),
+      onMessage: (frames) => {
+        if (!this.running) return
+        this.handle(frames)
+      },
+      onHandlerError: (error) => {
+        this.counters.internalErrors++
+        this.config.log("Error", `coordinator: dropped a message after an unexpected error: ${String(error)}`)
+      },
+      onReceiveError: (error) => {
+        this.counters.internalErrors++
+        this.config.log("Error", `coordinator: receive failed: ${String(error)}`)
+      },
+      afterMessage: () => this.notify(),
+      yieldEvery: YIELD_EVERY
+    })
+    // Closing the socket ends the loop (a receive under way rejects; a hang is cleared first).
+    void done.finally(() => {
       // A loop that ends on its own (SHUTDOWN) closes the socket once its queue has drained.
       if (!this.shutdownReceived) this.close()
-    }
+    })
   }
 
   private notify(): void {

@@ -13,14 +13,13 @@
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, Headers, Messages, Msgpack } from "@mcore-effect/protocol"
+import { BlockHashes, FrameSocket, Headers, Messages, Msgpack, Values } from "@mcore-effect/protocol"
 import { randomUUID } from "node:crypto"
 import * as Zmq from "zeromq"
 import type { Log } from "./CoordinatorCore.ts"
 import { EngineRequest } from "./EngineRequest.ts"
 import * as Faults from "./Faults.ts"
 import { RecentLog } from "./RecentLog.ts"
-import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
 import * as Vocabulary from "./Vocabulary.ts"
 import { isRequestId, packHeader, requestIdEnd, tryDecode } from "./WireFrames.ts"
 
@@ -108,14 +107,16 @@ export interface EngineCounters {
   unsent: number
 }
 
-const isMap = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+type Outgoing = FrameSocket.Message
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+const { isPlainObject: isMap } = Values
 
 const YIELD_EVERY = 512
 
 /** Seconds since the epoch with sub-millisecond precision, like Python's `time.time()`. */
 const wallClockSeconds = (): number => (performance.timeOrigin + performance.now()) / 1000
-
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /**
  * @internal
@@ -145,7 +146,7 @@ export class EngineCore {
   readonly pinned = new Map<number, Readonly<Record<string, unknown>>>()
   readonly signals: Array<Headers.HeaderName> = []
 
-  private readonly writer: SocketWriter
+  private readonly writer: FrameSocket.Writer
   private readonly replyWriter = new Msgpack.Writer({ initialSize: 4096 })
   private readonly seenBlocks = new Set<bigint>()
   /** Encoded sampling parameters by the metadata bytes that carried them: a burst shares one. */
@@ -162,7 +163,7 @@ export class EngineCore {
 
   private constructor(private readonly dealer: Zmq.Dealer, readonly config: EngineConfig) {
     this.received = new RecentLog(config.recordLimit)
-    this.writer = new SocketWriter(dealer, (error) => {
+    this.writer = new FrameSocket.Writer(dealer, (error) => {
       this.counters.unsent++
       config.log("Warn", `engine ${config.identity}: send failed: ${String(error)}`)
     })
@@ -198,7 +199,7 @@ export class EngineCore {
       dealer.close()
       throw error
     }
-    void core.readLoop()
+    core.startReading()
     void core.stepLoop()
     return core
   }
@@ -249,30 +250,22 @@ export class EngineCore {
   // Reading
   // -------------------------------------------------------------------------------------------
 
-  private async readLoop(): Promise<void> {
-    let handled = 0
-    while (this.running) {
-      if (this.faults.hung) await this.faults.whenAnswering()
-      if (!this.running) return
-      let frames: Array<Buffer>
-      try {
-        frames = await this.dealer.receive()
-      } catch (error) {
-        if (!this.running || this.dealer.closed) return
-        this.config.log("Error", `engine ${this.config.identity}: receive failed: ${String(error)}`)
-        continue
-      }
-      if (this.faults.hung) await this.faults.whenAnswering()
-      if (!this.running) return
-      try {
-        this.handle(frames)
-      } catch (error) {
+  private startReading(): void {
+    FrameSocket.read(this.dealer, {
+      gate: () => (this.faults.hung ? this.faults.whenAnswering() : undefined),
+      onMessage: (frames) => {
+        if (this.running) this.handle(frames)
+      },
+      onHandlerError: (error) => {
         this.counters.malformed++
         this.config.log("Error", `engine ${this.config.identity}: dropped a message after an unexpected error: ${String(error)}`)
-      }
-      this.notify()
-      if (++handled % YIELD_EVERY === 0) await yieldToEventLoop()
-    }
+      },
+      onReceiveError: (error) => {
+        this.config.log("Error", `engine ${this.config.identity}: receive failed: ${String(error)}`)
+      },
+      afterMessage: () => this.notify(),
+      yieldEvery: YIELD_EVERY
+    })
   }
 
   private malformed(why: string): void {
