@@ -14,26 +14,45 @@
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, FrameSocket, Headers, Messages, Msgpack, MsgpackScan, Values } from "@mcore-effect/protocol"
+import {
+  BlockHashes,
+  FrameSocket,
+  type Frames,
+  Headers,
+  type Media,
+  Messages,
+  MessageSpec,
+  Msgpack,
+  MsgpackScan,
+  Values
+} from "@mcore-effect/protocol"
+import * as Result from "effect/Result"
 import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
 import * as Faults from "./Faults.ts"
 import { RecentLog } from "./RecentLog.ts"
 import * as Routing from "./Routing.ts"
 import * as Vocabulary from "./Vocabulary.ts"
-import {
-  identityKey,
-  isNil,
-  isRequestId,
-  NIL,
-  packHeader,
-  packHeaderInt,
-  showIdentity,
-  tryDecode,
-  withRequestId
-} from "./WireFrames.ts"
+import { headerOf, identityKey, NIL, packHeader, packHeaderInt, showIdentity, tryDecode, withRequestId } from "./WireFrames.ts"
 
 const H = Headers.values
+
+/** A message read up to its metadata by one of the protocol's codecs. */
+type Envelope = Frames.Envelope
+
+type EngineReplyMetadata = Pick<MessageSpec.Type<typeof Messages.EngineReplyBatch>, "entries">
+type EnginePartialMetadata = Pick<MessageSpec.Type<typeof Messages.EngineReplyPartialBatch>, "requestIds">
+
+/** The headers each codec reads, from the declarations. */
+const ENGINE_HEADERS: ReadonlySet<number> = new Set(
+  Messages.Engine.specs.filter((spec) => spec.tag !== "Disconnect").map((spec) => spec.header)
+)
+const CLIENT_HEADERS: ReadonlySet<number> = new Set(Messages.Client.specs.map((spec) => spec.header))
+
+/** Frame indexes, from the declarations. */
+const HASHES_FRAME = MessageSpec.frameIndex(Messages.SubmitRequest, "blockHashes")
+const REPLIES_FRAME = MessageSpec.frameIndex(Messages.EngineReplyBatch, "replies")
+const PARTIALS_FRAME = MessageSpec.frameIndex(Messages.EngineReplyPartialBatch, "partials")
 
 type Outgoing = FrameSocket.Message
 
@@ -156,12 +175,11 @@ interface InFlight {
 }
 
 interface Waiting {
-  readonly kind: "submit" | "kv"
+  /** The submission, decoded up to its metadata (its bodies are forwarded as they came). */
+  readonly envelope: Envelope
   readonly client: Buffer
   readonly clientKey: string
   readonly clientRequestId: number
-  readonly values: ReadonlyArray<unknown>
-  readonly frames: ReadonlyArray<Buffer>
   readonly hashes: ReadonlyArray<bigint>
 }
 
@@ -378,80 +396,79 @@ export class CoordinatorCore {
 
   private handle(frames: Array<Buffer>): void {
     const identity = frames[0]!
+    const message = frames.slice(1)
     // Megatron's engines register by sending one empty frame (a client that did CONNECT cannot
     // turn itself into an engine that way: it would be sent other clients' requests).
-    if (frames.length === 2 && Messages.isEngineRegistration(frames.slice(1))) {
+    if (Messages.isEngineRegistration(message)) {
       if (this.knownClients.has(identityKey(identity))) return this.reject("malformed", identity, "an empty frame from a client")
       return this.registerEngine(identity)
     }
-    const values = tryDecode(frames[1])
-    if (!Array.isArray(values) || values.length === 0) {
-      return this.reject("malformed", identity, "frame 0 is not a msgpack array starting with a header")
-    }
-    const header = values[0]
+    const header = headerOf(message[0])
+    if (header === undefined) return this.reject("malformed", identity, "frame 0 is not a msgpack array starting with a header")
     if (!isKnownHeader(header)) return this.reject("unknownHeader", identity, `unknown header ${String(header)}`)
     const key = identityKey(identity)
-    switch (header) {
-      case H.ENGINE_REPLY:
-        return this.engineReply(identity, key, frames, values)
-      case H.ENGINE_REPLY_PARTIAL:
-        return this.enginePartial(identity, key, frames, values)
-      case H.DISCONNECT:
-        // Megatron: only an engine's DISCONNECT means anything (it leaves the routing pool).
-        if (this.engineByKey.has(key)) this.removeEngine(key, "it sent DISCONNECT")
-        return
-      case H.CONNECT:
-        return this.connect(identity, key, frames)
+    if (header === H.DISCONNECT) {
+      // Megatron: only an engine's DISCONNECT means anything (it leaves the routing pool).
+      if (this.engineByKey.has(key)) this.removeEngine(key, "it sent DISCONNECT")
+      return
     }
-    if (!this.knownClients.has(key)) {
+    if (ENGINE_HEADERS.has(header)) {
+      if (!this.fromEngine(identity, key, header)) return
+      const envelope = this.decode(identity, Messages.Engine, message)
+      if (envelope === undefined) return
+      return envelope.spec.tag === "EngineReplyBatch"
+        ? this.engineReply(identity, message, envelope.metadata as EngineReplyMetadata)
+        : this.enginePartial(identity, message, envelope.metadata as EnginePartialMetadata)
+    }
+    if (!CLIENT_HEADERS.has(header)) return this.reject("unknownHeader", identity, `${nameOf(header)} is not something a client sends`)
+    if (header !== H.CONNECT && !this.knownClients.has(key)) {
       return this.reject("neverConnected", identity, `${nameOf(header)} from a client that never sent CONNECT`)
     }
-    switch (header) {
-      case H.SUBMIT_REQUEST:
-        return this.submit(identity, key, frames, values)
-      case H.SUBMIT_REQUEST_WITH_KV:
-        return this.submitWithKv(identity, key, frames, values)
-      case H.ABORT_REQUEST:
-        return this.abort(identity, key, frames, values)
-      case H.RELEASE_KV:
-        if (!this.arity(identity, header, frames, 1)) return
-        if (values.length !== 2 || !isRequestId(values[1])) {
-          return this.reject("malformed", identity, "RELEASE_KV needs [25, request_id]")
-        }
+    const envelope = this.decode(identity, Messages.Client, message)
+    if (envelope === undefined) return
+    const metadata = envelope.metadata
+    switch (envelope.spec.tag as Messages.ClientMessage["_tag"]) {
+      case "Connect":
+        return this.connect(identity, key)
+      case "SubmitRequest":
+      case "SubmitRequestWithKv":
+        return this.submit(identity, key, envelope)
+      case "AbortRequest":
+        return this.abort(identity, key, metadata.requestId as number)
+      case "ReleaseKv":
         // Broadcast verbatim: the id names the engine-side request (the reply's
         // disaggregated_params), and engines that do not hold it ignore it.
-        return this.broadcast(header, frames[1]!)
-      case H.PAUSE:
-      case H.UNPAUSE:
-      case H.SUSPEND:
-      case H.RESUME:
-      case H.STOP:
-      case H.SET_GENERATION_EPOCH:
-        return this.control(identity, header, frames, values)
-      case H.START_CUDA_PROFILER:
-      case H.STOP_CUDA_PROFILER:
-        if (!this.arity(identity, header, frames, 1)) return
+        return this.broadcast(header, message[0]!)
+      case "StartCudaProfiler":
+      case "StopCudaProfiler":
         // Not a state transition: broadcast in any state.
-        return this.broadcast(header, frames[1]!)
-      case H.SHUTDOWN:
-        if (!this.arity(identity, header, frames, 1)) return
+        return this.broadcast(header, message[0]!)
+      case "Shutdown":
         return this.shutdown()
       default:
-        return this.reject("unknownHeader", identity, `${nameOf(header)} is not something a client sends`)
+        return this.control(header, message[0]!)
     }
+  }
+
+  /**
+   * Reads a message's envelope (arity, header, metadata) through the codec of its direction:
+   * a wrong frame count is `badArity`, anything else wrong with it `malformed`.
+   */
+  private decode(
+    identity: Uint8Array,
+    codec: Frames.Codec<ReadonlyArray<MessageSpec.Any>>,
+    message: ReadonlyArray<Buffer>
+  ): Envelope | undefined {
+    const envelope = codec.decodeEnvelope(message)
+    if (Result.isSuccess(envelope)) return envelope.success
+    const reason = envelope.failure.reason
+    this.reject(reason._tag === "ArityMismatch" ? "badArity" : "malformed", identity, envelope.failure.message)
+    return undefined
   }
 
   private reject(kind: keyof Counters, identity: Uint8Array, why: string): void {
     this.counters[kind]++
     this.config.log("Warn", `coordinator: dropped a message from ${showIdentity(identity)} (${kind}): ${why}`)
-  }
-
-  /** Checks a message's body count (frames after frame 0); counts and logs a mismatch. */
-  private arity(identity: Uint8Array, header: number, frames: ReadonlyArray<Buffer>, expected: number): boolean {
-    const actual = frames.length - 1
-    if (actual === expected) return true
-    this.reject("badArity", identity, `${nameOf(header)} has ${actual} frame(s), expected ${expected}`)
-    return false
   }
 
   // -------------------------------------------------------------------------------------------
@@ -528,8 +545,7 @@ export class CoordinatorCore {
   // Clients
   // -------------------------------------------------------------------------------------------
 
-  private connect(identity: Buffer, key: string, frames: ReadonlyArray<Buffer>): void {
-    if (!this.arity(identity, H.CONNECT, frames, 1)) return
+  private connect(identity: Buffer, key: string): void {
     if (this.knownClients.has(key)) {
       this.counters.duplicateConnect++
       this.config.log("Info", `coordinator: client ${showIdentity(identity)} sent a duplicate CONNECT; ignored`)
@@ -539,54 +555,34 @@ export class CoordinatorCore {
     this.writer.send([identity, packHeader(H.CONNECT_ACK)])
   }
 
-  private submit(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.arity(identity, H.SUBMIT_REQUEST, frames, 5)) return
-    const [, clientRequestId, samplingParams, media] = values
-    if (values.length !== 4 || !isRequestId(clientRequestId) || !isMap(samplingParams) || (media !== null && !isMap(media))) {
-      return this.reject("malformed", identity, "SUBMIT_REQUEST metadata is not [20, request_id, sampling_params, media_descriptor]")
-    }
+  /** A submission (SUBMIT_REQUEST or SUBMIT_REQUEST_WITH_KV), its envelope read. */
+  private submit(identity: Buffer, key: string, envelope: Envelope): void {
+    const clientRequestId = envelope.metadata.requestId as number
     let hashes: ReadonlyArray<bigint> = []
-    if (this.config.policy !== "load_balanced") {
-      const mediaKey = media !== null && typeof media.media_cache_key === "string" ? media.media_cache_key : null
-      const computed = this.hashesOf(frames[3]!, frames[2]!, mediaKey)
+    if (envelope.spec.tag === "SubmitRequest" && this.config.policy !== "load_balanced") {
+      const media = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null
+      const computed = this.hashesOf(envelope, media?.media_cache_key ?? null)
       if (typeof computed === "string") return this.reject("malformed", identity, computed)
       hashes = Routing.routingHashes(this.config.policy, computed)
     }
-    this.dispatch({ kind: "submit", client: identity, clientKey: key, clientRequestId, values, frames, hashes })
+    this.dispatch({ envelope, client: identity, clientKey: key, clientRequestId, hashes })
   }
 
-  /** The request's block hashes: the client's (frame 2), or the prompt's own when frame 2 is nil. */
-  private hashesOf(hashFrame: Buffer, promptFrame: Buffer, mediaKey: string | null): ReadonlyArray<bigint> | string {
-    if (isNil(hashFrame)) {
-      const prompt = tryDecode(promptFrame)
-      let tokens: ReadonlyArray<number>
-      if (typeof prompt === "string") tokens = Vocabulary.tokenize(prompt)
-      else if (Array.isArray(prompt) && prompt.every(isRequestId)) tokens = prompt
-      else return "the prompt frame is neither a string nor token ids"
-      try {
-        return Array.from(BlockHashes.blockHashes(tokens, this.config.blockSizeTokens, mediaKey))
-      } catch (error) {
-        return `cannot hash the prompt: ${String(error)}`
-      }
+  /** The request's block hashes: the client's (the `blockHashes` body), or the prompt's own when it is nil. */
+  private hashesOf(envelope: Envelope, mediaKey: string | null): ReadonlyArray<bigint> | string {
+    const given = Messages.Client.decodeBody(envelope, "blockHashes")
+    if (Result.isFailure(given)) return given.failure.message
+    if (given.success !== null) return Array.from(given.success as BigUint64Array)
+    const prompt = Messages.Client.decodeBody(envelope, "prompt")
+    if (Result.isFailure(prompt)) return prompt.failure.message
+    const tokens = typeof prompt.success === "string"
+      ? Vocabulary.tokenize(prompt.success)
+      : prompt.success as ReadonlyArray<number>
+    try {
+      return Array.from(BlockHashes.blockHashes(tokens, this.config.blockSizeTokens, mediaKey))
+    } catch (error) {
+      return `cannot hash the prompt: ${String(error)}`
     }
-    const decoded = tryDecode(hashFrame)
-    if (!Array.isArray(decoded)) return "frame 2 is neither nil nor an array of block hashes"
-    const out: Array<bigint> = []
-    for (const h of decoded) {
-      if (typeof h === "bigint" && h >= 1n) out.push(h)
-      else if (typeof h === "number" && Number.isSafeInteger(h) && h >= 1) out.push(BigInt(h))
-      else return "frame 2 holds something that is not a block hash"
-    }
-    return out
-  }
-
-  private submitWithKv(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.arity(identity, H.SUBMIT_REQUEST_WITH_KV, frames, 3)) return
-    const [, clientRequestId, samplingParams, kvMeta] = values
-    if (values.length !== 4 || !isRequestId(clientRequestId) || !isMap(samplingParams) || !isMap(kvMeta)) {
-      return this.reject("malformed", identity, "SUBMIT_REQUEST_WITH_KV metadata is not [24, request_id, sampling_params, kv_meta]")
-    }
-    this.dispatch({ kind: "kv", client: identity, clientKey: key, clientRequestId, values, frames, hashes: [] })
   }
 
   /** Re-numbers a submission and sends it to the engine the policy picks (or holds it until one registers). */
@@ -607,10 +603,10 @@ export class CoordinatorCore {
         }).engine
     ]!
     const requestId = this.nextRequestId
-    const f = w.frames
+    const f = w.envelope.frames
     let metadata: Uint8Array
     try {
-      metadata = withRequestId(f[1]!, w.values, requestId)
+      metadata = withRequestId(f[0]!, requestId)
     } catch (error) {
       // Only a frame not laid out as Python writes it takes the re-encoding path; a value msgpackr
       // decoded into something with no msgpack form (an extension type) ends here.
@@ -632,18 +628,13 @@ export class CoordinatorCore {
     ids.set(w.clientRequestId, requestId)
     engine.load++
     if (w.hashes.length > 0) this.ownership.claim(engine.key, w.hashes)
-    // Frame 2 (the client's hashes) was for routing only: the engine gets nil in its place.
-    const out = w.kind === "submit" ? [metadata, f[2]!, NIL, f[4]!, f[5]!] : [metadata, f[2]!, f[3]!]
-    const header = w.kind === "submit" ? H.SUBMIT_REQUEST : H.SUBMIT_REQUEST_WITH_KV
-    this.deliver(engine, out, header, requestId, w.clientRequestId, w.client)
+    // The bodies as they came, but the client's block hashes: they were for routing only, and the
+    // engine gets nil in their place.
+    const out = f.map((frame, i) => (i === 0 ? metadata : i === HASHES_FRAME && w.envelope.spec.tag === "SubmitRequest" ? NIL : frame))
+    this.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client)
   }
 
-  private abort(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.arity(identity, H.ABORT_REQUEST, frames, 1)) return
-    const clientRequestId = values[1]
-    if (values.length !== 2 || !isRequestId(clientRequestId)) {
-      return this.reject("malformed", identity, "ABORT_REQUEST needs [23, request_id]")
-    }
+  private abort(identity: Buffer, key: string, clientRequestId: number): void {
     const requestId = this.byClient.get(key)?.get(clientRequestId)
     const request = requestId === undefined ? undefined : this.inFlight.get(requestId)
     if (request === undefined) {
@@ -656,11 +647,8 @@ export class CoordinatorCore {
     this.deliver(request.engine, [packHeaderInt(H.ABORT_REQUEST, requestId!)], H.ABORT_REQUEST, requestId, clientRequestId, identity)
   }
 
-  private control(identity: Buffer, header: Headers.Header, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.arity(identity, header, frames, 1)) return
-    if (header === H.SET_GENERATION_EPOCH && (values.length !== 2 || !Number.isSafeInteger(values[1]))) {
-      return this.reject("malformed", identity, "SET_GENERATION_EPOCH needs [44, generation_epoch]")
-    }
+  /** A control signal (its metadata already checked by the codec): a state transition, broadcast. */
+  private control(header: Headers.Header, metadataFrame: Uint8Array): void {
     const signal = ControlState.signalOf(header)!
     const outcome = ControlState.apply(this.state, signal)
     if (outcome._tag === "Idempotent") {
@@ -672,7 +660,7 @@ export class CoordinatorCore {
       this.config.log("Warn", `coordinator: ignoring ${signal} in state ${this.state}`)
       return
     }
-    this.broadcast(header, frames[1]!)
+    this.broadcast(header, metadataFrame)
     this.state = outcome.next
   }
 
@@ -697,21 +685,10 @@ export class CoordinatorCore {
     return false
   }
 
-  private engineReply(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.fromEngine(identity, key, H.ENGINE_REPLY)) return
-    const entries = values[1]
-    if (values.length !== 2 || !Array.isArray(entries)) {
-      return this.reject("malformed", identity, "ENGINE_REPLY metadata is not [21, [[id, needs_detokenize], ...]]")
-    }
-    if (frames.length - 2 !== entries.length) {
-      return this.reject("badArity", identity, `ENGINE_REPLY lists ${entries.length} request(s) but carries ${frames.length - 2} body frame(s)`)
-    }
+  private engineReply(identity: Buffer, message: ReadonlyArray<Buffer>, metadata: EngineReplyMetadata): void {
+    const entries = metadata.entries
     for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]
-      if (!Array.isArray(entry) || entry.length !== 2 || !isRequestId(entry[0]) || typeof entry[1] !== "boolean") {
-        this.reject("malformed", identity, `ENGINE_REPLY entry ${i} is not [request_id, needs_detokenize]`)
-        continue
-      }
+      const entry = entries[i]!
       const requestId = entry[0]
       const request = this.inFlight.get(requestId)
       if (request === undefined) {
@@ -726,7 +703,8 @@ export class CoordinatorCore {
       }
       request.engine.load--
       if (request.hashes.length > 0) this.ownership.release(request.engine.key, request.hashes)
-      const body = entry[1] ? this.detokenize(frames[2 + i]!) : frames[2 + i]!
+      const frame = message[REPLIES_FRAME + i]!
+      const body = entry[1] ? this.detokenize(frame) : frame
       this.toClient("reply", request, [request.client, packHeaderInt(H.ENGINE_REPLY, request.clientRequestId), body])
     }
   }
@@ -752,18 +730,11 @@ export class CoordinatorCore {
     return Msgpack.encode(reply)
   }
 
-  private enginePartial(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.fromEngine(identity, key, H.ENGINE_REPLY_PARTIAL)) return
-    const ids = values[1]
-    if (values.length !== 2 || !Array.isArray(ids)) {
-      return this.reject("malformed", identity, "ENGINE_REPLY_PARTIAL metadata is not [22, [id, ...]]")
-    }
-    if (frames.length - 2 !== ids.length) {
-      return this.reject("badArity", identity, `ENGINE_REPLY_PARTIAL lists ${ids.length} request(s) but carries ${frames.length - 2} body frame(s)`)
-    }
+  private enginePartial(identity: Buffer, message: ReadonlyArray<Buffer>, metadata: EnginePartialMetadata): void {
+    const ids = metadata.requestIds
     for (let i = 0; i < ids.length; i++) {
-      const requestId = ids[i]
-      const request = isRequestId(requestId) ? this.inFlight.get(requestId) : undefined
+      const requestId = ids[i]!
+      const request = this.inFlight.get(requestId)
       if (request === undefined) {
         this.reject("unknownRequest", identity, `ENGINE_REPLY_PARTIAL for request ${String(requestId)}, which is not in flight`)
         continue
@@ -772,7 +743,7 @@ export class CoordinatorCore {
       this.toClient("partial", request, [
         request.client,
         packHeaderInt(H.ENGINE_REPLY_PARTIAL, request.clientRequestId),
-        frames[2 + i]!
+        message[PARTIALS_FRAME + i]!
       ])
     }
   }
