@@ -308,6 +308,18 @@ const curveConfig: Config.Config<CurveOptions | undefined> = Config.all({
     )
 }))
 
+/** The address, required: its absence says what to set, not only that a string was expected. */
+const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORDINATOR_ADDRESS")).pipe(
+  Config.flatMap((address) =>
+    address !== undefined ? Config.succeed(address) : Config.fail(
+      new SourceError({
+        message: "MCORE_COORDINATOR_ADDRESS is not set: set it to the coordinator's address " +
+          "(tcp://host:port or ipc://path), or give the address in code with InferenceClient.layer({ address })"
+      })
+    )
+  )
+)
+
 /**
  * {@link ClientOptions} read from configuration:
  *
@@ -347,7 +359,7 @@ const curveConfig: Config.Config<CurveOptions | undefined> = Config.all({
  * @since 0.1.0
  */
 export const config: Config.Config<ClientOptions> = Config.all({
-  address: Config.String("MCORE_COORDINATOR_ADDRESS"),
+  address: addressConfig,
   deserialize: Config.Boolean("MCORE_DESERIALIZE").pipe(Config.withDefault(false)),
   blockSizeTokens: optional(Config.Int("MCORE_BLOCK_SIZE_TOKENS")),
   prefixCachingPolicy: optional(

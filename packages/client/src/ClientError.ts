@@ -8,17 +8,42 @@ import { ProtocolError } from "@mcore-effect/protocol"
 import * as Schema from "effect/Schema"
 
 /**
- * No CONNECT_ACK arrived within the configured connect timeout.
+ * What the socket saw while the client waited for CONNECT_ACK, from its events: `connected`
+ * (a connection was made, but nothing answered CONNECT: not a coordinator, or a CurveZMQ key it
+ * refused), `refused` (the address refuses connections; ZeroMQ keeps retrying), `unreachable`
+ * (no connection could be attempted, as when the host name does not resolve; ZeroMQ keeps
+ * retrying), or `nothing` (no attempt finished in time).
+ *
+ * @since 0.1.0
+ */
+export const ConnectSeen = Schema.Literals(["connected", "refused", "unreachable", "nothing"])
+
+/**
+ * @since 0.1.0
+ */
+export type ConnectSeen = typeof ConnectSeen.Type
+
+const seenText: Record<ConnectSeen, string> = {
+  connected: "connected, but nothing answered CONNECT (not a coordinator, or one that refused our CurveZMQ key)",
+  refused: "the connection was refused (ZeroMQ keeps retrying)",
+  unreachable: "no connection could be attempted: does the host name resolve? (ZeroMQ keeps retrying)",
+  nothing: "no connection attempt finished"
+}
+
+/**
+ * No CONNECT_ACK arrived within the configured connect timeout; `seen` says what the socket saw
+ * meanwhile.
  *
  * @since 0.1.0
  */
 export class ConnectTimeout extends Schema.Class<ConnectTimeout>("@mcore-effect/client/ConnectTimeout")({
   _tag: Schema.tag("ConnectTimeout"),
   address: Schema.String,
-  timeoutMillis: Schema.Number
+  timeoutMillis: Schema.Number,
+  seen: ConnectSeen
 }) {
   get message(): string {
-    return `no CONNECT_ACK from ${this.address} within ${this.timeoutMillis} ms`
+    return `no CONNECT_ACK from ${this.address} within ${this.timeoutMillis} ms: ${seenText[this.seen]}`
   }
 }
 

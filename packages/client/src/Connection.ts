@@ -28,6 +28,7 @@ import * as ClientConfig from "./ClientConfig.ts"
 import {
   ClientClosed,
   type ClientError,
+  type ConnectSeen,
   clientError,
   ConnectTimeout,
   CoordinatorLost,
@@ -339,6 +340,9 @@ const openDealer = (config: ClientConfig.ResolvedOptions): Result.Result<Zmq.Dea
  */
 export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOptions, metrics: Recorder, warn: (message: string) => void) {
   let onDown: (() => void) | undefined
+  // What the socket saw before the first CONNECT_ACK, for a ConnectTimeout to say.
+  let attempted = false
+  let seen: ConnectSeen = "nothing"
   const firstAck = Deferred.makeUnsafe<void, ClientError>()
   const { connection, dealer } = yield* Effect.acquireRelease(
     Effect.suspend(() => {
@@ -352,6 +356,21 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
         warn
       )
       socket.events.on("handshake", () => connection.up())
+      if (config.connectTimeoutMillis !== Infinity) {
+        const observe = (next: ConnectSeen) => () => {
+          if (connection.state.awaitingFirstAck && seen !== "connected") seen = next
+        }
+        socket.events.on("connect", observe("connected"))
+        socket.events.on("connect:delay", () => {
+          attempted = true
+        })
+        socket.events.on("close", () => {
+          if (attempted) observe("refused")()
+        })
+        socket.events.on("connect:retry", () => {
+          if (!attempted) observe("unreachable")()
+        })
+      }
       socket.events.on("disconnect", () => {
         onDown?.()
         connection.down()
@@ -407,7 +426,8 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
   yield* Deferred.await(firstAck).pipe(
     Effect.timeoutOrElse({
       duration: Duration.millis(config.connectTimeoutMillis),
-      orElse: () => Effect.fail(clientError(new ConnectTimeout({ address: config.address, timeoutMillis: config.connectTimeoutMillis })))
+      orElse: () =>
+        Effect.fail(clientError(new ConnectTimeout({ address: config.address, timeoutMillis: config.connectTimeoutMillis, seen })))
     })
   )
   return connection

@@ -159,6 +159,7 @@ describe("ClientConfig", () => {
       })
       const missing = yield* Effect.flip(read.pipe(Effect.provide(fromEnv({}))))
       expect(missing.message).toContain("MCORE_COORDINATOR_ADDRESS")
+      expect(missing.message).toContain("is not set: set it to the coordinator's address")
       const policy = yield* Effect.flip(read.pipe(
         Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:1", MCORE_PREFIX_CACHING_POLICY: "random" }))
       ))

@@ -54,7 +54,17 @@ describe("InferenceClient against a stub coordinator", () => {
       const stub = yield* StubCoordinator.make({ ack: false })
       const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 200 })))
       expect(error.reason._tag).toBe("ConnectTimeout")
+      expect(error.reason).toMatchObject({ seen: "connected" })
       expect(error.message).toContain(stub.address)
+    }).pipe(withRegistry))
+
+  it.live("ConnectTimeout says when the address refused the connection", () =>
+    Effect.gen(function*() {
+      // A port just freed: nothing listens there, so every attempt is refused.
+      const stub = yield* Effect.scoped(StubCoordinator.make())
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 300 })))
+      expect(error.reason).toMatchObject({ _tag: "ConnectTimeout", seen: "refused" })
+      expect(error.message).toContain("refused")
     }).pipe(withRegistry))
 
   it.live("fails with HandshakeRejected when anything but CONNECT_ACK answers", () =>
