@@ -9,6 +9,7 @@ import { type Media, Messages, PrefixHashing, Prompt, type SamplingParams, type 
 import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
+import type * as Exit from "effect/Exit"
 import * as Effect from "effect/Effect"
 import * as Effectable from "effect/Effectable"
 import type * as Fiber from "effect/Fiber"
@@ -106,6 +107,19 @@ export interface BatchReply {
 }
 
 /**
+ * A settled request of a {@link Service.submitAllSettled} batch: its position in the input, the
+ * client's id for it (`undefined` when it was refused before anything was sent: an invalid
+ * prompt or parameter), and how it ended.
+ *
+ * @since 0.1.0
+ */
+export interface BatchSettled {
+  readonly index: number
+  readonly requestId: number | undefined
+  readonly exit: Exit.Exit<Reply, ClientError>
+}
+
+/**
  * Options of {@link Service.submitAll}.
  *
  * @since 0.1.0
@@ -152,6 +166,33 @@ export interface Service {
     requests: Iterable<BatchRequest>,
     options?: SubmitAllOptions | undefined
   ) => Stream.Stream<BatchReply, ClientError>
+  /**
+   * {@link Service.submitAll} that never stops the batch: every request yields its `Exit`, in
+   * completion order, whatever happens to the others (an invalid request, a deadline, the
+   * coordinator lost: each fails alone, and the rest go on). What an RL rollout wants: one bad
+   * prompt among 2,000 costs one sample, not the batch. The stream itself fails only for
+   * arguments that are not a batch (a `concurrency` below 1, requests that are not iterable or
+   * whose iterator throws). Ending consumption early aborts what is in flight.
+   *
+   * @example
+   * ```ts
+   * import { InferenceClient } from "@mcore-effect/client"
+   * import { Effect, Exit, Stream } from "effect"
+   *
+   * const rollout = Effect.gen(function*() {
+   *   const client = yield* InferenceClient.InferenceClient
+   *   const prompts = [[1, 2, 3], [4, 5, 6]]
+   *   return yield* client.submitAllSettled(prompts.map((prompt) => ({ prompt })), { concurrency: 64 }).pipe(
+   *     Stream.filter((settled) => Exit.isSuccess(settled.exit)),
+   *     Stream.runCollect
+   *   )
+   * })
+   * ```
+   */
+  readonly submitAllSettled: (
+    requests: Iterable<BatchRequest>,
+    options?: SubmitAllOptions | undefined
+  ) => Stream.Stream<BatchSettled, ClientError>
   /**
    * A streamed request, submitted when the stream is run (with `streaming` forced on): its
    * partials in order, then its final reply, then the end. Ending consumption early aborts it.
@@ -422,7 +463,8 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
       new SingleRequest<Reply>(connection, "submit", prompt, samplingParams, options, undefined, undefined),
     submitWithId: (prompt, samplingParams, options) =>
       new SingleRequest<Submitted>(connection, "submitWithId", prompt, samplingParams, options, undefined, undefined),
-    submitAll: (requests, options) => submitAll(connection, requests, options),
+    submitAll: (requests, options) => submitAll(connection, requests, options, "failFast"),
+    submitAllSettled: (requests, options) => submitAll(connection, requests, options, "settle"),
     stream: (prompt, samplingParams, options) =>
       streamed(connection, "InferenceClient.stream", { ...options, prompt, samplingParams }),
     submitWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>

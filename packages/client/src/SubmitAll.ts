@@ -1,20 +1,23 @@
 /**
- * `submitAll`'s scheduler: requests are registered while fewer than `concurrency` are in flight,
- * each next one as a reply frees a place (from the listener, synchronously, with no fiber per
- * request); replies go to the stream's queue in completion order.
+ * `submitAll`'s and `submitAllSettled`'s scheduler: requests are registered while fewer than
+ * `concurrency` are in flight, each next one as a reply frees a place (from the listener,
+ * synchronously, with no fiber per request); replies go to the stream's queue in completion
+ * order. Fail-fast ends the batch at the first failure; settle hands every request's `Exit` on
+ * and goes on.
  *
  * @since 0.1.0
  * @internal
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import { type ClientError, clientError, InvalidArgument } from "./ClientError.ts"
 import type { Connection, Request } from "./Connection.ts"
 import { Batched, type BatchSink } from "./PendingRequests.ts"
-import type { BatchReply, SubmitAllOptions } from "./InferenceClient.ts"
+import type { BatchReply, BatchSettled, SubmitAllOptions } from "./InferenceClient.ts"
 import { inScopeSpan } from "./Spans.ts"
 
 const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
@@ -24,12 +27,16 @@ const invalidArgument = (name: string, why: string): ClientError => clientError(
  *
  * @since 0.1.0
  */
-export const submitAll = (
+export const submitAll: {
+  (connection: Connection, requests: Iterable<Request>, options: SubmitAllOptions | undefined, mode: "failFast"): Stream.Stream<BatchReply, ClientError>
+  (connection: Connection, requests: Iterable<Request>, options: SubmitAllOptions | undefined, mode: "settle"): Stream.Stream<BatchSettled, ClientError>
+} = (
   connection: Connection,
   requests: Iterable<Request>,
-  options: SubmitAllOptions | undefined
-): Stream.Stream<BatchReply, ClientError> =>
-  Stream.callback<BatchReply, ClientError>((queue) =>
+  options: SubmitAllOptions | undefined,
+  mode: "failFast" | "settle"
+): Stream.Stream<any, ClientError> =>
+  Stream.callback<BatchReply | BatchSettled, ClientError>((queue) =>
     Effect.withFiber((fiber) => {
       const concurrency = options?.concurrency === undefined || options.concurrency === "unbounded"
         ? Infinity
@@ -58,15 +65,23 @@ export const submitAll = (
             Queue.failCauseUnsafe(queue, Cause.fail(error))
           }
         }
+        const settle = mode === "settle"
         const sink: BatchSink = {
           completed: (entry, reply) => {
             inFlight--
-            Queue.offerUnsafe(queue, { index: entry.index, requestId: entry.requestId, reply })
+            Queue.offerUnsafe(
+              queue,
+              settle
+                ? { index: entry.index, requestId: entry.requestId, exit: Exit.succeed(reply) }
+                : { index: entry.index, requestId: entry.requestId, reply }
+            )
             fill()
           },
-          failed: (_, error) => {
+          failed: (entry, error) => {
             inFlight--
-            end(error)
+            if (!settle) return end(error)
+            Queue.offerUnsafe(queue, { index: entry.index, requestId: entry.requestId, exit: Exit.fail(error) })
+            fill()
           }
         }
         const fill = (): void => {
@@ -87,7 +102,11 @@ export const submitAll = (
               false,
               (requestId, startedAt) => new Batched(sink, index, requestId, startedAt)
             )
-            if (Result.isFailure(registered)) return end(registered.failure)
+            if (Result.isFailure(registered)) {
+              if (!settle) return end(registered.failure)
+              Queue.offerUnsafe(queue, { index, requestId: undefined, exit: Exit.fail(registered.failure) })
+              continue
+            }
             inFlight++
           }
           if (exhausted && inFlight === 0) end(undefined)
