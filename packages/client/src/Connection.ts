@@ -301,12 +301,9 @@ const curveOptions = (curve: ClientConfig.CurveOptions | undefined) => {
   return { curveServerKey: curve.serverKey, curvePublicKey: pair.publicKey, curveSecretKey: pair.secretKey }
 }
 
-/**
- * Opens the DEALER, connected: ZeroMQ connects in the background, and messages sent before the
- * connection is up are queued. An address ZeroMQ refuses fails with `InvalidAddress`.
- */
-const openDealer = (config: ClientConfig.ResolvedOptions): Result.Result<Zmq.Dealer, ClientError> => {
-  const dealer = new Zmq.Dealer({
+/** Opens the DEALER, not connected yet (its events are observed first: see {@link connect}). */
+const openDealer = (config: ClientConfig.ResolvedOptions): Zmq.Dealer =>
+  new Zmq.Dealer({
     // Unbounded, as in the reference: a burst of submissions never blocks the writer.
     sendHighWaterMark: 0,
     receiveHighWaterMark: 0,
@@ -321,12 +318,20 @@ const openDealer = (config: ClientConfig.ResolvedOptions): Result.Result<Zmq.Dea
     maxMessageSize: 2 * config.maxFrameBytes,
     ...curveOptions(config.curve)
   })
+
+/**
+ * Connects the DEALER: ZeroMQ connects in the background, and messages sent before the
+ * connection is up are queued. Called once the socket's events are observed: on loopback the
+ * connection can be up before an observer made afterwards starts, and its events would be lost.
+ * An address ZeroMQ refuses fails with `InvalidAddress` (and closes the socket).
+ */
+const connect = (dealer: Zmq.Dealer, address: string): Result.Result<Zmq.Dealer, ClientError> => {
   try {
-    dealer.connect(config.address)
+    dealer.connect(address)
   } catch (cause) {
     dealer.close()
     const why = cause instanceof Error ? cause.message : String(cause)
-    return Result.fail(clientError(new InvalidAddress({ address: config.address, why })))
+    return Result.fail(clientError(new InvalidAddress({ address, why })))
   }
   return Result.succeed(dealer)
 }
@@ -346,16 +351,17 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
   const firstAck = Deferred.makeUnsafe<void, ClientError>()
   const { connection, dealer } = yield* Effect.acquireRelease(
     Effect.suspend(() => {
-      const dealer = openDealer(config)
-      if (Result.isFailure(dealer)) return Effect.fail(dealer.failure)
-      const socket = dealer.success
+      const socket = openDealer(config)
       const connection: Connection = new Connection(
         config,
         metrics,
         Writer.make(socket, (requestId, cause) => connection.sendFailed(requestId, cause)),
         warn
       )
-      socket.events.on("handshake", () => connection.up())
+      socket.events.on("handshake", () => {
+        if (connection.state.awaitingFirstAck) seen = "connected"
+        connection.up()
+      })
       if (config.connectTimeoutMillis !== Infinity) {
         const observe = (next: ConnectSeen) => () => {
           if (connection.state.awaitingFirstAck && seen !== "connected") seen = next
@@ -380,6 +386,8 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
         socket.disconnect(config.address)
         socket.connect(config.address)
       })
+      const connected = connect(socket, config.address)
+      if (Result.isFailure(connected)) return Effect.fail(connected.failure)
       return Effect.succeed({ connection, dealer: socket })
     }),
     ({ connection, dealer }) =>

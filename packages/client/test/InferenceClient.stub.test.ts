@@ -52,7 +52,8 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("fails with ConnectTimeout when nobody acknowledges", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make({ ack: false })
-      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 200 })))
+      // Long enough for the socket's events (their own path, slower under load) to say what it saw.
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 1_000 })))
       expect(error.reason._tag).toBe("ConnectTimeout")
       expect(error.reason).toMatchObject({ seen: "connected" })
       expect(error.message).toContain(stub.address)

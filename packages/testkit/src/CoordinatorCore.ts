@@ -104,6 +104,11 @@ export interface CoordinatorConfig {
   /** How many messages per engine are kept for inspection (oldest dropped first). */
   readonly recordLimit: number
   readonly log: Log
+  /**
+   * Whether debug lines are wanted: a request's start, completion and abort are logged at debug
+   * only then, so that a coordinator whose logs stop at info does not format a line per request.
+   */
+  readonly debug?: boolean | undefined
   /** CurveZMQ: the coordinator's key pair (Z85); clients and engines must then hold its public key. */
   readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
 }
@@ -209,6 +214,9 @@ const nameOf = (header: number): Headers.HeaderName => Headers.nameOf(header as 
 const isKnownHeader = (header: unknown): header is Headers.Header =>
   typeof header === "number" && Headers.nameOf(header as Headers.Header) !== undefined
 
+/** How long undeliverable messages are counted before one line per peer reports them. */
+const UNDELIVERED_WINDOW_MILLIS = 1_000
+
 /** Messages handled between two yields to the event loop, so timers and other sockets get a turn. */
 const YIELD_EVERY = 512
 
@@ -239,6 +247,12 @@ export class CoordinatorCore {
   private backlog: Array<Waiting> = []
   private held: Array<HeldPartial> = []
   private readonly changeListeners = new Set<() => void>()
+  /** Messages that could not be delivered, by peer, since the last report. */
+  private readonly undelivered = new Map<string, { readonly peer: string; count: number; readonly error: string }>()
+  private undeliveredTimer: ReturnType<typeof setTimeout> | undefined = undefined
+  /** ZMTP connections up (handshake done), and accepted ones still in their handshake. */
+  private connections = 0
+  private handshaking = 0
   private readonly stopped: Promise<void>
   private resolveStopped!: () => void
 
@@ -278,6 +292,7 @@ export class CoordinatorCore {
       throw error
     }
     const core = new CoordinatorCore(router, router.lastEndpoint ?? address, config, firstRequestId)
+    core.countConnections()
     core.startReading()
     return core
   }
@@ -299,6 +314,7 @@ export class CoordinatorCore {
     this.running = false
     this.writer.close()
     this.held = []
+    this.reportUndelivered()
     if (!this.router.closed) this.router.close()
     // A loop parked on a hang sees that the coordinator is gone.
     this.faults.clear("Hang")
@@ -335,8 +351,13 @@ export class CoordinatorCore {
     }))
   }
 
+  /**
+   * Clients connected now that have completed CONNECT: the ZMTP connections up (from the
+   * socket's events) less the registered engines' own, and never more than the clients that
+   * sent CONNECT. A client that goes away leaves the count.
+   */
   get clientCount(): number {
-    return this.knownClients.size
+    return Math.max(0, Math.min(this.knownClients.size, this.connections - this.engines.length))
   }
 
   get inFlightCount(): number {
@@ -363,6 +384,28 @@ export class CoordinatorCore {
   // -------------------------------------------------------------------------------------------
   // The loop
   // -------------------------------------------------------------------------------------------
+
+  /**
+   * Counts connections from the ROUTER's events. Every accepted connection ends with
+   * `disconnect`, whether its handshake succeeded or not: one that closes while some are still
+   * in their handshake is counted as one of those (a failed CurveZMQ handshake, most likely).
+   */
+  private countConnections(): void {
+    const events = this.router.events
+    events.on("accept", () => {
+      this.handshaking++
+    })
+    events.on("handshake", () => {
+      if (this.handshaking > 0) this.handshaking--
+      this.connections++
+      this.notify()
+    })
+    events.on("disconnect", () => {
+      if (this.handshaking > 0) this.handshaking--
+      else if (this.connections > 0) this.connections--
+      this.notify()
+    })
+  }
 
   private startReading(): void {
     const { done } = FrameSocket.read(this.router, {
@@ -537,8 +580,26 @@ export class CoordinatorCore {
     this.counters.unreachable++
     const key = identityKey(message[0]!)
     const code = (error as { code?: string } | null)?.code
-    if (code === "EHOSTUNREACH" && this.engineByKey.has(key)) this.removeEngine(key, "it is unreachable")
-    else this.config.log("Warn", `coordinator: could not deliver to ${showIdentity(message[0]!)}: ${String(error)}`)
+    if (code === "EHOSTUNREACH" && this.engineByKey.has(key)) return this.removeEngine(key, "it is unreachable")
+    // A client that went away leaves every reply to it undeliverable (a thousand after a batch):
+    // one line per peer and window, with the count, not one per message.
+    const known = this.undelivered.get(key)
+    if (known !== undefined) {
+      known.count++
+      return
+    }
+    this.undelivered.set(key, { peer: showIdentity(message[0]!), count: 1, error: String(error) })
+    this.undeliveredTimer ??= setTimeout(() => this.reportUndelivered(), UNDELIVERED_WINDOW_MILLIS).unref()
+  }
+
+  /** Logs what could not be delivered since the last report: one line per peer. */
+  private reportUndelivered(): void {
+    if (this.undeliveredTimer !== undefined) clearTimeout(this.undeliveredTimer)
+    this.undeliveredTimer = undefined
+    for (const { count, error, peer } of this.undelivered.values()) {
+      this.config.log("Warn", `coordinator: could not deliver ${count} message(s) to ${peer}: ${error}`)
+    }
+    this.undelivered.clear()
   }
 
   // -------------------------------------------------------------------------------------------
@@ -632,6 +693,12 @@ export class CoordinatorCore {
     // engine gets nil in their place.
     const out = f.map((frame, i) => (i === 0 ? metadata : i === HASHES_FRAME && w.envelope.spec.tag === "SubmitRequest" ? NIL : frame))
     this.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client)
+    if (this.config.debug === true) {
+      this.config.log(
+        "Debug",
+        `coordinator: request ${requestId} (client ${showIdentity(w.client)}'s ${w.clientRequestId}) started on engine ${engine.name}`
+      )
+    }
   }
 
   private abort(identity: Buffer, key: string, clientRequestId: number): void {
@@ -645,6 +712,9 @@ export class CoordinatorCore {
       return
     }
     this.deliver(request.engine, [packHeaderInt(H.ABORT_REQUEST, requestId!)], H.ABORT_REQUEST, requestId, clientRequestId, identity)
+    if (this.config.debug === true) {
+      this.config.log("Debug", `coordinator: request ${requestId} (client ${showIdentity(identity)}'s ${clientRequestId}) aborted`)
+    }
   }
 
   /** A control signal (its metadata already checked by the codec): a state transition, broadcast. */
@@ -702,6 +772,12 @@ export class CoordinatorCore {
         if (ids.size === 0) this.byClient.delete(request.clientKey)
       }
       request.engine.load--
+      if (this.config.debug === true) {
+        this.config.log(
+          "Debug",
+          `coordinator: request ${requestId} (client ${showIdentity(request.client)}'s ${request.clientRequestId}) completed on engine ${request.engine.name}`
+        )
+      }
       if (request.hashes.length > 0) this.ownership.release(request.engine.key, request.hashes)
       const frame = message[REPLIES_FRAME + i]!
       const body = entry[1] ? this.detokenize(frame) : frame

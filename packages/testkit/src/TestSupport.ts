@@ -10,6 +10,8 @@ import { FrameSocket } from "@mcore-effect/protocol"
 import { fork } from "node:child_process"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
+import type * as LogLevel from "effect/LogLevel"
 import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
 import * as References from "effect/References"
@@ -46,6 +48,37 @@ export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A,
  * @since 0.1.0
  */
 export const isolated = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => quiet(withRegistry(effect))
+
+/**
+ * Runs `body` with every log line at `minimum` (default: all) and above collected, as
+ * `"<Level> <message>"`, into the array it is given, instead of printed.
+ *
+ * @example
+ * ```ts
+ * import { TestSupport } from "@mcore-effect/testkit"
+ * import { Effect } from "effect"
+ *
+ * const test = TestSupport.withLogs((lines) =>
+ *   Effect.logWarning("careful").pipe(Effect.map(() => lines.includes("Warn careful")))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const withLogs = <A, E, R>(
+  body: (lines: ReadonlyArray<string>) => Effect.Effect<A, E, R>,
+  minimum: LogLevel.LogLevel = "All"
+): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    const lines: Array<string> = []
+    const logger = Logger.make<unknown, void>(({ logLevel, message }) => {
+      lines.push(`${logLevel} ${Array.isArray(message) ? message.map(String).join(" ") : String(message)}`)
+    })
+    return body(lines).pipe(
+      Effect.provide(Logger.layer([logger])),
+      Effect.provideService(References.MinimumLogLevel, minimum)
+    )
+  })
 
 /**
  * A hang guard: fails the test (as a defect naming `what`) when `effect` takes longer than
