@@ -38,10 +38,10 @@ describe("errors", () => {
     Effect.gen(function*() {
       const address = `tcp://127.0.0.1:${yield* freePort}`
       expect(yield* oneLine(["generate", "--address", address, "--connect-timeout", "300ms", "hello"], 1)).toBe(
-        `mcore: ConnectTimeout: no CONNECT_ACK from ${address} within 300 ms`
+        `mcore: ConnectTimeout: no CONNECT_ACK from ${address} within 300 ms: the connection was refused (ZeroMQ keeps retrying)`
       )
       expect(yield* oneLine(["control", "pause", "-a", address, "--connect-timeout", "0.2 seconds"], 1)).toBe(
-        `mcore: ConnectTimeout: no CONNECT_ACK from ${address} within 200 ms`
+        `mcore: ConnectTimeout: no CONNECT_ACK from ${address} within 200 ms: the connection was refused (ZeroMQ keeps retrying)`
       )
     }), 120_000)
 

@@ -5,12 +5,15 @@
  *
  * @since 0.1.0
  */
-import { PrefixHashing } from "@mcore-effect/protocol"
+import { PrefixHashing, Values } from "@mcore-effect/protocol"
 import * as Config from "effect/Config"
 import { SourceError } from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
+
+const { describeValue } = Values
 
 /**
  * Options of `InferenceClient.layer`.
@@ -117,32 +120,96 @@ export const defaults = {
   closeTimeout: Duration.seconds(1)
 } as const
 
-const millis = (input: Duration.Input | undefined, fallback: Duration.Duration): number =>
-  Math.max(0, Math.round(Duration.toMillis(input === undefined ? fallback : Duration.fromInputUnsafe(input))))
-
 /**
- * Applies the defaults.
+ * What is wrong with an option: its name and why.
  *
  * @since 0.1.0
  */
-export const resolve = (options: ClientOptions): ResolvedOptions => ({
-  address: options.address,
-  deserialize: options.deserialize === true,
-  hashing: {
-    blockSizeTokens: options.blockSizeTokens ?? null,
-    prefixCachingPolicy: options.prefixCachingPolicy ?? null
-  },
-  connectTimeoutMillis: millis(options.connectTimeout, defaults.connectTimeout),
-  heartbeatIntervalMillis: Math.max(1, millis(options.heartbeatInterval, defaults.heartbeatInterval)),
-  heartbeatTimeoutMillis: Math.max(1, millis(options.heartbeatTimeout, defaults.heartbeatTimeout)),
-  requestTimeoutMillis: options.requestTimeout === undefined
-    ? undefined
-    : millis(options.requestTimeout, Duration.zero),
-  maxFrameBytes: options.maxFrameBytes ?? defaults.maxFrameBytes,
-  maxDecodedBytes: options.maxDecodedBytes ?? defaults.maxDecodedBytes,
-  curve: options.curve,
-  closeTimeoutMillis: millis(options.closeTimeout, defaults.closeTimeout)
-})
+export interface OptionProblem {
+  readonly name: string
+  readonly why: string
+}
+
+/**
+ * A duration option in milliseconds, or why it is refused: something that is not a duration
+ * (`"banana"`), a negative duration, or (unless `infinite` is `"allowed"`) an infinite one. The one
+ * check of every duration the client takes, client-level and per request alike.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig } from "@mcore-effect/client"
+ *
+ * ClientConfig.durationMillis("requestTimeout", "2 seconds") // Result.succeed(2000)
+ * ClientConfig.durationMillis("requestTimeout", -1) // Result.fail({ name: "requestTimeout", why: "must not be negative, got -1" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const durationMillis = (
+  name: string,
+  input: unknown,
+  infinite: "allowed" | "refused" = "allowed"
+): Result.Result<number, OptionProblem> => {
+  let duration: Option.Option<Duration.Duration>
+  try {
+    duration = Duration.fromInput(input as Duration.Input)
+  } catch {
+    duration = Option.none()
+  }
+  if (Option.isNone(duration)) return Result.fail({ name, why: `not a duration: ${describeValue(input)}` })
+  const millis = Duration.toMillis(duration.value)
+  if (Number.isNaN(millis) || millis < 0) return Result.fail({ name, why: `must not be negative, got ${describeValue(input)}` })
+  if (millis === Infinity && infinite === "refused") return Result.fail({ name, why: "must be finite" })
+  return Result.succeed(millis)
+}
+
+/**
+ * Applies the defaults and checks every option but the address (see {@link addressProblem}):
+ * durations (with {@link durationMillis}), limits and CurveZMQ keys. A `requestTimeout` of
+ * infinity means no deadline, as leaving it out does.
+ *
+ * @since 0.1.0
+ */
+export const resolve = (options: ClientOptions): Result.Result<ResolvedOptions, OptionProblem> => {
+  const durations: Record<string, number> = {}
+  for (const [name, infinite] of DURATIONS) {
+    const input = options[name]
+    if (input === undefined) continue
+    const millis = durationMillis(name, input, infinite)
+    if (Result.isFailure(millis)) return Result.fail(millis.failure)
+    durations[name] = millis.success
+  }
+  const ms = (name: typeof DURATIONS[number][0]) => durations[name] ?? Duration.toMillis(defaults[name as keyof typeof defaults] as Duration.Duration)
+  const requestTimeout = durations.requestTimeout
+  const resolved: ResolvedOptions = {
+    address: options.address,
+    deserialize: options.deserialize === true,
+    hashing: {
+      blockSizeTokens: options.blockSizeTokens ?? null,
+      prefixCachingPolicy: options.prefixCachingPolicy ?? null
+    },
+    connectTimeoutMillis: ms("connectTimeout"),
+    // ZeroMQ takes whole milliseconds, at least 1.
+    heartbeatIntervalMillis: Math.max(1, Math.round(ms("heartbeatInterval"))),
+    heartbeatTimeoutMillis: Math.max(1, Math.round(ms("heartbeatTimeout"))),
+    requestTimeoutMillis: requestTimeout === undefined || requestTimeout === Infinity ? undefined : requestTimeout,
+    maxFrameBytes: options.maxFrameBytes ?? defaults.maxFrameBytes,
+    maxDecodedBytes: options.maxDecodedBytes ?? defaults.maxDecodedBytes,
+    curve: options.curve,
+    closeTimeoutMillis: ms("closeTimeout")
+  }
+  const problem = limitsProblem(resolved)
+  return problem === undefined ? Result.succeed(resolved) : Result.fail(problem)
+}
+
+/** The duration options, and whether each may be infinite. */
+const DURATIONS = [
+  ["connectTimeout", "allowed"],
+  ["heartbeatInterval", "refused"],
+  ["heartbeatTimeout", "refused"],
+  ["requestTimeout", "allowed"],
+  ["closeTimeout", "refused"]
+] as const
 
 const hostName = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*\.?$/
 const ipv6 = /^\[[0-9A-Fa-f:.]+\]$/
@@ -184,12 +251,18 @@ export const addressProblem = (address: string): string | undefined => {
 const z85Key = /^[0-9a-zA-Z.\-:+=^!/*?&<>()[\]{}@%$#]{40}$/
 
 /**
- * What is wrong with the options besides the address (limits, CurveZMQ keys), as the option's
- * name and why, or `undefined`.
+ * What is wrong with the options besides the address (durations, limits, CurveZMQ keys), as the
+ * option's name and why, or `undefined`: {@link resolve}'s check.
  *
  * @since 0.1.0
  */
-export const optionProblem = (options: ResolvedOptions): { readonly name: string; readonly why: string } | undefined => {
+export const optionProblem = (options: ClientOptions): OptionProblem | undefined => {
+  const resolved = resolve(options)
+  return Result.isFailure(resolved) ? resolved.failure : undefined
+}
+
+/** Limits and CurveZMQ keys, once the defaults are applied. */
+const limitsProblem = (options: ResolvedOptions): OptionProblem | undefined => {
   for (const name of ["maxFrameBytes", "maxDecodedBytes"] as const) {
     const n = options[name]
     if (!Number.isSafeInteger(n) || n < 1) return { name, why: `must be a positive integer, got ${String(n)}` }
@@ -235,6 +308,18 @@ const curveConfig: Config.Config<CurveOptions | undefined> = Config.all({
     )
 }))
 
+/** The address, required: its absence says what to set, not only that a string was expected. */
+const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORDINATOR_ADDRESS")).pipe(
+  Config.flatMap((address) =>
+    address !== undefined ? Config.succeed(address) : Config.fail(
+      new SourceError({
+        message: "MCORE_COORDINATOR_ADDRESS is not set: set it to the coordinator's address " +
+          "(tcp://host:port or ipc://path), or give the address in code with InferenceClient.layer({ address })"
+      })
+    )
+  )
+)
+
 /**
  * {@link ClientOptions} read from configuration:
  *
@@ -274,7 +359,7 @@ const curveConfig: Config.Config<CurveOptions | undefined> = Config.all({
  * @since 0.1.0
  */
 export const config: Config.Config<ClientOptions> = Config.all({
-  address: Config.String("MCORE_COORDINATOR_ADDRESS"),
+  address: addressConfig,
   deserialize: Config.Boolean("MCORE_DESERIALIZE").pipe(Config.withDefault(false)),
   blockSizeTokens: optional(Config.Int("MCORE_BLOCK_SIZE_TOKENS")),
   prefixCachingPolicy: optional(

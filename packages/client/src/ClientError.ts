@@ -8,17 +8,42 @@ import { ProtocolError } from "@mcore-effect/protocol"
 import * as Schema from "effect/Schema"
 
 /**
- * No CONNECT_ACK arrived within the configured connect timeout.
+ * What the socket saw while the client waited for CONNECT_ACK, from its events: `connected`
+ * (a connection was made, but nothing answered CONNECT: not a coordinator, or a CurveZMQ key it
+ * refused), `refused` (the address refuses connections; ZeroMQ keeps retrying), `unreachable`
+ * (no connection could be attempted, as when the host name does not resolve; ZeroMQ keeps
+ * retrying), or `nothing` (no attempt finished in time).
+ *
+ * @since 0.1.0
+ */
+export const ConnectSeen = Schema.Literals(["connected", "refused", "unreachable", "nothing"])
+
+/**
+ * @since 0.1.0
+ */
+export type ConnectSeen = typeof ConnectSeen.Type
+
+const seenText: Record<ConnectSeen, string> = {
+  connected: "connected, but nothing answered CONNECT (not a coordinator, or one that refused our CurveZMQ key)",
+  refused: "the connection was refused (ZeroMQ keeps retrying)",
+  unreachable: "no connection could be attempted: does the host name resolve? (ZeroMQ keeps retrying)",
+  nothing: "no connection attempt finished"
+}
+
+/**
+ * No CONNECT_ACK arrived within the configured connect timeout; `seen` says what the socket saw
+ * meanwhile.
  *
  * @since 0.1.0
  */
 export class ConnectTimeout extends Schema.Class<ConnectTimeout>("@mcore-effect/client/ConnectTimeout")({
   _tag: Schema.tag("ConnectTimeout"),
   address: Schema.String,
-  timeoutMillis: Schema.Number
+  timeoutMillis: Schema.Number,
+  seen: ConnectSeen
 }) {
   get message(): string {
-    return `no CONNECT_ACK from ${this.address} within ${this.timeoutMillis} ms`
+    return `no CONNECT_ACK from ${this.address} within ${this.timeoutMillis} ms: ${seenText[this.seen]}`
   }
 }
 
@@ -186,13 +211,13 @@ export class ReplyTooLarge extends Schema.Class<ReplyTooLarge>("@mcore-effect/cl
  */
 export class SendFailed extends Schema.Class<SendFailed>("@mcore-effect/client/SendFailed")({
   _tag: Schema.tag("SendFailed"),
-  /** The request whose message failed, when it was one. */
-  requestId: Schema.NullOr(Schema.Number),
+  /** The request whose message failed (a failed signal or abort fails nothing: it is logged). */
+  requestId: Schema.Number,
   cause: Schema.Defect()
 }) {
   get message(): string {
     const why = this.cause instanceof globalThis.Error ? this.cause.message : String(this.cause)
-    return `sending ${this.requestId === null ? "a message" : `request ${this.requestId}`} failed: ${why}`
+    return `sending request ${this.requestId} failed: ${why}`
   }
 }
 
@@ -254,10 +279,3 @@ export class ClientError extends Schema.TaggedError<ClientError>("@mcore-effect/
  * @since 0.1.0
  */
 export const clientError = (reason: ClientErrorReason): ClientError => new ClientError({ reason })
-
-/**
- * True for a {@link ClientError}.
- *
- * @since 0.1.0
- */
-export const isClientError = (u: unknown): u is ClientError => u instanceof ClientError

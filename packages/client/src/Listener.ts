@@ -1,7 +1,8 @@
 /**
- * The receive side: one promise loop that reads every message the coordinator sends, decodes it,
- * and finishes the request it names in the registry. A scoped resource: started on acquire,
- * stopped on release (the socket's close then ends the pending receive).
+ * The receive side: the socket's one reader (`FrameSocket.reader`) hands every message the
+ * coordinator sends to {@link handle}, which decodes it and finishes the request it names in the
+ * registry. A scoped resource: started on acquire, stopped on release (the socket's close then
+ * ends the pending receive).
  *
  * Whatever arrives, the loop survives it: a message that is not one of the protocol's is counted
  * and logged and dropped; a reply for an id that is not pending (aborted, timed out, or unknown)
@@ -11,32 +12,16 @@
  * @since 0.1.0
  * @internal
  */
-import { Messages, Msgpack, MsgpackScan, type ProtocolError, Reply } from "@mcore-effect/protocol"
+import { FrameSocket, Messages, Msgpack, MsgpackScan, type ProtocolError, Reply, Values } from "@mcore-effect/protocol"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import { clientError, MalformedReply, ReplyTooLarge } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
-import type { CoordinatorSocket } from "./CoordinatorSocket.ts"
 import type { Entry, PendingRequests } from "./PendingRequests.ts"
+import type { RawReply } from "./Reply.ts"
 
-/**
- * A reply as the client hands it over: the raw map with `latency` added, or the typed request.
- *
- * @since 0.1.0
- */
-export type AnyReply = RawReply | Reply.DynamicInferenceRequest
-
-/**
- * The raw reply map (`deserialize: false`), as the engine serialized it, plus `latency`: seconds
- * from submission, a float.
- *
- * @since 0.1.0
- */
-export interface RawReply {
-  readonly latency: number
-  readonly [key: string]: unknown
-}
+const { describeValue, isPlainObject } = Values
 
 /**
  * What the listener reports about the connection's handshake.
@@ -46,6 +31,8 @@ export interface RawReply {
 export interface Handshake {
   /** True until the first CONNECT_ACK: then anything but CONNECT_ACK rejects the handshake. */
   readonly awaitingFirstAck: () => boolean
+  /** A message arrived: the coordinator is connected, whatever the socket's events say yet. */
+  readonly received: () => void
   readonly acknowledged: () => void
   readonly rejected: (received: string) => void
 }
@@ -56,8 +43,7 @@ export interface Handshake {
  * @since 0.1.0
  */
 export interface Options {
-  readonly socket: CoordinatorSocket
-  readonly pending: PendingRequests<AnyReply>
+  readonly pending: PendingRequests
   readonly metrics: Recorder
   readonly deserialize: boolean
   readonly handshake: Handshake
@@ -83,7 +69,7 @@ const describe = (error: ProtocolError.ProtocolError, frames: ReadonlyArray<Uint
  * Reads the body of a reply and finishes its request. The body is only decoded here, for a
  * request that is pending: a late reply costs a map lookup, not a decode.
  */
-const finish = (options: Options, entry: Entry<AnyReply>, body: Uint8Array | undefined): void => {
+const finish = (options: Options, entry: Entry, body: Uint8Array | undefined): void => {
   const { metrics, pending } = options
   const latency = (performance.now() - entry.startedAt) / 1000
   let map: unknown
@@ -92,7 +78,7 @@ const finish = (options: Options, entry: Entry<AnyReply>, body: Uint8Array | und
   } catch (cause) {
     map = cause
   }
-  if (isMap(map)) {
+  if (isPlainObject(map)) {
     // The client's addition, before decoding, so the typed reply carries it too.
     map.latency = latency
     if (!options.deserialize) return pending.complete(entry, map as RawReply, latency, tokensOf(map))
@@ -103,22 +89,14 @@ const finish = (options: Options, entry: Entry<AnyReply>, body: Uint8Array | und
   return malformedReply(
     options,
     entry,
-    map instanceof Error
-      ? map.message
-      : `the reply should be a map, got ${map === null ? "null" : Array.isArray(map) ? "an array" : typeof map}`
+    map instanceof Error ? map.message : `the reply should be a map, got ${describeValue(map)}`
   )
 }
 
-const malformedReply = (options: Options, entry: Entry<AnyReply>, why: string): void => {
+const malformedReply = (options: Options, entry: Entry, why: string): void => {
   options.metrics.malformed()
   options.warn(`dropped a malformed reply to request ${entry.requestId}: ${why}`)
   options.pending.fail(entry, clientError(new MalformedReply({ requestId: entry.requestId, why })), "failed")
-}
-
-const isMap = (u: unknown): u is Record<string, unknown> => {
-  if (u === null || typeof u !== "object") return false
-  const proto = Object.getPrototypeOf(u)
-  return proto === Object.prototype || proto === null
 }
 
 /**
@@ -140,14 +118,20 @@ const overLimit = (options: Options, frame: Uint8Array): { readonly measure: "fr
 }
 
 /** Fails a taken request whose reply or partial is over a limit. */
-const tooLarge = (options: Options, entry: Entry<AnyReply>, over: NonNullable<ReturnType<typeof overLimit>>): void => {
+const tooLarge = (options: Options, entry: Entry, over: NonNullable<ReturnType<typeof overLimit>>): void => {
   options.metrics.tooLarge()
   options.warn(`dropped an oversized reply to request ${entry.requestId} (${over.measure} ${over.size} > ${over.limit})`)
   options.pending.fail(entry, clientError(new ReplyTooLarge({ requestId: entry.requestId, ...over })), "failed")
 }
 
-const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): void => {
+/**
+ * Handles one message from the coordinator. Never throws for anything that arrives.
+ *
+ * @since 0.1.0
+ */
+export const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): void => {
   const { handshake, metrics, pending } = options
+  handshake.received()
   // The metadata frame is decoded below: it must be within the limits itself.
   if (frames.length > 0 && overLimit(options, frames[0]!) !== undefined) {
     metrics.malformed()
@@ -186,44 +170,20 @@ const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): void => {
   pending.partial(entry, (body.success as Reply.PartialReply).new_tokens)
 }
 
-const loop = async (options: Options, state: { stopped: boolean }): Promise<void> => {
-  const { socket } = options
-  while (!state.stopped) {
-    let frames: Array<Buffer>
-    try {
-      frames = await socket.receive()
-    } catch (cause) {
-      if (state.stopped || socket.isClosed()) return
-      options.warn(`receive failed: ${cause instanceof Error ? cause.message : String(cause)}`)
-      await new Promise((resolve) => setTimeout(resolve, 10))
-      continue
-    }
-    if (state.stopped) return
-    try {
-      handle(options, frames)
-    } catch (cause) {
+/**
+ * Starts the socket's reader, handing every message to {@link handle}; it stops when the scope
+ * closes.
+ *
+ * @since 0.1.0
+ */
+export const make = (socket: FrameSocket.Readable, options: Options): Effect.Effect<void, never, Scope.Scope> =>
+  FrameSocket.reader(socket, {
+    onMessage: (frames) => handle(options, frames),
+    onHandlerError: (cause) => {
       // Not expected (decoding returns errors, it does not throw); but nothing that arrives may
       // end the loop.
       options.metrics.malformed()
       options.warn(`a message from the coordinator broke its handler: ${String(cause)}`)
-    }
-  }
-}
-
-/**
- * Starts the receive loop; it stops when the scope closes.
- *
- * @since 0.1.0
- */
-export const make = (options: Options): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const state = { stopped: false }
-      void loop(options, state)
-      return state
-    }),
-    (state) =>
-      Effect.sync(() => {
-        state.stopped = true
-      })
-  ).pipe(Effect.asVoid)
+    },
+    onReceiveError: (cause) => options.warn(`receive failed: ${cause instanceof Error ? cause.message : String(cause)}`)
+  }).pipe(Effect.asVoid)

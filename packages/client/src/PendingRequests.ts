@@ -19,37 +19,18 @@ import * as Effect from "effect/Effect"
 import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
-import type * as Scope from "effect/Scope"
 import { type ClientError, clientError, RequestAborted } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
+import type { Reply, StreamEvent } from "./Reply.ts"
 
 /**
- * One event of a streamed request: new tokens, in order, any number of times; then one final
- * reply; then the stream ends.
+ * Who gives up on a request: interrupting a waiting fiber aborts its request through this (the
+ * connection, which tells the coordinator and then the registry).
  *
  * @since 0.1.0
  */
-export type StreamEvent<Reply> = Partial | Final<Reply>
-
-/**
- * New tokens of a streamed request (`ENGINE_REPLY_PARTIAL`).
- *
- * @since 0.1.0
- */
-export interface Partial {
-  readonly _tag: "Partial"
-  readonly requestId: number
-  readonly newTokens: ReadonlyArray<number>
-}
-
-/**
- * The finished request (`ENGINE_REPLY`), exactly once, last.
- *
- * @since 0.1.0
- */
-export interface Final<Reply> {
-  readonly _tag: "Final"
-  readonly reply: Reply
+export interface Canceller {
+  readonly cancel: (requestId: number) => void
 }
 
 /**
@@ -63,22 +44,22 @@ export interface Final<Reply> {
  *
  * @since 0.1.0
  */
-export class Single<Reply> {
+export class Single {
   /** The outcome, once known. */
   exit: Exit.Exit<Reply, ClientError> | undefined = undefined
   /** Who waits: usually one fiber, more only when `submitWithId`'s reply is awaited twice. */
-  private waiters: Waiter<Reply> | Array<Waiter<Reply>> | undefined = undefined
+  private waiters: Waiter | Array<Waiter> | undefined = undefined
   /** The deadline's timer, when the request has one. */
   timer: ReturnType<typeof setTimeout> | undefined = undefined
   constructor(
-    readonly registry: PendingRequests<Reply>,
+    readonly canceller: Canceller,
     readonly requestId: number,
     /** `performance.now()` at submission. */
     readonly startedAt: number
   ) {}
 
   /** Calls `waiter` with the outcome: now if it is known, else when it is. */
-  listen(waiter: Waiter<Reply>): void {
+  listen(waiter: Waiter): void {
     if (this.exit !== undefined) return waiter(this.exit)
     const waiters = this.waiters
     if (waiters === undefined) this.waiters = waiter
@@ -98,14 +79,14 @@ export class Single<Reply> {
 }
 
 /** `Single` as an Effect: running it aborts the request, if it is still pending. */
-export interface Single<Reply> extends Effect.Effect<void> {}
+export interface Single extends Effect.Effect<void> {}
 
 Object.setPrototypeOf(
   Single.prototype,
-  Effectable.Prototype<Single<unknown>>({
+  Effectable.Prototype<Single>({
     label: "InferenceClient.abortPending",
     evaluate() {
-      this.registry.abort(this.requestId, clientError(new RequestAborted({ requestId: this.requestId })), "aborted")
+      this.canceller.cancel(this.requestId)
       return Effect.void
     }
   })
@@ -116,21 +97,21 @@ Object.setPrototypeOf(
  *
  * @since 0.1.0
  */
-export type Waiter<Reply> = (exit: Exit.Exit<Reply, ClientError>) => void
+export type Waiter = (exit: Exit.Exit<Reply, ClientError>) => void
 
 /**
  * A streamed request: its events go to the stream's queue.
  *
  * @since 0.1.0
  */
-export class Streamed<Reply> {
+export class Streamed {
   timer: ReturnType<typeof setTimeout> | undefined = undefined
   /** Whether a partial has arrived (for the time-to-first-token metric). */
   started = false
   constructor(
     readonly requestId: number,
     readonly startedAt: number,
-    readonly queue: Queue.Enqueue<StreamEvent<Reply>, ClientError | Cause.Done>
+    readonly queue: Queue.Enqueue<StreamEvent, ClientError | Cause.Done>
   ) {}
 }
 
@@ -139,11 +120,11 @@ export class Streamed<Reply> {
  *
  * @since 0.1.0
  */
-export interface BatchSink<Reply> {
+export interface BatchSink {
   /** A request of the batch finished. */
-  readonly completed: (entry: Batched<Reply>, reply: Reply) => void
+  readonly completed: (entry: Batched, reply: Reply) => void
   /** A request of the batch failed (the batch fails with it). */
-  readonly failed: (entry: Batched<Reply>, error: ClientError) => void
+  readonly failed: (entry: Batched, error: ClientError) => void
 }
 
 /**
@@ -153,10 +134,10 @@ export interface BatchSink<Reply> {
  *
  * @since 0.1.0
  */
-export class Batched<Reply> {
+export class Batched {
   timer: ReturnType<typeof setTimeout> | undefined = undefined
   constructor(
-    readonly sink: BatchSink<Reply>,
+    readonly sink: BatchSink,
     /** The request's position in the batch's input. */
     readonly index: number,
     readonly requestId: number,
@@ -167,45 +148,36 @@ export class Batched<Reply> {
 /**
  * @since 0.1.0
  */
-export type Entry<Reply> = Single<Reply> | Streamed<Reply> | Batched<Reply>
+export type Entry = Single | Streamed | Batched
 
 /**
  * The registry.
  *
  * @since 0.1.0
  */
-export class PendingRequests<Reply> {
-  private readonly entries = new Map<number, Entry<Reply>>()
+export class PendingRequests {
+  private readonly entries = new Map<number, Entry>()
 
-  constructor(
-    private readonly metrics: Recorder,
-    /** Tells the coordinator to stop working on a request (sends ABORT_REQUEST when it can). */
-    private readonly sendAbort: (requestId: number) => void
-  ) {}
+  constructor(private readonly metrics: Recorder) {}
 
   /** Requests in flight. */
   get size(): number {
     return this.entries.size
   }
 
-  /** A new single-reply entry (not registered yet). */
-  single(requestId: number, startedAt: number): Single<Reply> {
-    return new Single(this, requestId, startedAt)
-  }
-
   /** Registers a request about to be sent. */
-  add(entry: Entry<Reply>): void {
+  add(entry: Entry): void {
     this.entries.set(entry.requestId, entry)
     this.metrics.submitted()
   }
 
   /** The entry of a pending request, left in place. */
-  get(requestId: number): Entry<Reply> | undefined {
+  get(requestId: number): Entry | undefined {
     return this.entries.get(requestId)
   }
 
   /** Removes a pending request and returns it (`undefined` when it is not pending). */
-  take(requestId: number): Entry<Reply> | undefined {
+  take(requestId: number): Entry | undefined {
     const entry = this.entries.get(requestId)
     if (entry === undefined) return undefined
     this.entries.delete(requestId)
@@ -214,7 +186,7 @@ export class PendingRequests<Reply> {
   }
 
   /** Finishes a taken request with its reply. */
-  complete(entry: Entry<Reply>, reply: Reply, latencySeconds: number, tokens: number): void {
+  complete(entry: Entry, reply: Reply, latencySeconds: number, tokens: number): void {
     this.metrics.completed(latencySeconds, tokens)
     if (entry instanceof Single) {
       entry.done(Exit.succeed(reply))
@@ -227,40 +199,29 @@ export class PendingRequests<Reply> {
   }
 
   /** Hands new tokens to a streamed request; a single-reply request ignores them. */
-  partial(entry: Entry<Reply>, newTokens: ReadonlyArray<number>): void {
+  partial(entry: Entry, newTokens: ReadonlyArray<number>): void {
     if (!(entry instanceof Streamed)) return
     if (!entry.started) {
       entry.started = true
       this.metrics.firstToken((performance.now() - entry.startedAt) / 1000)
     }
-    Queue.offerUnsafe(entry.queue, { _tag: "Partial", requestId: entry.requestId, newTokens })
+    Queue.offerUnsafe(entry.queue, { _tag: "Tokens", requestId: entry.requestId, newTokens })
   }
 
   /** Ends a taken request with an error, counted as aborted or as failed. */
-  fail(entry: Entry<Reply>, error: ClientError, as: "aborted" | "failed"): void {
+  fail(entry: Entry, error: ClientError, as: "aborted" | "failed"): void {
     if (as === "aborted") this.metrics.aborted()
     else this.metrics.failed(1)
     end(entry, error)
   }
 
-  /**
-   * Gives up on a pending request: its waiter stopped waiting, or its deadline passed. The
-   * coordinator is told, and the request ends with `error`; nothing happens if it is not pending.
-   */
-  abort(requestId: number, error: ClientError, as: "aborted" | "failed"): void {
-    const entry = this.take(requestId)
-    if (entry === undefined) return
-    this.sendAbort(requestId)
-    this.fail(entry, error, as)
-  }
-
-  /** Aborts every pending request of a batch (its stream ended early). */
-  abortBatch(sink: BatchSink<Reply>): void {
+  /** The ids of a batch's pending requests. */
+  idsOf(sink: BatchSink): Array<number> {
     const ids: Array<number> = []
     for (const entry of this.entries.values()) {
       if (entry instanceof Batched && entry.sink === sink) ids.push(entry.requestId)
     }
-    for (const requestId of ids) this.abort(requestId, clientError(new RequestAborted({ requestId })), "aborted")
+    return ids
   }
 
   /** Ends every pending request with the same error (client closed, coordinator lost). */
@@ -276,7 +237,7 @@ export class PendingRequests<Reply> {
   }
 }
 
-const end = <Reply>(entry: Entry<Reply>, error: ClientError): void => {
+const end = (entry: Entry, error: ClientError): void => {
   if (entry instanceof Single) {
     entry.done(Exit.fail(error))
   } else if (entry instanceof Batched) {
@@ -285,22 +246,3 @@ const end = <Reply>(entry: Entry<Reply>, error: ClientError): void => {
     Queue.failCauseUnsafe(entry.queue, Cause.fail(error))
   }
 }
-
-/**
- * A registry whose pending requests all fail with `onClose()` when the scope closes.
- *
- * @since 0.1.0
- */
-export const make = <Reply>(
-  metrics: Recorder,
-  options: {
-    /** The error of the requests still pending when the scope closes. */
-    readonly onClose: () => ClientError
-    /** See {@link PendingRequests.abort}. */
-    readonly sendAbort: (requestId: number) => void
-  }
-): Effect.Effect<PendingRequests<Reply>, never, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.sync(() => new PendingRequests<Reply>(metrics, options.sendAbort)),
-    (pending) => Effect.sync(() => pending.failAll(options.onClose()))
-  )

@@ -1,15 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer, Metric } from "effect"
+import { TestSupport } from "@mcore-effect/testkit"
+import { ConfigProvider, Effect, Layer, Metric, Result } from "effect"
 import * as Zmq from "zeromq"
 import { ClientConfig, InferenceClient } from "../src/index.ts"
 import * as StubCoordinator from "./support/StubCoordinator.ts"
+
+const resolved = (options: ClientConfig.ClientOptions) => Result.getOrThrow(ClientConfig.resolve(options))
 
 const fromEnv = (env: Record<string, string>) =>
   ConfigProvider.layer(ConfigProvider.fromEnv({ env }))
 
 describe("ClientConfig", () => {
   it("applies the defaults", () => {
-    expect(ClientConfig.resolve({ address: "tcp://127.0.0.1:5555" })).toEqual({
+    expect(resolved({ address: "tcp://127.0.0.1:5555" })).toEqual({
       address: "tcp://127.0.0.1:5555",
       deserialize: false,
       hashing: { blockSizeTokens: null, prefixCachingPolicy: null },
@@ -25,14 +28,14 @@ describe("ClientConfig", () => {
   })
 
   it("takes durations in any Duration form", () => {
-    const resolved = ClientConfig.resolve({
+    const options = resolved({
       address: "ipc:///tmp/x",
       connectTimeout: "2 seconds",
       heartbeatInterval: 250,
       heartbeatTimeout: { seconds: 3 },
       requestTimeout: "1 minute"
     })
-    expect(resolved).toMatchObject({
+    expect(options).toMatchObject({
       connectTimeoutMillis: 2_000,
       heartbeatIntervalMillis: 250,
       heartbeatTimeoutMillis: 3_000,
@@ -57,7 +60,7 @@ describe("ClientConfig", () => {
         maxDecodedBytes: 4_194_304,
         curve: undefined
       })
-      expect(ClientConfig.resolve(options)).toMatchObject({
+      expect(resolved(options)).toMatchObject({
         connectTimeoutMillis: 3_000,
         heartbeatTimeoutMillis: 2_000,
         closeTimeoutMillis: 250
@@ -79,7 +82,7 @@ describe("ClientConfig", () => {
     Effect.gen(function*() {
       const options = yield* ClientConfig.config
       expect(options).toMatchObject({ maxFrameBytes: undefined, maxDecodedBytes: undefined, curve: undefined })
-      expect(ClientConfig.resolve(options)).toMatchObject({
+      expect(resolved(options)).toMatchObject({
         maxFrameBytes: ClientConfig.defaults.maxFrameBytes,
         maxDecodedBytes: ClientConfig.defaults.maxDecodedBytes,
         curve: undefined
@@ -105,7 +108,7 @@ describe("ClientConfig", () => {
     Effect.gen(function*() {
       const options = yield* ClientConfig.config
       expect(options.curve).toEqual({ serverKey: server.publicKey, publicKey: client.publicKey, secretKey: client.secretKey })
-      expect(ClientConfig.optionProblem(ClientConfig.resolve(options))).toBeUndefined()
+      expect(ClientConfig.optionProblem(options)).toBeUndefined()
     }).pipe(Effect.provide(fromEnv({
       MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
       MCORE_CURVE_SERVER_KEY: server.publicKey,
@@ -117,7 +120,7 @@ describe("ClientConfig", () => {
     Effect.gen(function*() {
       const options = yield* ClientConfig.config
       expect(options.curve).toEqual({ serverKey: server.publicKey, publicKey: undefined, secretKey: undefined })
-      expect(ClientConfig.optionProblem(ClientConfig.resolve(options))).toBeUndefined()
+      expect(ClientConfig.optionProblem(options)).toBeUndefined()
     }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555", MCORE_CURVE_SERVER_KEY: server.publicKey }))))
 
   it.effect("refuses client keys without the server key, never printing the secret", () =>
@@ -139,7 +142,7 @@ describe("ClientConfig", () => {
   it.effect("leaves a half key pair to the client's own check", () =>
     Effect.gen(function*() {
       const options = yield* ClientConfig.config
-      expect(ClientConfig.optionProblem(ClientConfig.resolve(options))).toEqual({
+      expect(ClientConfig.optionProblem(options)).toEqual({
         name: "curve",
         why: "give both publicKey and secretKey, or neither"
       })
@@ -156,6 +159,7 @@ describe("ClientConfig", () => {
       })
       const missing = yield* Effect.flip(read.pipe(Effect.provide(fromEnv({}))))
       expect(missing.message).toContain("MCORE_COORDINATOR_ADDRESS")
+      expect(missing.message).toContain("is not set: set it to the coordinator's address")
       const policy = yield* Effect.flip(read.pipe(
         Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:1", MCORE_PREFIX_CACHING_POLICY: "random" }))
       ))
@@ -170,5 +174,38 @@ describe("ClientConfig", () => {
       )
       expect(pending).toBe(0)
       expect((yield* stub.take).frames.length).toBe(1)
-    }).pipe(Effect.provideService(Metric.MetricRegistry, new Map())))
+    }).pipe(TestSupport.withRegistry))
+
+  describe("one validation of every duration, client-level and per request", () => {
+    it("refuses a negative or non-duration option with its name", () => {
+      expect(ClientConfig.optionProblem({ address: "ipc:///tmp/x", requestTimeout: -1 })).toMatchObject({ name: "requestTimeout" })
+      expect(ClientConfig.optionProblem({ address: "ipc:///tmp/x", requestTimeout: "banana" as never })).toEqual({
+        name: "requestTimeout",
+        why: "not a duration: \"banana\""
+      })
+      expect(ClientConfig.optionProblem({ address: "ipc:///tmp/x", heartbeatInterval: "Infinity" })).toEqual({
+        name: "heartbeatInterval",
+        why: "must be finite"
+      })
+      expect(ClientConfig.durationMillis("timeout", -1)._tag).toBe("Failure")
+      expect(ClientConfig.durationMillis("timeout", "1 second")).toEqual(Result.succeed(1000))
+    })
+
+    it("takes an infinite requestTimeout as no deadline", () => {
+      expect(resolved({ address: "ipc:///tmp/x", requestTimeout: "Infinity" }).requestTimeoutMillis).toBeUndefined()
+    })
+
+    // Regression: `requestTimeout: -1` was clamped to 0 (every request expired at once), and
+    // `requestTimeout: "banana"` threw inside `make` (a defect, not a typed error).
+    for (const requestTimeout of [-1, "banana"]) {
+      it.effect(`make refuses requestTimeout: ${JSON.stringify(requestTimeout)} with InvalidArgument, opening nothing`, () =>
+        Effect.gen(function*() {
+          const error = yield* Effect.flip(
+            InferenceClient.make({ address: "tcp://127.0.0.1:1", requestTimeout: requestTimeout as never }).pipe(Effect.scoped)
+          )
+          expect(error.reason._tag).toBe("InvalidArgument")
+          expect(error.reason).toMatchObject({ name: "requestTimeout" })
+        }).pipe(TestSupport.withRegistry))
+    }
+  })
 })

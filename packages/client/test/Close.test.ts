@@ -5,7 +5,7 @@
  * process and in a program of its own that exits right after closing, as `mcore control` does.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { TestCluster } from "@mcore-effect/testkit"
+import { TestCluster, TestSupport } from "@mcore-effect/testkit"
 import { fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Effect, Exit, Schedule, Scope } from "effect"
@@ -30,8 +30,7 @@ interface ProgramRun {
 }
 
 /** A bound on every wait for the program: exceeding it means something hung. */
-const bounded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(Effect.timeoutOrElse({ duration: "20 seconds", orElse: () => Effect.die("the program hung") }))
+const bounded = TestSupport.bounded("the program", "20 seconds")
 
 /** Runs the program against `address`, doing `beforeGo` once it is connected. */
 const runProgram = <E, R>(address: string, beforeGo: Effect.Effect<void, E, R>) =>

@@ -4,6 +4,7 @@
  * full coordinator and engines would spend most of the time generating).
  */
 import { describe, expect, it } from "@effect/vitest"
+import { TestSupport } from "@mcore-effect/testkit"
 import { Effect, Metric } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import * as ChildCoordinator from "./support/ChildCoordinator.ts"
@@ -38,5 +39,5 @@ describe("InferenceClient under load", () => {
       for (const reason of ["malformed", "unknown_request"]) {
         expect((yield* Metric.value(Metric.withAttributes(ClientMetrics.messagesDropped, { reason }))).count).toBe(0)
       }
-    }).pipe(Effect.provideService(Metric.MetricRegistry, new Map())), { timeout: 120_000 })
+    }).pipe(TestSupport.withRegistry), { timeout: 120_000 })
 })

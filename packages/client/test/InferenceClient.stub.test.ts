@@ -5,12 +5,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Msgpack } from "@mcore-effect/protocol"
+import { TestSupport } from "@mcore-effect/testkit"
 import { Effect, Exit, Fiber, Metric, References, Result, Scope, Stream } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import * as StubCoordinator from "./support/StubCoordinator.ts"
 
-const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provideService(effect, Metric.MetricRegistry, new Map())
+const { withRegistry } = TestSupport
 
 /** Bytes written as hex, spaces allowed. */
 const hex = (h: string) => Buffer.from(h.replace(/ /g, ""), "hex")
@@ -62,9 +62,20 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("fails with ConnectTimeout when nobody acknowledges", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make({ ack: false })
-      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 200 })))
+      // Long enough for the socket's events (their own path, slower under load) to say what it saw.
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 1_000 })))
       expect(error.reason._tag).toBe("ConnectTimeout")
+      expect(error.reason).toMatchObject({ seen: "connected" })
       expect(error.message).toContain(stub.address)
+    }).pipe(withRegistry))
+
+  it.live("ConnectTimeout says when the address refused the connection", () =>
+    Effect.gen(function*() {
+      // A port just freed: nothing listens there, so every attempt is refused.
+      const stub = yield* Effect.scoped(StubCoordinator.make())
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 300 })))
+      expect(error.reason).toMatchObject({ _tag: "ConnectTimeout", seen: "refused" })
+      expect(error.message).toContain("refused")
     }).pipe(withRegistry))
 
   it.live("fails with HandshakeRejected when anything but CONNECT_ACK answers", () =>
@@ -200,7 +211,7 @@ describe("InferenceClient against a stub coordinator", () => {
       const submitted = yield* takeMessage(stub)
       yield* stub.partial(submitted.identity, 0, [7])
       const events = yield* Fiber.join(fiber)
-      expect(events).toEqual([{ _tag: "Partial", requestId: 0, newTokens: [7] }])
+      expect(events).toEqual([{ _tag: "Tokens", requestId: 0, newTokens: [7] }])
       yield* client.pauseEngines()
       expect((yield* takeUntilPause(stub)).map(tagOf)).toEqual(["AbortRequest", "Pause"])
       expect(yield* client.pendingCount).toBe(0)
@@ -218,8 +229,8 @@ describe("InferenceClient against a stub coordinator", () => {
       yield* stub.partial(submitted.identity, 0, [8, 9])
       yield* stub.reply(submitted.identity, 0, { request_id: 0, generated_tokens: [7, 8, 9] })
       const events = yield* Fiber.join(fiber)
-      expect(events.map((e) => e._tag)).toEqual(["Partial", "Partial", "Final"])
-      expect(events[1]).toEqual({ _tag: "Partial", requestId: 0, newTokens: [8, 9] })
+      expect(events.map((e) => e._tag)).toEqual(["Tokens", "Tokens", "Final"])
+      expect(events[1]).toEqual({ _tag: "Tokens", requestId: 0, newTokens: [8, 9] })
       yield* client.pauseEngines()
       expect((yield* takeUntilPause(stub)).map(tagOf)).toEqual(["Pause"])
     }).pipe(withRegistry))

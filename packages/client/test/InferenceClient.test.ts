@@ -85,9 +85,9 @@ describe("InferenceClient against the test coordinator and engines", () => {
       const partials = events.slice(0, -1)
       const last = events[events.length - 1]!
       expect(partials.length).toBeGreaterThan(0)
-      expect(partials.every((e) => e._tag === "Partial")).toBe(true)
+      expect(partials.every((e) => e._tag === "Tokens")).toBe(true)
       expect(last._tag).toBe("Final")
-      const streamed = partials.flatMap((e) => (e._tag === "Partial" ? e.newTokens : []))
+      const streamed = partials.flatMap((e) => (e._tag === "Tokens" ? e.newTokens : []))
       const expected = Generation.tokens(tokens, 6)
       // In order: the partials spell out the start of what the final reply holds.
       expect(streamed).toEqual(expected.slice(0, streamed.length))
@@ -114,7 +114,7 @@ describe("InferenceClient against the test coordinator and engines", () => {
       const pinnedBy = (yield* Effect.forEach(cluster.engines, (e) => e.snapshot))
         .findIndex((s) => s.pinned.includes(params.request_id))
       expect(pinnedBy).toBeGreaterThanOrEqual(0)
-      yield* client.releaseHandoff(params.request_id)
+      yield* client.releaseKvHandoff(params.request_id)
       const holder = yield* cluster.engines[pinnedBy]!.waitFor("the release", (s) => s.released.length > 0)
       expect(holder.released).toEqual([params.request_id])
       expect(holder.pinned).toEqual([])

@@ -4,7 +4,7 @@
  * The coordinator runs as a process of its own, so it can be stopped and killed for real.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { fork } from "node:child_process"
+import { TestSupport } from "@mcore-effect/testkit"
 import { fileURLToPath } from "node:url"
 import { Effect, Fiber, Metric, Schedule } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
@@ -12,8 +12,7 @@ import * as ChildCoordinator from "./support/ChildCoordinator.ts"
 import { withRegistry } from "./support/Cluster.ts"
 
 /** A bound on waiting, far above the heartbeat timeout: exceeding it means the client hung. */
-const bounded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die("the client hung") }))
+const bounded = TestSupport.bounded("the client", "10 seconds")
 
 const heartbeats = { heartbeatInterval: 100, heartbeatTimeout: 600 } as const
 
@@ -62,16 +61,7 @@ describe("liveness", () => {
     Effect.gen(function*() {
       const coordinator = yield* ChildCoordinator.make()
       const program = fileURLToPath(new URL("./support/clientLifetime.ts", import.meta.url))
-      const child = fork(program, [coordinator.address], {
-        execArgv: ["--conditions=source", "--import", "tsx"],
-        stdio: ["ignore", "inherit", "inherit", "ipc"]
-      })
-      yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
-      const messages: Array<unknown> = []
-      child.on("message", (m) => messages.push(m))
-      const code = yield* bounded(
-        Effect.promise(() => new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c))))
-      )
+      const { code, messages } = yield* TestSupport.runProgram(program, [coordinator.address], "10 seconds")
       expect(code).toBe(0)
       expect(messages).toEqual([{ latency: "number", pending: "ClientClosed" }])
     }), { timeout: 30_000 })

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Generation, Vocabulary } from "@mcore-effect/testkit"
-import { Effect, Metric, Stream } from "effect"
+import { Cause, Effect, Exit, Fiber, Metric, Stream } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import { setup, withRegistry } from "./support/Cluster.ts"
 
@@ -96,4 +96,51 @@ describe("InferenceClient.submitAll", () => {
       expect(error.reason._tag).toBe("InvalidArgument")
       expect((yield* Metric.value(ClientMetrics.submitted)).count).toBe(0)
     }).pipe(withRegistry))
+})
+
+describe("InferenceClient.submitAllSettled", () => {
+  it.live("every request's Exit, in completion order: a refused request and a deadline fail alone, the rest go on", () =>
+    Effect.gen(function*() {
+      const { cluster, client } = yield* setup({ engines: 1, engine: { stepMs: 2 } })
+      const requests = [
+        { prompt: promptOf(0), samplingParams: { num_tokens_to_generate: 2 } },
+        { prompt: [1, -2, 3] },
+        { prompt: promptOf(2), samplingParams: { num_tokens_to_generate: 100_000 }, timeout: 50 },
+        ...Array.from({ length: 20 }, (_, i) => ({ prompt: promptOf(3 + i), samplingParams: { num_tokens_to_generate: 1 } }))
+      ]
+      const settled = yield* Stream.runCollect(client.submitAllSettled(requests, { concurrency: 4 }))
+      expect(settled).toHaveLength(requests.length)
+      expect(new Set(settled.map((s) => s.index)).size).toBe(requests.length)
+      const byIndex = new Map(settled.map((s) => [s.index, s]))
+      const refused = byIndex.get(1)!
+      expect(refused.requestId).toBeUndefined()
+      expect(Exit.isFailure(refused.exit) && Cause.squash(refused.exit.cause)).toMatchObject({ reason: { _tag: "InvalidRequest" } })
+      const late = byIndex.get(2)!
+      expect(Exit.isFailure(late.exit) && Cause.squash(late.exit.cause)).toMatchObject({ reason: { _tag: "RequestTimeout" } })
+      for (const s of settled) {
+        if (s.index === 1 || s.index === 2) continue
+        expect(Exit.isSuccess(s.exit) && s.exit.value.generated_tokens).toEqual(
+          Generation.tokens(promptOf(s.index), s.index === 0 ? 2 : 1)
+        )
+      }
+      expect(yield* client.pendingCount).toBe(0)
+      yield* cluster.engines[0]!.waitFor("the deadline's abort", (e) => e.aborted.length === 1)
+    }).pipe(withRegistry))
+
+  it.live("the coordinator lost: what is in flight and what follows each settle with CoordinatorLost", () =>
+    Effect.gen(function*() {
+      const { cluster, client } = yield* setup({ engines: 1, engine: { stepMs: 5 }, client: { heartbeatInterval: 50, heartbeatTimeout: 300 } })
+      const requests = Array.from({ length: 10 }, (_, i) => ({ prompt: promptOf(i), samplingParams: { num_tokens_to_generate: 100_000 } }))
+      const settled = yield* client.submitAllSettled(requests, { concurrency: 3 }).pipe(
+        Stream.runCollect,
+        Effect.forkChild
+      )
+      yield* cluster.engines[0]!.waitFor("the first requests", (e) => e.active.length === 3)
+      yield* cluster.coordinator.crash
+      const all = yield* Fiber.join(settled)
+      expect(all).toHaveLength(10)
+      for (const s of all) {
+        expect(Exit.isFailure(s.exit) && Cause.squash(s.exit.cause)).toMatchObject({ reason: { _tag: "CoordinatorLost" } })
+      }
+    }).pipe(withRegistry), { timeout: 20_000 })
 })

@@ -1,5 +1,5 @@
 /**
- * Prefix-routing block hashes of a token-id prompt (PROTOCOL.md, "Block hashes").
+ * Prefix-routing block hashes of a token-id prompt (the protocol README, "The submission").
  *
  * The token ids are written as little-endian int64 and cut into blocks; each complete block is
  * hashed as `SHA-256(parent || block)`, `parent` being the previous block's digest (32 zero

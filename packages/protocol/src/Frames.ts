@@ -12,7 +12,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import * as Headers from "./Headers.ts"
-import type * as MessageSpec from "./MessageSpec.ts"
+import * as MessageSpec from "./MessageSpec.ts"
 import * as Msgpack from "./Msgpack.ts"
 import * as MsgpackScan from "./MsgpackScan.ts"
 import {
@@ -209,6 +209,8 @@ export interface Envelope<S extends MessageSpec.Any = MessageSpec.Any> {
   readonly spec: S
   /** The metadata values, by field name. */
   readonly metadata: Record<string, unknown>
+  /** Frame 0 as msgpack decoded it (header first), before the declarations' decoding. */
+  readonly raw: ReadonlyArray<unknown>
   readonly frames: Frames
 }
 
@@ -299,7 +301,9 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
     }
   }
 
-  const decodeHead = (frames: Frames): Result.Result<{ compiled: Compiled; metadata: Record<string, unknown> }, ProtocolError> => {
+  const decodeHead = (
+    frames: Frames
+  ): Result.Result<{ compiled: Compiled; metadata: Record<string, unknown>; raw: ReadonlyArray<unknown> }, ProtocolError> => {
     if (!Array.isArray(frames) || frames.length === 0) return malformed(null, 0, "a message has at least one frame")
     const head = unpack(frames[0])
     if (Result.isFailure(head)) return malformed(null, 0, head.failure)
@@ -321,7 +325,7 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
       return malformed(null, 0, `${name} (${header.success}) is not sent in this direction`)
     }
     const { spec } = compiled
-    const arity = spec.variadic === undefined ? 1 + spec.bodyKeys.length : undefined
+    const arity = MessageSpec.fixedArity(spec)
     if (arity !== undefined && frames.length !== arity) {
       return Result.fail(protocolError(new ArityMismatch({ messageTag: spec.tag, expected: arity, actual: frames.length })))
     }
@@ -348,7 +352,7 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
         return Result.fail(protocolError(new ArityMismatch({ messageTag: spec.tag, expected, actual: frames.length })))
       }
     }
-    return Result.succeed({ compiled, metadata })
+    return Result.succeed({ compiled, metadata, raw: values })
   }
 
   const decodeFrame = (tag: string, frames: Frames, index: number, key: string, decode: FieldDecoder) => {
@@ -405,7 +409,7 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
         const head = decodeHead(frames)
         return Result.isFailure(head)
           ? Result.fail(head.failure)
-          : Result.succeed({ spec: head.success.compiled.spec, metadata: head.success.metadata, frames })
+          : Result.succeed({ spec: head.success.compiled.spec, metadata: head.success.metadata, raw: head.success.raw, frames })
       })) as Codec<Specs>["decodeEnvelope"],
     decodeBody: (envelope, body) =>
       guard(() => {

@@ -4,7 +4,6 @@
  * @since 0.1.0
  */
 import * as Result from "effect/Result"
-import * as Schema from "effect/Schema"
 import { type ProtocolError, protocolError, UnknownHeader } from "./ProtocolError.ts"
 
 /**
@@ -90,13 +89,6 @@ export const nameOf = (header: Header): HeaderName => names.get(header)!
  * @since 0.1.0
  */
 export const categoryOf = (header: Header): HeaderCategory => table[nameOf(header)].category
-
-/**
- * A Schema of the known header values.
- *
- * @since 0.1.0
- */
-export const HeaderSchema = Schema.Literals(Object.values(table).map((h) => h.value) as Array<Header>)
 
 /**
  * Reads a header value off the wire: a known header, or an `UnknownHeader` error.

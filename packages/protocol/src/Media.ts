@@ -14,6 +14,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Msgpack from "./Msgpack.ts"
 import { InvalidMedia, type ProtocolError, protocolError, UnsupportedModality } from "./ProtocolError.ts"
+import { isPlainObject, describeValue } from "./internal/values.ts"
 
 /**
  * Raw media: the encoded bytes of one item (sent as a one-element list), or a list of them.
@@ -258,15 +259,6 @@ const MAX_TENSOR_DEPTH = 64
 const invalid = (modality: string, why: string): Result.Result<never, ProtocolError> =>
   Result.fail(protocolError(new InvalidMedia({ modality, why })))
 
-const describe = (value: unknown): string => {
-  if (value === null) return "null"
-  if (Array.isArray(value)) return "an array"
-  if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`
-  if (typeof value === "object") return "an object"
-  if (typeof value === "string") return "a string"
-  return typeof value === "number" || typeof value === "boolean" ? String(value) : `a ${typeof value}`
-}
-
 const isTensorRow = (value: ArrayBufferView): boolean =>
   value instanceof Float32Array || value instanceof Float64Array || value instanceof Int32Array ||
   value instanceof Uint32Array || value instanceof Int16Array || value instanceof Uint16Array ||
@@ -290,7 +282,7 @@ const shapeOf = (t: unknown, depth: number): ReadonlyArray<number> | TensorIssue
       // The innermost dimension: a tight loop over numbers, no recursion.
       for (let i = 1; i < n; i++) {
         if (typeof t[i] !== "number") {
-          return new TensorIssue(`[${i}]`, `${describe(t[i])} where a number was expected (ragged or not numeric)`)
+          return new TensorIssue(`[${i}]`, `${describeValue(t[i], 0)} where a number was expected (ragged or not numeric)`)
         }
       }
       return [n]
@@ -313,19 +305,13 @@ const shapeOf = (t: unknown, depth: number): ReadonlyArray<number> | TensorIssue
         : `a ${t.constructor.name} is not a tensor row (use an array or a numeric typed array)`
     )
   }
-  return new TensorIssue("", `${describe(t)} is not a number or an array of numbers`)
+  return new TensorIssue("", `${describeValue(t, 0)} is not a number or an array of numbers`)
 }
 
 const sameShape = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): boolean => {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
   return true
-}
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> => {
-  if (value === null || typeof value !== "object") return false
-  const proto = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null
 }
 
 interface Item {
@@ -341,7 +327,7 @@ const rawItem = (modality: Modality, value: unknown): Result.Result<Item, Protoc
   }
   for (let i = 0; i < value.length; i++) {
     if (!(value[i] instanceof Uint8Array)) {
-      return invalid(modality, `a raw list holds only Uint8Array items; item ${i} is ${describe(value[i])}`)
+      return invalid(modality, `a raw list holds only Uint8Array items; item ${i} is ${describeValue(value[i])}`)
     }
   }
   return Result.succeed({ wire: value, count: value.length })
@@ -360,7 +346,7 @@ const tensorItem = (modality: Modality, value: Record<string, unknown>): Result.
     if (v === undefined || v === null) continue
     if (key === "num_img_embeddings_per_tile") {
       if (!Number.isSafeInteger(v) || (v as number) < 0) {
-        return invalid(modality, `num_img_embeddings_per_tile must be a non-negative integer, got ${describe(v)}`)
+        return invalid(modality, `num_img_embeddings_per_tile must be a non-negative integer, got ${describeValue(v)}`)
       }
       wire[key] = v
       continue
@@ -408,7 +394,7 @@ const item = (modality: Modality, value: unknown): Result.Result<Item, ProtocolE
   if (isPlainObject(value)) return tensorItem(modality, value)
   return invalid(
     modality,
-    `expected a Uint8Array, a list of Uint8Array, or a preprocessed tensor map; got ${describe(value)}`
+    `expected a Uint8Array, a list of Uint8Array, or a preprocessed tensor map; got ${describeValue(value)}`
   )
 }
 
@@ -448,7 +434,7 @@ export const prepare = (
 ): Result.Result<PreparedMedia | null, ProtocolError> => {
   if (data === null || data === undefined) return Result.succeed(null)
   if (!isPlainObject(data)) {
-    return invalid("multi_modal_data", `must be a map of modality to media, got ${describe(data)}`)
+    return invalid("multi_modal_data", `must be a map of modality to media, got ${describeValue(data)}`)
   }
   const keys = Object.keys(data)
   for (const key of keys) {

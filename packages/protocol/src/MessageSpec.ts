@@ -103,3 +103,22 @@ export const make = <
  */
 export const fixedArity = (spec: Any): number | undefined =>
   spec.variadic === undefined ? 1 + spec.bodyKeys.length : undefined
+
+/**
+ * Where a body rides: its frame index (frame 0 is the metadata). For a variadic body, the first
+ * of its frames.
+ *
+ * @example
+ * ```ts
+ * import { Messages, MessageSpec } from "@mcore-effect/protocol"
+ *
+ * MessageSpec.frameIndex(Messages.SubmitRequest, "blockHashes") // 2
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const frameIndex = <S extends Any>(spec: S, body: S["bodyKeys"][number]): number => {
+  const index = spec.bodyKeys.indexOf(body)
+  if (index < 0) throw new globalThis.Error(`${spec.tag} has no body named ${body}`)
+  return 1 + index
+}

@@ -11,6 +11,7 @@
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { InvalidPrompt, type ProtocolError, protocolError } from "./ProtocolError.ts"
+import { describeValue } from "./internal/values.ts"
 
 /**
  * Token ids: a plain array, or an integer typed array whose elements are ids (`Float64Array`
@@ -56,16 +57,8 @@ const MAX_SAFE = 9007199254740991
 const fail = (why: string): Result.Result<never, ProtocolError> =>
   Result.fail(protocolError(new InvalidPrompt({ why })))
 
-const show = (value: unknown): string => {
-  if (typeof value === "string") return JSON.stringify(value.length > 20 ? value.slice(0, 20) + "…" : value)
-  if (typeof value === "bigint") return `${value}n (a bigint)`
-  if (typeof value === "number" || typeof value === "boolean" || value == null) return String(value)
-  if (Array.isArray(value)) return "an array"
-  return typeof value === "object" ? "an object" : `a ${typeof value}`
-}
-
 const badId = (index: number, value: unknown): Result.Result<never, ProtocolError> =>
-  fail(`token id at index ${index} is ${show(value)}; token ids are non-negative safe integers`)
+  fail(`token id at index ${index} is ${describeValue(value, 20)}; token ids are non-negative safe integers`)
 
 const EMPTY =
   "it is empty; a request needs at least one character or token id (an engine has nothing to prefill otherwise)"
@@ -134,7 +127,7 @@ export const validate = (input: unknown): Result.Result<Prompt, ProtocolError> =
         "pass an array, Int32Array, Uint32Array, Int16Array, Uint16Array or Float64Array"
     )
   }
-  return fail(`a prompt is a string or an array of token ids, got ${show(input)}`)
+  return fail(`a prompt is a string or an array of token ids, got ${describeValue(input, 20)}`)
 }
 
 /**

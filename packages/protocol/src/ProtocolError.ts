@@ -174,10 +174,10 @@ export type ProtocolErrorReason = typeof ProtocolErrorReason.Type
  *
  * @example
  * ```ts
- * import { Frames, ProtocolError } from "@mcore-effect/protocol"
+ * import { Messages, ProtocolError } from "@mcore-effect/protocol"
  * import { Result } from "effect"
  *
- * const decoded = Frames.decodeFromCoordinator([new Uint8Array([0x91, 0x63])])
+ * const decoded = Messages.Coordinator.decode([new Uint8Array([0x91, 0x63])])
  * if (Result.isFailure(decoded) && decoded.failure.reason._tag === "UnknownHeader") {
  *   console.log(decoded.failure.message) // "UnknownHeader: unknown header 99"
  * }

@@ -15,6 +15,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaGetter from "effect/SchemaGetter"
 import { MalformedFrame, type ProtocolError, protocolError } from "./ProtocolError.ts"
+import { isPlainObject, describeValue } from "./internal/values.ts"
 
 /**
  * A request's status, by its Python enum name.
@@ -201,12 +202,6 @@ const fromBinaryTensor = (t: Record<string, unknown>): unknown => {
   return build(0)
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => {
-  if (value === null || typeof value !== "object") return false
-  const proto = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null
-}
-
 /**
  * `["tensor", x]` → x (a nested list, or the binary form decoded to one); `["ndarray", {data, dtype}]`
  * → data. Anything else is returned as it is.
@@ -296,15 +291,6 @@ const GUARDS: Record<KnownKey, readonly [Guard, string]> = {
 
 const KNOWN: ReadonlySet<string> = new Set(Object.keys(fields))
 
-const describe = (value: unknown): string => {
-  if (value === null) return "null"
-  if (Array.isArray(value)) return "an array"
-  if (value instanceof Uint8Array) return "bytes"
-  if (typeof value === "object") return "a map"
-  if (typeof value === "string") return JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)
-  return String(value)
-}
-
 /** `target[key] = value` that stays a plain own property even for the key `__proto__`. */
 const put = (target: Record<string, unknown>, key: string, value: unknown): void => {
   if (key === "__proto__") {
@@ -322,7 +308,7 @@ const split = (map: Record<string, unknown>): Record<string, unknown> | string =
     const value = unwrap(map[key])
     if (KNOWN.has(key)) {
       const [guard, expected] = GUARDS[key as KnownKey]
-      if (!guard(value)) return `field ${key} should be ${expected}, got ${describe(value)}`
+      if (!guard(value)) return `field ${key} should be ${expected}, got ${describeValue(value)}`
       out[key] = value
     } else {
       put(extra, key, value)
@@ -363,7 +349,7 @@ const trusted = (props: Record<string, unknown>): DynamicInferenceRequest =>
  * @since 0.1.0
  */
 export const decodeReply = (map: unknown): Result.Result<DynamicInferenceRequest, ProtocolError> => {
-  if (!isPlainObject(map)) return malformed(`the reply should be a map, got ${describe(map)}`)
+  if (!isPlainObject(map)) return malformed(`the reply should be a map, got ${describeValue(map)}`)
   const props = split(map)
   return typeof props === "string" ? malformed(props) : Result.succeed(trusted(props))
 }
@@ -461,7 +447,7 @@ export type PartialReply = typeof PartialReply.Type
 export const decodePartialReply = (map: unknown): Result.Result<PartialReply, ProtocolError> => {
   if (!isPlainObject(map)) {
     return Result.fail(protocolError(
-      new MalformedFrame({ messageTag: "EngineReplyPartial", frame: 1, why: `should be a map, got ${describe(map)}` })
+      new MalformedFrame({ messageTag: "EngineReplyPartial", frame: 1, why: `should be a map, got ${describeValue(map)}` })
     ))
   }
   const { request_id, new_tokens } = map
@@ -471,8 +457,8 @@ export const decodePartialReply = (map: unknown): Result.Result<PartialReply, Pr
         messageTag: "EngineReplyPartial",
         frame: 1,
         why: !isNat(request_id)
-          ? `request_id should be a non-negative integer, got ${describe(request_id)}`
-          : `new_tokens should be token ids, got ${describe(new_tokens)}`
+          ? `request_id should be a non-negative integer, got ${describeValue(request_id)}`
+          : `new_tokens should be token ids, got ${describeValue(new_tokens)}`
       })
     ))
   }

@@ -16,6 +16,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Msgpack from "./Msgpack.ts"
 import { InvalidSamplingParams, NotEncodable, type ProtocolError, protocolError } from "./ProtocolError.ts"
+import { describeValue } from "./internal/values.ts"
 
 /**
  * Extra keys ride along after the known ones, and the Python side sets each as an attribute. So
@@ -151,13 +152,6 @@ const KNOWN: ReadonlySet<string> = new Set(Object.keys(defaults))
 const fail = (field: string, why: string): Result.Result<never, ProtocolError> =>
   Result.fail(protocolError(new InvalidSamplingParams({ field, why })))
 
-const show = (value: unknown): string => {
-  if (typeof value === "string") return JSON.stringify(value)
-  if (typeof value === "bigint") return `${value}n`
-  if (typeof value === "number" || typeof value === "boolean" || value == null) return String(value)
-  return Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : `a ${typeof value}`
-}
-
 const isNonNegativeInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0
 
 /**
@@ -185,7 +179,7 @@ const isNonNegativeInt = (v: unknown): v is number => Number.isSafeInteger(v) &&
 export const make = (input?: SamplingParamsInput | null): Result.Result<SamplingParams, ProtocolError> => {
   if (input === undefined || input === null) return Result.succeed({ ...defaults })
   if (typeof input !== "object" || Array.isArray(input)) {
-    return fail("sampling_params", `must be an object, got ${show(input)}`)
+    return fail("sampling_params", `must be an object, got ${describeValue(input)}`)
   }
   const i = input as Record<string, unknown>
   // `undefined` means "not given"; an explicit null is kept (and refused where null is not allowed).
@@ -196,13 +190,13 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
 
   const temperature = get("temperature")
   if (typeof temperature !== "number" || !(temperature >= 0) || temperature === Infinity) {
-    return fail("temperature", `must be a finite number >= 0, got ${show(temperature)}`)
+    return fail("temperature", `must be a finite number >= 0, got ${describeValue(temperature)}`)
   }
   const top_k = get("top_k")
-  if (!isNonNegativeInt(top_k)) return fail("top_k", `must be a non-negative integer, got ${show(top_k)}`)
+  if (!isNonNegativeInt(top_k)) return fail("top_k", `must be a non-negative integer, got ${describeValue(top_k)}`)
   const top_p = get("top_p")
   if (typeof top_p !== "number" || !(top_p >= 0 && top_p <= 1)) {
-    return fail("top_p", `must be a number in [0, 1], got ${show(top_p)}`)
+    return fail("top_p", `must be a number in [0, 1], got ${describeValue(top_p)}`)
   }
 
   const return_log_probs = get("return_log_probs")
@@ -216,23 +210,23 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
   if (num_tokens_to_generate !== null && !isNonNegativeInt(num_tokens_to_generate)) {
     return fail(
       "num_tokens_to_generate",
-      `must be a non-negative integer or null, got ${show(num_tokens_to_generate)}`
+      `must be a non-negative integer or null, got ${describeValue(num_tokens_to_generate)}`
     )
   }
   const num_tokens_total = get("num_tokens_total")
   if (num_tokens_total !== null && !isNonNegativeInt(num_tokens_total)) {
-    return fail("num_tokens_total", `must be a non-negative integer or null, got ${show(num_tokens_total)}`)
+    return fail("num_tokens_total", `must be a non-negative integer or null, got ${describeValue(num_tokens_total)}`)
   }
   if (num_tokens_to_generate !== null && num_tokens_total !== null) {
     return fail("num_tokens_total", "cannot be set together with num_tokens_to_generate")
   }
   const termination_id = get("termination_id")
   if (termination_id !== null && !Number.isSafeInteger(termination_id)) {
-    return fail("termination_id", `must be an integer or null, got ${show(termination_id)}`)
+    return fail("termination_id", `must be an integer or null, got ${describeValue(termination_id)}`)
   }
   const top_n_logprobs = get("top_n_logprobs")
   if (!isNonNegativeInt(top_n_logprobs)) {
-    return fail("top_n_logprobs", `must be a non-negative integer, got ${show(top_n_logprobs)}`)
+    return fail("top_n_logprobs", `must be a non-negative integer, got ${describeValue(top_n_logprobs)}`)
   }
   const derived = top_n_logprobs > 0 && !skip_prompt_log_probs
   const given = i.return_prompt_top_n_logprobs
@@ -241,7 +235,7 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
       "return_prompt_top_n_logprobs",
       typeof given === "boolean"
         ? `is derived as top_n_logprobs > 0 && !skip_prompt_log_probs (${derived}); ${given} contradicts it`
-        : `must be a boolean, got ${show(given)}`
+        : `must be a boolean, got ${describeValue(given)}`
     )
   }
   const add_BOS = get("add_BOS")
@@ -251,11 +245,11 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
   let stop_words: ReadonlyArray<string> | null = null
   if (stopInput !== null) {
     if (!Array.isArray(stopInput)) {
-      return fail("stop_words", `must be null or an array of strings, got ${show(stopInput)}`)
+      return fail("stop_words", `must be null or an array of strings, got ${describeValue(stopInput)}`)
     }
     for (let k = 0; k < stopInput.length; k++) {
       if (typeof stopInput[k] !== "string") {
-        return fail("stop_words", `must be null or an array of strings; element ${k} is ${show(stopInput[k])}`)
+        return fail("stop_words", `must be null or an array of strings; element ${k} is ${describeValue(stopInput[k])}`)
       }
     }
     // A copy, so later changes to the caller's array cannot reach a built request.
@@ -271,7 +265,7 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
   if (typeof streaming !== "boolean") return notBoolean("streaming", streaming)
   const streaming_interval = get("streaming_interval")
   if (!Number.isSafeInteger(streaming_interval) || (streaming_interval as number) < 1) {
-    return fail("streaming_interval", `must be an integer >= 1, got ${show(streaming_interval)}`)
+    return fail("streaming_interval", `must be an integer >= 1, got ${describeValue(streaming_interval)}`)
   }
   const do_kv_handoff = get("do_kv_handoff")
   if (typeof do_kv_handoff !== "boolean") return notBoolean("do_kv_handoff", do_kv_handoff)
@@ -327,7 +321,7 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
 }
 
 const notBoolean = (field: string, value: unknown): Result.Result<never, ProtocolError> =>
-  fail(field, `must be a boolean, got ${show(value)}`)
+  fail(field, `must be a boolean, got ${describeValue(value)}`)
 
 /**
  * The same parameters with `streaming` forced on, as a stream submission sends them (the Python

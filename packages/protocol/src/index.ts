@@ -1,12 +1,14 @@
 /**
  * The Megatron-LM Core inference coordinator's wire protocol as data: headers, every message's
  * frame layout declared once, encode and decode derived from the declarations, block hashing
- * and media keys. Pure: no sockets.
+ * and media keys; and `FrameSocket`, the reader and single writer every peer drives its ZeroMQ
+ * socket with (structural: this package does not depend on zeromq).
  *
  * @since 0.1.0
  */
 export * as BlockHashes from "./BlockHashes.ts"
 export * as Frames from "./Frames.ts"
+export * as FrameSocket from "./FrameSocket.ts"
 export * as Headers from "./Headers.ts"
 export * as Media from "./Media.ts"
 export * as Messages from "./Messages.ts"
@@ -18,5 +20,13 @@ export * as Prompt from "./Prompt.ts"
 export * as ProtocolError from "./ProtocolError.ts"
 export * as Reply from "./Reply.ts"
 export * as SamplingParams from "./SamplingParams.ts"
+/**
+ * `isPlainObject` and `describeValue`, shared with the client and testkit so that every package
+ * judges and names values alike. Internal: not a stable API.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+export * as Values from "./internal/values.ts"
 export * as Submission from "./Submission.ts"
 export * as WireTypes from "./WireTypes.ts"

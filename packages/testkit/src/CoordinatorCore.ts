@@ -5,7 +5,7 @@
  * rejection is counted and logged. `TestCoordinator` wraps it as a scoped Effect resource.
  *
  * Behaviour follows Megatron's `data_parallel_inference_coordinator` (`coordinator.py`,
- * `handlers.py`, `state.py`) where PROTOCOL.md is silent: an engine registers by sending one
+ * `handlers.py`, `state.py`) where the wire format alone does not say: an engine registers by sending one
  * empty frame, engines are ordered by identity, a DISCONNECT from an engine removes it, replies
  * from removed engines are still delivered, ABORT goes to the engine holding the request,
  * RELEASE_KV is broadcast verbatim, a duplicate CONNECT is ignored, replies flagged
@@ -14,27 +14,49 @@
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, Headers, Messages, Msgpack, MsgpackScan } from "@mcore-effect/protocol"
+import {
+  BlockHashes,
+  FrameSocket,
+  type Frames,
+  Headers,
+  type Media,
+  Messages,
+  MessageSpec,
+  Msgpack,
+  MsgpackScan,
+  Values
+} from "@mcore-effect/protocol"
+import * as Result from "effect/Result"
 import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
 import * as Faults from "./Faults.ts"
 import { RecentLog } from "./RecentLog.ts"
 import * as Routing from "./Routing.ts"
-import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
 import * as Vocabulary from "./Vocabulary.ts"
-import {
-  identityKey,
-  isNil,
-  isRequestId,
-  NIL,
-  packHeader,
-  packHeaderInt,
-  showIdentity,
-  tryDecode,
-  withRequestId
-} from "./WireFrames.ts"
+import { headerOf, identityKey, NIL, packHeader, packHeaderInt, showIdentity, tryDecode, withRequestId } from "./WireFrames.ts"
 
 const H = Headers.values
+
+/** A message read up to its metadata by one of the protocol's codecs. */
+type Envelope = Frames.Envelope
+
+type EngineReplyMetadata = Pick<MessageSpec.Type<typeof Messages.EngineReplyBatch>, "entries">
+type EnginePartialMetadata = Pick<MessageSpec.Type<typeof Messages.EngineReplyPartialBatch>, "requestIds">
+
+/** The headers each codec reads, from the declarations. */
+const ENGINE_HEADERS: ReadonlySet<number> = new Set(
+  Messages.Engine.specs.filter((spec) => spec.tag !== "Disconnect").map((spec) => spec.header)
+)
+const CLIENT_HEADERS: ReadonlySet<number> = new Set(Messages.Client.specs.map((spec) => spec.header))
+
+/** Frame indexes, from the declarations. */
+const HASHES_FRAME = MessageSpec.frameIndex(Messages.SubmitRequest, "blockHashes")
+const REPLIES_FRAME = MessageSpec.frameIndex(Messages.EngineReplyBatch, "replies")
+const PARTIALS_FRAME = MessageSpec.frameIndex(Messages.EngineReplyPartialBatch, "partials")
+
+type Outgoing = FrameSocket.Message
+
+const { isPlainObject: isMap } = Values
 
 const KEY_GENERATED_TEXT = Msgpack.encode("generated_text")
 const KEY_GENERATED_TOKENS = Msgpack.encode("generated_tokens")
@@ -82,6 +104,11 @@ export interface CoordinatorConfig {
   /** How many messages per engine are kept for inspection (oldest dropped first). */
   readonly recordLimit: number
   readonly log: Log
+  /**
+   * Whether debug lines are wanted: a request's start, completion and abort are logged at debug
+   * only then, so that a coordinator whose logs stop at info does not format a line per request.
+   */
+  readonly debug?: boolean | undefined
   /** CurveZMQ: the coordinator's key pair (Z85); clients and engines must then hold its public key. */
   readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
 }
@@ -153,12 +180,11 @@ interface InFlight {
 }
 
 interface Waiting {
-  readonly kind: "submit" | "kv"
+  /** The submission, decoded up to its metadata (its bodies are forwarded as they came). */
+  readonly envelope: Envelope
   readonly client: Buffer
   readonly clientKey: string
   readonly clientRequestId: number
-  readonly values: ReadonlyArray<unknown>
-  readonly frames: ReadonlyArray<Buffer>
   readonly hashes: ReadonlyArray<bigint>
 }
 
@@ -183,17 +209,16 @@ const newCounters = (): Counters => ({
   internalErrors: 0
 })
 
-const isMap = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
 const nameOf = (header: number): Headers.HeaderName => Headers.nameOf(header as Headers.Header)
 
 const isKnownHeader = (header: unknown): header is Headers.Header =>
   typeof header === "number" && Headers.nameOf(header as Headers.Header) !== undefined
 
+/** How long undeliverable messages are counted before one line per peer reports them. */
+const UNDELIVERED_WINDOW_MILLIS = 1_000
+
 /** Messages handled between two yields to the event loop, so timers and other sockets get a turn. */
 const YIELD_EVERY = 512
-
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /**
  * @internal
@@ -211,7 +236,7 @@ export class CoordinatorCore {
    */
   nextRequestId: number
 
-  private readonly writer: SocketWriter
+  private readonly writer: FrameSocket.Writer
   private engines: Array<EngineEntry> = []
   private readonly engineByKey = new Map<string, EngineEntry>()
   private readonly removedEngines = new Set<string>()
@@ -222,6 +247,12 @@ export class CoordinatorCore {
   private backlog: Array<Waiting> = []
   private held: Array<HeldPartial> = []
   private readonly changeListeners = new Set<() => void>()
+  /** Messages that could not be delivered, by peer, since the last report. */
+  private readonly undelivered = new Map<string, { readonly peer: string; count: number; readonly error: string }>()
+  private undeliveredTimer: ReturnType<typeof setTimeout> | undefined = undefined
+  /** ZMTP connections up (handshake done), and accepted ones still in their handshake. */
+  private connections = 0
+  private handshaking = 0
   private readonly stopped: Promise<void>
   private resolveStopped!: () => void
 
@@ -232,7 +263,7 @@ export class CoordinatorCore {
     firstRequestId: number
   ) {
     this.nextRequestId = firstRequestId
-    this.writer = new SocketWriter(router, (error, message) => this.undeliverable(error, message))
+    this.writer = new FrameSocket.Writer(router, (error, message) => this.undeliverable(error, message))
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve))
   }
 
@@ -261,7 +292,8 @@ export class CoordinatorCore {
       throw error
     }
     const core = new CoordinatorCore(router, router.lastEndpoint ?? address, config, firstRequestId)
-    void core.readLoop()
+    core.countConnections()
+    core.startReading()
     return core
   }
 
@@ -282,6 +314,7 @@ export class CoordinatorCore {
     this.running = false
     this.writer.close()
     this.held = []
+    this.reportUndelivered()
     if (!this.router.closed) this.router.close()
     // A loop parked on a hang sees that the coordinator is gone.
     this.faults.clear("Hang")
@@ -318,8 +351,13 @@ export class CoordinatorCore {
     }))
   }
 
+  /**
+   * Clients connected now that have completed CONNECT: the ZMTP connections up (from the
+   * socket's events) less the registered engines' own, and never more than the clients that
+   * sent CONNECT. A client that goes away leaves the count.
+   */
   get clientCount(): number {
-    return this.knownClients.size
+    return Math.max(0, Math.min(this.knownClients.size, this.connections - this.engines.length))
   }
 
   get inFlightCount(): number {
@@ -347,37 +385,52 @@ export class CoordinatorCore {
   // The loop
   // -------------------------------------------------------------------------------------------
 
-  private async readLoop(): Promise<void> {
-    let handled = 0
-    try {
-      while (this.running) {
-        if (this.faults.hung) await this.faults.whenAnswering()
-        if (!this.running) break
-        let frames: Array<Buffer>
-        try {
-          frames = await this.router.receive()
-        } catch (error) {
-          if (!this.running || this.router.closed) break
-          this.counters.internalErrors++
-          this.config.log("Error", `coordinator: receive failed: ${String(error)}`)
-          continue
-        }
-        // A message read just as a Hang was switched on waits for the hang to end.
-        if (this.faults.hung) await this.faults.whenAnswering()
-        if (!this.running) break
-        try {
-          this.handle(frames)
-        } catch (error) {
-          this.counters.internalErrors++
-          this.config.log("Error", `coordinator: dropped a message after an unexpected error: ${String(error)}`)
-        }
-        this.notify()
-        if (++handled % YIELD_EVERY === 0) await yieldToEventLoop()
-      }
-    } finally {
+  /**
+   * Counts connections from the ROUTER's events. Every accepted connection ends with
+   * `disconnect`, whether its handshake succeeded or not: one that closes while some are still
+   * in their handshake is counted as one of those (a failed CurveZMQ handshake, most likely).
+   */
+  private countConnections(): void {
+    const events = this.router.events
+    events.on("accept", () => {
+      this.handshaking++
+    })
+    events.on("handshake", () => {
+      if (this.handshaking > 0) this.handshaking--
+      this.connections++
+      this.notify()
+    })
+    events.on("disconnect", () => {
+      if (this.handshaking > 0) this.handshaking--
+      else if (this.connections > 0) this.connections--
+      this.notify()
+    })
+  }
+
+  private startReading(): void {
+    const { done } = FrameSocket.read(this.router, {
+      // A message read just as a Hang was switched on waits for the hang to end.
+      gate: () => (this.faults.hung ? this.faults.whenAnswering() : undefined),
+      onMessage: (frames) => {
+        if (!this.running) return
+        this.handle(frames)
+      },
+      onHandlerError: (error) => {
+        this.counters.internalErrors++
+        this.config.log("Error", `coordinator: dropped a message after an unexpected error: ${String(error)}`)
+      },
+      onReceiveError: (error) => {
+        this.counters.internalErrors++
+        this.config.log("Error", `coordinator: receive failed: ${String(error)}`)
+      },
+      afterMessage: () => this.notify(),
+      yieldEvery: YIELD_EVERY
+    })
+    // Closing the socket ends the loop (a receive under way rejects; a hang is cleared first).
+    void done.finally(() => {
       // A loop that ends on its own (SHUTDOWN) closes the socket once its queue has drained.
       if (!this.shutdownReceived) this.close()
-    }
+    })
   }
 
   private notify(): void {
@@ -386,80 +439,79 @@ export class CoordinatorCore {
 
   private handle(frames: Array<Buffer>): void {
     const identity = frames[0]!
+    const message = frames.slice(1)
     // Megatron's engines register by sending one empty frame (a client that did CONNECT cannot
     // turn itself into an engine that way: it would be sent other clients' requests).
-    if (frames.length === 2 && Messages.isEngineRegistration(frames.slice(1))) {
+    if (Messages.isEngineRegistration(message)) {
       if (this.knownClients.has(identityKey(identity))) return this.reject("malformed", identity, "an empty frame from a client")
       return this.registerEngine(identity)
     }
-    const values = tryDecode(frames[1])
-    if (!Array.isArray(values) || values.length === 0) {
-      return this.reject("malformed", identity, "frame 0 is not a msgpack array starting with a header")
-    }
-    const header = values[0]
+    const header = headerOf(message[0])
+    if (header === undefined) return this.reject("malformed", identity, "frame 0 is not a msgpack array starting with a header")
     if (!isKnownHeader(header)) return this.reject("unknownHeader", identity, `unknown header ${String(header)}`)
     const key = identityKey(identity)
-    switch (header) {
-      case H.ENGINE_REPLY:
-        return this.engineReply(identity, key, frames, values)
-      case H.ENGINE_REPLY_PARTIAL:
-        return this.enginePartial(identity, key, frames, values)
-      case H.DISCONNECT:
-        // Megatron: only an engine's DISCONNECT means anything (it leaves the routing pool).
-        if (this.engineByKey.has(key)) this.removeEngine(key, "it sent DISCONNECT")
-        return
-      case H.CONNECT:
-        return this.connect(identity, key, frames)
+    if (header === H.DISCONNECT) {
+      // Megatron: only an engine's DISCONNECT means anything (it leaves the routing pool).
+      if (this.engineByKey.has(key)) this.removeEngine(key, "it sent DISCONNECT")
+      return
     }
-    if (!this.knownClients.has(key)) {
+    if (ENGINE_HEADERS.has(header)) {
+      if (!this.fromEngine(identity, key, header)) return
+      const envelope = this.decode(identity, Messages.Engine, message)
+      if (envelope === undefined) return
+      return envelope.spec.tag === "EngineReplyBatch"
+        ? this.engineReply(identity, message, envelope.metadata as EngineReplyMetadata)
+        : this.enginePartial(identity, message, envelope.metadata as EnginePartialMetadata)
+    }
+    if (!CLIENT_HEADERS.has(header)) return this.reject("unknownHeader", identity, `${nameOf(header)} is not something a client sends`)
+    if (header !== H.CONNECT && !this.knownClients.has(key)) {
       return this.reject("neverConnected", identity, `${nameOf(header)} from a client that never sent CONNECT`)
     }
-    switch (header) {
-      case H.SUBMIT_REQUEST:
-        return this.submit(identity, key, frames, values)
-      case H.SUBMIT_REQUEST_WITH_KV:
-        return this.submitWithKv(identity, key, frames, values)
-      case H.ABORT_REQUEST:
-        return this.abort(identity, key, frames, values)
-      case H.RELEASE_KV:
-        if (!this.arity(identity, header, frames, 1)) return
-        if (values.length !== 2 || !isRequestId(values[1])) {
-          return this.reject("malformed", identity, "RELEASE_KV needs [25, request_id]")
-        }
+    const envelope = this.decode(identity, Messages.Client, message)
+    if (envelope === undefined) return
+    const metadata = envelope.metadata
+    switch (envelope.spec.tag as Messages.ClientMessage["_tag"]) {
+      case "Connect":
+        return this.connect(identity, key)
+      case "SubmitRequest":
+      case "SubmitRequestWithKv":
+        return this.submit(identity, key, envelope)
+      case "AbortRequest":
+        return this.abort(identity, key, metadata.requestId as number)
+      case "ReleaseKv":
         // Broadcast verbatim: the id names the engine-side request (the reply's
         // disaggregated_params), and engines that do not hold it ignore it.
-        return this.broadcast(header, frames[1]!)
-      case H.PAUSE:
-      case H.UNPAUSE:
-      case H.SUSPEND:
-      case H.RESUME:
-      case H.STOP:
-      case H.SET_GENERATION_EPOCH:
-        return this.control(identity, header, frames, values)
-      case H.START_CUDA_PROFILER:
-      case H.STOP_CUDA_PROFILER:
-        if (!this.arity(identity, header, frames, 1)) return
+        return this.broadcast(header, message[0]!)
+      case "StartCudaProfiler":
+      case "StopCudaProfiler":
         // Not a state transition: broadcast in any state.
-        return this.broadcast(header, frames[1]!)
-      case H.SHUTDOWN:
-        if (!this.arity(identity, header, frames, 1)) return
+        return this.broadcast(header, message[0]!)
+      case "Shutdown":
         return this.shutdown()
       default:
-        return this.reject("unknownHeader", identity, `${nameOf(header)} is not something a client sends`)
+        return this.control(header, message[0]!)
     }
+  }
+
+  /**
+   * Reads a message's envelope (arity, header, metadata) through the codec of its direction:
+   * a wrong frame count is `badArity`, anything else wrong with it `malformed`.
+   */
+  private decode(
+    identity: Uint8Array,
+    codec: Frames.Codec<ReadonlyArray<MessageSpec.Any>>,
+    message: ReadonlyArray<Buffer>
+  ): Envelope | undefined {
+    const envelope = codec.decodeEnvelope(message)
+    if (Result.isSuccess(envelope)) return envelope.success
+    const reason = envelope.failure.reason
+    this.reject(reason._tag === "ArityMismatch" ? "badArity" : "malformed", identity, envelope.failure.message)
+    return undefined
   }
 
   private reject(kind: keyof Counters, identity: Uint8Array, why: string): void {
     this.counters[kind]++
     this.config.log("Warn", `coordinator: dropped a message from ${showIdentity(identity)} (${kind}): ${why}`)
-  }
-
-  /** Checks a message's body count (frames after frame 0); counts and logs a mismatch. */
-  private arity(identity: Uint8Array, header: number, frames: ReadonlyArray<Buffer>, expected: number): boolean {
-    const actual = frames.length - 1
-    if (actual === expected) return true
-    this.reject("badArity", identity, `${nameOf(header)} has ${actual} frame(s), expected ${expected}`)
-    return false
   }
 
   // -------------------------------------------------------------------------------------------
@@ -528,16 +580,33 @@ export class CoordinatorCore {
     this.counters.unreachable++
     const key = identityKey(message[0]!)
     const code = (error as { code?: string } | null)?.code
-    if (code === "EHOSTUNREACH" && this.engineByKey.has(key)) this.removeEngine(key, "it is unreachable")
-    else this.config.log("Warn", `coordinator: could not deliver to ${showIdentity(message[0]!)}: ${String(error)}`)
+    if (code === "EHOSTUNREACH" && this.engineByKey.has(key)) return this.removeEngine(key, "it is unreachable")
+    // A client that went away leaves every reply to it undeliverable (a thousand after a batch):
+    // one line per peer and window, with the count, not one per message.
+    const known = this.undelivered.get(key)
+    if (known !== undefined) {
+      known.count++
+      return
+    }
+    this.undelivered.set(key, { peer: showIdentity(message[0]!), count: 1, error: String(error) })
+    this.undeliveredTimer ??= setTimeout(() => this.reportUndelivered(), UNDELIVERED_WINDOW_MILLIS).unref()
+  }
+
+  /** Logs what could not be delivered since the last report: one line per peer. */
+  private reportUndelivered(): void {
+    if (this.undeliveredTimer !== undefined) clearTimeout(this.undeliveredTimer)
+    this.undeliveredTimer = undefined
+    for (const { count, error, peer } of this.undelivered.values()) {
+      this.config.log("Warn", `coordinator: could not deliver ${count} message(s) to ${peer}: ${error}`)
+    }
+    this.undelivered.clear()
   }
 
   // -------------------------------------------------------------------------------------------
   // Clients
   // -------------------------------------------------------------------------------------------
 
-  private connect(identity: Buffer, key: string, frames: ReadonlyArray<Buffer>): void {
-    if (!this.arity(identity, H.CONNECT, frames, 1)) return
+  private connect(identity: Buffer, key: string): void {
     if (this.knownClients.has(key)) {
       this.counters.duplicateConnect++
       this.config.log("Info", `coordinator: client ${showIdentity(identity)} sent a duplicate CONNECT; ignored`)
@@ -547,54 +616,34 @@ export class CoordinatorCore {
     this.writer.send([identity, packHeader(H.CONNECT_ACK)])
   }
 
-  private submit(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.arity(identity, H.SUBMIT_REQUEST, frames, 5)) return
-    const [, clientRequestId, samplingParams, media] = values
-    if (values.length !== 4 || !isRequestId(clientRequestId) || !isMap(samplingParams) || (media !== null && !isMap(media))) {
-      return this.reject("malformed", identity, "SUBMIT_REQUEST metadata is not [20, request_id, sampling_params, media_descriptor]")
-    }
+  /** A submission (SUBMIT_REQUEST or SUBMIT_REQUEST_WITH_KV), its envelope read. */
+  private submit(identity: Buffer, key: string, envelope: Envelope): void {
+    const clientRequestId = envelope.metadata.requestId as number
     let hashes: ReadonlyArray<bigint> = []
-    if (this.config.policy !== "load_balanced") {
-      const mediaKey = media !== null && typeof media.media_cache_key === "string" ? media.media_cache_key : null
-      const computed = this.hashesOf(frames[3]!, frames[2]!, mediaKey)
+    if (envelope.spec.tag === "SubmitRequest" && this.config.policy !== "load_balanced") {
+      const media = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null
+      const computed = this.hashesOf(envelope, media?.media_cache_key ?? null)
       if (typeof computed === "string") return this.reject("malformed", identity, computed)
       hashes = Routing.routingHashes(this.config.policy, computed)
     }
-    this.dispatch({ kind: "submit", client: identity, clientKey: key, clientRequestId, values, frames, hashes })
+    this.dispatch({ envelope, client: identity, clientKey: key, clientRequestId, hashes })
   }
 
-  /** The request's block hashes: the client's (frame 2), or the prompt's own when frame 2 is nil. */
-  private hashesOf(hashFrame: Buffer, promptFrame: Buffer, mediaKey: string | null): ReadonlyArray<bigint> | string {
-    if (isNil(hashFrame)) {
-      const prompt = tryDecode(promptFrame)
-      let tokens: ReadonlyArray<number>
-      if (typeof prompt === "string") tokens = Vocabulary.tokenize(prompt)
-      else if (Array.isArray(prompt) && prompt.every(isRequestId)) tokens = prompt
-      else return "the prompt frame is neither a string nor token ids"
-      try {
-        return Array.from(BlockHashes.blockHashes(tokens, this.config.blockSizeTokens, mediaKey))
-      } catch (error) {
-        return `cannot hash the prompt: ${String(error)}`
-      }
+  /** The request's block hashes: the client's (the `blockHashes` body), or the prompt's own when it is nil. */
+  private hashesOf(envelope: Envelope, mediaKey: string | null): ReadonlyArray<bigint> | string {
+    const given = Messages.Client.decodeBody(envelope, "blockHashes")
+    if (Result.isFailure(given)) return given.failure.message
+    if (given.success !== null) return Array.from(given.success as BigUint64Array)
+    const prompt = Messages.Client.decodeBody(envelope, "prompt")
+    if (Result.isFailure(prompt)) return prompt.failure.message
+    const tokens = typeof prompt.success === "string"
+      ? Vocabulary.tokenize(prompt.success)
+      : prompt.success as ReadonlyArray<number>
+    try {
+      return Array.from(BlockHashes.blockHashes(tokens, this.config.blockSizeTokens, mediaKey))
+    } catch (error) {
+      return `cannot hash the prompt: ${String(error)}`
     }
-    const decoded = tryDecode(hashFrame)
-    if (!Array.isArray(decoded)) return "frame 2 is neither nil nor an array of block hashes"
-    const out: Array<bigint> = []
-    for (const h of decoded) {
-      if (typeof h === "bigint" && h >= 1n) out.push(h)
-      else if (typeof h === "number" && Number.isSafeInteger(h) && h >= 1) out.push(BigInt(h))
-      else return "frame 2 holds something that is not a block hash"
-    }
-    return out
-  }
-
-  private submitWithKv(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.arity(identity, H.SUBMIT_REQUEST_WITH_KV, frames, 3)) return
-    const [, clientRequestId, samplingParams, kvMeta] = values
-    if (values.length !== 4 || !isRequestId(clientRequestId) || !isMap(samplingParams) || !isMap(kvMeta)) {
-      return this.reject("malformed", identity, "SUBMIT_REQUEST_WITH_KV metadata is not [24, request_id, sampling_params, kv_meta]")
-    }
-    this.dispatch({ kind: "kv", client: identity, clientKey: key, clientRequestId, values, frames, hashes: [] })
   }
 
   /** Re-numbers a submission and sends it to the engine the policy picks (or holds it until one registers). */
@@ -615,10 +664,10 @@ export class CoordinatorCore {
         }).engine
     ]!
     const requestId = this.nextRequestId
-    const f = w.frames
+    const f = w.envelope.frames
     let metadata: Uint8Array
     try {
-      metadata = withRequestId(f[1]!, w.values, requestId)
+      metadata = withRequestId(f[0]!, requestId)
     } catch (error) {
       // Only a frame not laid out as Python writes it takes the re-encoding path; a value msgpackr
       // decoded into something with no msgpack form (an extension type) ends here.
@@ -640,18 +689,19 @@ export class CoordinatorCore {
     ids.set(w.clientRequestId, requestId)
     engine.load++
     if (w.hashes.length > 0) this.ownership.claim(engine.key, w.hashes)
-    // Frame 2 (the client's hashes) was for routing only: the engine gets nil in its place.
-    const out = w.kind === "submit" ? [metadata, f[2]!, NIL, f[4]!, f[5]!] : [metadata, f[2]!, f[3]!]
-    const header = w.kind === "submit" ? H.SUBMIT_REQUEST : H.SUBMIT_REQUEST_WITH_KV
-    this.deliver(engine, out, header, requestId, w.clientRequestId, w.client)
+    // The bodies as they came, but the client's block hashes: they were for routing only, and the
+    // engine gets nil in their place.
+    const out = f.map((frame, i) => (i === 0 ? metadata : i === HASHES_FRAME && w.envelope.spec.tag === "SubmitRequest" ? NIL : frame))
+    this.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client)
+    if (this.config.debug === true) {
+      this.config.log(
+        "Debug",
+        `coordinator: request ${requestId} (client ${showIdentity(w.client)}'s ${w.clientRequestId}) started on engine ${engine.name}`
+      )
+    }
   }
 
-  private abort(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.arity(identity, H.ABORT_REQUEST, frames, 1)) return
-    const clientRequestId = values[1]
-    if (values.length !== 2 || !isRequestId(clientRequestId)) {
-      return this.reject("malformed", identity, "ABORT_REQUEST needs [23, request_id]")
-    }
+  private abort(identity: Buffer, key: string, clientRequestId: number): void {
     const requestId = this.byClient.get(key)?.get(clientRequestId)
     const request = requestId === undefined ? undefined : this.inFlight.get(requestId)
     if (request === undefined) {
@@ -662,13 +712,13 @@ export class CoordinatorCore {
       return
     }
     this.deliver(request.engine, [packHeaderInt(H.ABORT_REQUEST, requestId!)], H.ABORT_REQUEST, requestId, clientRequestId, identity)
+    if (this.config.debug === true) {
+      this.config.log("Debug", `coordinator: request ${requestId} (client ${showIdentity(identity)}'s ${clientRequestId}) aborted`)
+    }
   }
 
-  private control(identity: Buffer, header: Headers.Header, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.arity(identity, header, frames, 1)) return
-    if (header === H.SET_GENERATION_EPOCH && (values.length !== 2 || !Number.isSafeInteger(values[1]))) {
-      return this.reject("malformed", identity, "SET_GENERATION_EPOCH needs [44, generation_epoch]")
-    }
+  /** A control signal (its metadata already checked by the codec): a state transition, broadcast. */
+  private control(header: Headers.Header, metadataFrame: Uint8Array): void {
     const signal = ControlState.signalOf(header)!
     const outcome = ControlState.apply(this.state, signal)
     if (outcome._tag === "Idempotent") {
@@ -680,7 +730,7 @@ export class CoordinatorCore {
       this.config.log("Warn", `coordinator: ignoring ${signal} in state ${this.state}`)
       return
     }
-    this.broadcast(header, frames[1]!)
+    this.broadcast(header, metadataFrame)
     this.state = outcome.next
   }
 
@@ -705,21 +755,10 @@ export class CoordinatorCore {
     return false
   }
 
-  private engineReply(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.fromEngine(identity, key, H.ENGINE_REPLY)) return
-    const entries = values[1]
-    if (values.length !== 2 || !Array.isArray(entries)) {
-      return this.reject("malformed", identity, "ENGINE_REPLY metadata is not [21, [[id, needs_detokenize], ...]]")
-    }
-    if (frames.length - 2 !== entries.length) {
-      return this.reject("badArity", identity, `ENGINE_REPLY lists ${entries.length} request(s) but carries ${frames.length - 2} body frame(s)`)
-    }
+  private engineReply(identity: Buffer, message: ReadonlyArray<Buffer>, metadata: EngineReplyMetadata): void {
+    const entries = metadata.entries
     for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]
-      if (!Array.isArray(entry) || entry.length !== 2 || !isRequestId(entry[0]) || typeof entry[1] !== "boolean") {
-        this.reject("malformed", identity, `ENGINE_REPLY entry ${i} is not [request_id, needs_detokenize]`)
-        continue
-      }
+      const entry = entries[i]!
       const requestId = entry[0]
       const request = this.inFlight.get(requestId)
       if (request === undefined) {
@@ -733,8 +772,15 @@ export class CoordinatorCore {
         if (ids.size === 0) this.byClient.delete(request.clientKey)
       }
       request.engine.load--
+      if (this.config.debug === true) {
+        this.config.log(
+          "Debug",
+          `coordinator: request ${requestId} (client ${showIdentity(request.client)}'s ${request.clientRequestId}) completed on engine ${request.engine.name}`
+        )
+      }
       if (request.hashes.length > 0) this.ownership.release(request.engine.key, request.hashes)
-      const body = entry[1] ? this.detokenize(frames[2 + i]!) : frames[2 + i]!
+      const frame = message[REPLIES_FRAME + i]!
+      const body = entry[1] ? this.detokenize(frame) : frame
       this.toClient("reply", request, [request.client, packHeaderInt(H.ENGINE_REPLY, request.clientRequestId), body])
     }
   }
@@ -760,18 +806,11 @@ export class CoordinatorCore {
     return Msgpack.encode(reply)
   }
 
-  private enginePartial(identity: Buffer, key: string, frames: Array<Buffer>, values: Array<unknown>): void {
-    if (!this.fromEngine(identity, key, H.ENGINE_REPLY_PARTIAL)) return
-    const ids = values[1]
-    if (values.length !== 2 || !Array.isArray(ids)) {
-      return this.reject("malformed", identity, "ENGINE_REPLY_PARTIAL metadata is not [22, [id, ...]]")
-    }
-    if (frames.length - 2 !== ids.length) {
-      return this.reject("badArity", identity, `ENGINE_REPLY_PARTIAL lists ${ids.length} request(s) but carries ${frames.length - 2} body frame(s)`)
-    }
+  private enginePartial(identity: Buffer, message: ReadonlyArray<Buffer>, metadata: EnginePartialMetadata): void {
+    const ids = metadata.requestIds
     for (let i = 0; i < ids.length; i++) {
-      const requestId = ids[i]
-      const request = isRequestId(requestId) ? this.inFlight.get(requestId) : undefined
+      const requestId = ids[i]!
+      const request = this.inFlight.get(requestId)
       if (request === undefined) {
         this.reject("unknownRequest", identity, `ENGINE_REPLY_PARTIAL for request ${String(requestId)}, which is not in flight`)
         continue
@@ -780,7 +819,7 @@ export class CoordinatorCore {
       this.toClient("partial", request, [
         request.client,
         packHeaderInt(H.ENGINE_REPLY_PARTIAL, request.clientRequestId),
-        frames[2 + i]!
+        message[PARTIALS_FRAME + i]!
       ])
     }
   }

@@ -13,16 +13,16 @@
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, Headers, Messages, Msgpack } from "@mcore-effect/protocol"
+import { BlockHashes, FrameSocket, type Frames, Headers, type Media, Messages, Msgpack, Values } from "@mcore-effect/protocol"
+import * as Result from "effect/Result"
 import { randomUUID } from "node:crypto"
 import * as Zmq from "zeromq"
 import type { Log } from "./CoordinatorCore.ts"
 import { EngineRequest } from "./EngineRequest.ts"
 import * as Faults from "./Faults.ts"
 import { RecentLog } from "./RecentLog.ts"
-import { type Outgoing, SocketWriter } from "./SocketWriter.ts"
 import * as Vocabulary from "./Vocabulary.ts"
-import { isRequestId, packHeader, requestIdEnd, tryDecode } from "./WireFrames.ts"
+import { headerOf, isRequestId, packHeader, requestIdEnd, tryDecode } from "./WireFrames.ts"
 
 const H = Headers.values
 
@@ -108,14 +108,16 @@ export interface EngineCounters {
   unsent: number
 }
 
-const isMap = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+type Outgoing = FrameSocket.Message
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+const { isPlainObject: isMap } = Values
 
 const YIELD_EVERY = 512
 
 /** Seconds since the epoch with sub-millisecond precision, like Python's `time.time()`. */
 const wallClockSeconds = (): number => (performance.timeOrigin + performance.now()) / 1000
-
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /**
  * @internal
@@ -145,7 +147,7 @@ export class EngineCore {
   readonly pinned = new Map<number, Readonly<Record<string, unknown>>>()
   readonly signals: Array<Headers.HeaderName> = []
 
-  private readonly writer: SocketWriter
+  private readonly writer: FrameSocket.Writer
   private readonly replyWriter = new Msgpack.Writer({ initialSize: 4096 })
   private readonly seenBlocks = new Set<bigint>()
   /** Encoded sampling parameters by the metadata bytes that carried them: a burst shares one. */
@@ -162,7 +164,7 @@ export class EngineCore {
 
   private constructor(private readonly dealer: Zmq.Dealer, readonly config: EngineConfig) {
     this.received = new RecentLog(config.recordLimit)
-    this.writer = new SocketWriter(dealer, (error) => {
+    this.writer = new FrameSocket.Writer(dealer, (error) => {
       this.counters.unsent++
       config.log("Warn", `engine ${config.identity}: send failed: ${String(error)}`)
     })
@@ -198,7 +200,7 @@ export class EngineCore {
       dealer.close()
       throw error
     }
-    void core.readLoop()
+    core.startReading()
     void core.stepLoop()
     return core
   }
@@ -249,30 +251,22 @@ export class EngineCore {
   // Reading
   // -------------------------------------------------------------------------------------------
 
-  private async readLoop(): Promise<void> {
-    let handled = 0
-    while (this.running) {
-      if (this.faults.hung) await this.faults.whenAnswering()
-      if (!this.running) return
-      let frames: Array<Buffer>
-      try {
-        frames = await this.dealer.receive()
-      } catch (error) {
-        if (!this.running || this.dealer.closed) return
-        this.config.log("Error", `engine ${this.config.identity}: receive failed: ${String(error)}`)
-        continue
-      }
-      if (this.faults.hung) await this.faults.whenAnswering()
-      if (!this.running) return
-      try {
-        this.handle(frames)
-      } catch (error) {
+  private startReading(): void {
+    FrameSocket.read(this.dealer, {
+      gate: () => (this.faults.hung ? this.faults.whenAnswering() : undefined),
+      onMessage: (frames) => {
+        if (this.running) this.handle(frames)
+      },
+      onHandlerError: (error) => {
         this.counters.malformed++
         this.config.log("Error", `engine ${this.config.identity}: dropped a message after an unexpected error: ${String(error)}`)
-      }
-      this.notify()
-      if (++handled % YIELD_EVERY === 0) await yieldToEventLoop()
-    }
+      },
+      onReceiveError: (error) => {
+        this.config.log("Error", `engine ${this.config.identity}: receive failed: ${String(error)}`)
+      },
+      afterMessage: () => this.notify(),
+      yieldEvery: YIELD_EVERY
+    })
   }
 
   private malformed(why: string): void {
@@ -290,73 +284,72 @@ export class EngineCore {
   }
 
   private handle(frames: Array<Buffer>): void {
-    const values = tryDecode(frames[0])
-    const header = Array.isArray(values) && typeof values[0] === "number" ? values[0] : undefined
-    const id = Array.isArray(values) && isRequestId(values[1]) ? values[1] : undefined
+    // Read through the codec of what the coordinator forwards (the client's messages,
+    // re-numbered): arity and metadata from the declarations.
+    const decoded = Messages.Client.decodeEnvelope(frames)
+    if (Result.isFailure(decoded)) {
+      const values = tryDecode(frames[0])
+      const id = Array.isArray(values) && isRequestId(values[1]) ? values[1] : undefined
+      this.record(headerOf(frames[0]), id, frames)
+      return this.malformed(decoded.failure.message)
+    }
+    const envelope = decoded.success
+    const header = envelope.spec.header
+    const id = envelope.metadata.requestId as number | undefined
     this.record(header, id, frames)
-    if (!Array.isArray(values) || header === undefined) return this.malformed("frame 0 is not an array starting with a header")
-    switch (header) {
-      case H.SUBMIT_REQUEST:
-        if (frames.length !== 5 || values.length !== 4) {
-          return this.malformed(`SUBMIT_REQUEST with ${frames.length} frames and ${values.length - 1} metadata values (expected 5 and 3)`)
-        }
-        return this.submit(values, frames, null)
-      case H.SUBMIT_REQUEST_WITH_KV: {
-        if (frames.length !== 3 || values.length !== 4) {
-          return this.malformed(`SUBMIT_REQUEST_WITH_KV with ${frames.length} frames (expected 3)`)
-        }
-        const kvMeta = values[3]
-        const srcBlockIds = tryDecode(frames[2])
-        if (!isMap(kvMeta) || !Array.isArray(srcBlockIds) || !srcBlockIds.every(isRequestId)) {
-          return this.malformed("SUBMIT_REQUEST_WITH_KV without kv_meta or src_block_ids")
-        }
-        return this.submit(values, frames, { kvMeta, srcBlockIds })
+    switch (envelope.spec.tag as Messages.ClientMessage["_tag"]) {
+      case "SubmitRequest":
+        return this.submit(envelope, null)
+      case "SubmitRequestWithKv": {
+        const srcBlockIds = Messages.Client.decodeBody(envelope, "srcBlockIds")
+        if (Result.isFailure(srcBlockIds)) return this.malformed(srcBlockIds.failure.message)
+        const kvMeta = envelope.metadata.kvMeta as Readonly<Record<string, unknown>>
+        return this.submit(envelope, { kvMeta, srcBlockIds: srcBlockIds.success as ReadonlyArray<number> })
       }
-      case H.ABORT_REQUEST:
+      case "AbortRequest":
         return this.abort(id)
-      case H.RELEASE_KV:
-        if (id === undefined) return this.malformed("RELEASE_KV without a request id")
-        if (this.pinned.delete(id)) this.released.push(id)
+      case "ReleaseKv":
+        if (this.pinned.delete(id!)) this.released.push(id!)
         else this.counters.unknownRelease++
         return
-      case H.SET_GENERATION_EPOCH: {
-        const epoch = values[1]
-        if (typeof epoch !== "number" || !Number.isSafeInteger(epoch)) return this.malformed("SET_GENERATION_EPOCH without an epoch")
+      case "SetGenerationEpoch": {
+        const epoch = envelope.metadata.generationEpoch as number
         this.signals.push("SET_GENERATION_EPOCH")
         this.generationEpoch = epoch
         for (const request of this.active.values()) request.stampEpoch(epoch)
         return
       }
-      case H.START_CUDA_PROFILER:
-      case H.STOP_CUDA_PROFILER:
+      case "StartCudaProfiler":
+      case "StopCudaProfiler":
         this.signals.push(Headers.nameOf(header))
         this.profiling = header === H.START_CUDA_PROFILER
         return
-      case H.PAUSE:
-      case H.UNPAUSE:
-      case H.SUSPEND:
-      case H.RESUME:
-      case H.STOP:
+      case "Pause":
+      case "Unpause":
+      case "Suspend":
+      case "Resume":
+      case "Stop":
         this.signals.push(Headers.nameOf(header))
         return this.control(header)
       default:
-        return this.malformed(`unexpected header ${header}`)
+        return this.malformed(`unexpected ${envelope.spec.tag}`)
     }
   }
 
-  private submit(values: Array<unknown>, frames: Array<Buffer>, kv: Omit<KvHandoff, "requestId"> | null): void {
-    const [, requestId, samplingParams, media] = values
-    if (!isRequestId(requestId) || !isMap(samplingParams)) return this.malformed("submission metadata is not [h, id, sampling_params, ...]")
+  private submit(envelope: Frames.Envelope, kv: Omit<KvHandoff, "requestId"> | null): void {
+    const requestId = envelope.metadata.requestId as number
+    // The sampling parameters as they came (checked by the codec): the reply echoes them.
+    const samplingParams = envelope.raw[2] as Record<string, unknown>
+    const media = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null | undefined
     if (this.active.has(requestId)) {
       this.counters.duplicateRequest++
       return
     }
-    const prompt = tryDecode(frames[1])
-    let promptTokens: ReadonlyArray<number>
-    if (typeof prompt === "string") promptTokens = Vocabulary.tokenize(prompt)
-    else if (Array.isArray(prompt) && prompt.every(isRequestId)) promptTokens = prompt
-    else return this.malformed(`request ${requestId}: the prompt is neither a string nor token ids`)
-    const mediaCacheKey = kv === null && isMap(media) && typeof media.media_cache_key === "string" ? media.media_cache_key : null
+    const decoded = Messages.Client.decodeBody(envelope, "prompt")
+    if (Result.isFailure(decoded)) return this.malformed(`request ${requestId}: ${decoded.failure.message}`)
+    const prompt = decoded.success as string | ReadonlyArray<number>
+    const promptTokens = typeof prompt === "string" ? Vocabulary.tokenize(prompt) : prompt
+    const mediaCacheKey = kv === null ? media?.media_cache_key ?? null : null
     const blockSize = this.config.blockSizeTokens
     let hashes: ReadonlyArray<bigint> = []
     try {
@@ -394,15 +387,15 @@ export class EngineCore {
         uid: `chatcmpl-${randomUUID().replaceAll("-", "")}`,
         now
       })
-    request.encodedSamplingParams = this.encodeParams(frames[0]!, values, request)
+    request.encodedSamplingParams = this.encodeParams(envelope.frames[0]!, request)
     this.active.set(requestId, request)
     this.wake()
   }
 
-  private encodeParams(frame: Buffer, values: Array<unknown>, request: EngineRequest): Uint8Array {
-    const idEnd = requestIdEnd(frame, values)
+  private encodeParams(frame: Uint8Array, request: EngineRequest): Uint8Array {
+    const idEnd = requestIdEnd(frame)
     if (idEnd === 0) return Msgpack.encode(request.samplingParams)
-    const key = frame.toString("latin1", idEnd)
+    const key = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString("latin1", idEnd)
     let bytes = this.encodedParams.get(key)
     if (bytes === undefined) {
       if (this.encodedParams.size >= 1024) this.encodedParams.clear()

@@ -10,6 +10,8 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as LogLevel from "effect/LogLevel"
+import * as References from "effect/References"
 import type * as Scope from "effect/Scope"
 import type * as ControlState from "./ControlState.ts"
 import { type CoordinatorConfig, CoordinatorCore, type Counters, type Delivery, type Log } from "./CoordinatorCore.ts"
@@ -74,7 +76,7 @@ export interface Snapshot {
   readonly policy: Routing.Policy
   /** Registered engines, in routing order (by identity). */
   readonly engines: ReadonlyArray<EngineView>
-  /** Clients that completed CONNECT. */
+  /** Clients connected now that completed CONNECT (a client that goes away leaves the count). */
   readonly clients: number
   readonly inFlight: number
   /** Submissions waiting for a first engine to register. */
@@ -233,6 +235,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     blockSizeTokens: resolved.blockSizeTokens,
     recordLimit: resolved.recordLimit,
     log,
+    debug: LogLevel.isLessThanOrEqualTo(yield* References.MinimumLogLevel, "Debug"),
     curve: resolved.curve
   }
   const listeners = new Set<() => void>()

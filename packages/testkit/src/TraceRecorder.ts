@@ -13,14 +13,13 @@
  *
  * @since 0.1.0
  */
-import { Messages } from "@mcore-effect/protocol"
+import { FrameSocket, Messages } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as Zmq from "zeromq"
 import { isLoopback } from "./Loopback.ts"
-import { SocketWriter } from "./SocketWriter.ts"
 import { BindFailed, ConnectFailed, NotLoopback } from "./TestkitError.ts"
 import * as Trace from "./Trace.ts"
 import { traceError, type TraceError } from "./TraceError.ts"
@@ -77,7 +76,7 @@ interface Peer {
   readonly role: Role
   readonly identity: Buffer
   readonly dealer: Zmq.Dealer
-  readonly writer: SocketWriter
+  readonly writer: FrameSocket.Writer
 }
 
 const socketOptions = { linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 } as const
@@ -95,7 +94,7 @@ class Proxy {
   private readonly peers = new Map<string, Peer>()
   private readonly counts: Record<Role, number> = { client: 0, engine: 0 }
   private readonly listeners = new Set<() => void>()
-  private readonly routerWriter: SocketWriter
+  private readonly routerWriter: FrameSocket.Writer
   private readonly origin = process.hrtime.bigint()
   private running = true
 
@@ -105,7 +104,7 @@ class Proxy {
     private readonly upstream: string,
     private readonly onEntry: (entry: Trace.Entry) => void
   ) {
-    this.routerWriter = new SocketWriter(router)
+    this.routerWriter = new FrameSocket.Writer(router)
   }
 
   static async start(address: string, upstream: string, onEntry: (entry: Trace.Entry) => void): Promise<Proxy> {
@@ -117,7 +116,7 @@ class Proxy {
       throw error
     }
     const proxy = new Proxy(router, router.lastEndpoint ?? address, upstream, onEntry)
-    void proxy.readLoop()
+    proxy.read(router, (frames) => proxy.fromPeer(frames))
     return proxy
   }
 
@@ -145,21 +144,23 @@ class Proxy {
     for (const listener of this.listeners) listener()
   }
 
-  private async readLoop(): Promise<void> {
-    while (this.running) {
-      let frames: Array<Buffer>
-      try {
-        frames = await this.router.receive()
-      } catch {
-        // Only closing the socket ends a receive.
-        return
-      }
-      const [identity, ...message] = frames
-      if (identity === undefined) continue
-      const peer = this.peerOf(identity, message)
-      this.record(peer.role === "engine" ? "engine->coordinator" : "client->coordinator", peer, message)
-      peer.writer.send(message)
-    }
+  /** The one reader of a socket of the proxy; closing the socket ends it. */
+  private read(socket: FrameSocket.Readable, onMessage: (frames: Array<Buffer>) => void): void {
+    FrameSocket.read(socket, {
+      onMessage: (frames) => {
+        if (this.running) onMessage(frames)
+      },
+      onHandlerError: (error) => console.error(`trace proxy: dropped a message: ${String(error)}`),
+      onReceiveError: () => {}
+    })
+  }
+
+  private fromPeer(frames: Array<Buffer>): void {
+    const [identity, ...message] = frames
+    if (identity === undefined) return
+    const peer = this.peerOf(identity, message)
+    this.record(peer.role === "engine" ? "engine->coordinator" : "client->coordinator", peer, message)
+    peer.writer.send(message)
   }
 
   private peerOf(identity: Buffer, firstMessage: ReadonlyArray<Buffer>): Peer {
@@ -176,24 +177,14 @@ class Proxy {
       role,
       identity: Buffer.from(identity),
       dealer,
-      writer: new SocketWriter(dealer)
+      writer: new FrameSocket.Writer(dealer)
     }
     this.peers.set(key, peer)
-    void this.upstreamLoop(peer)
-    return peer
-  }
-
-  private async upstreamLoop(peer: Peer): Promise<void> {
-    while (this.running) {
-      let frames: Array<Buffer>
-      try {
-        frames = await peer.dealer.receive()
-      } catch {
-        return
-      }
+    this.read(dealer, (frames) => {
       this.record(peer.role === "engine" ? "coordinator->engine" : "coordinator->client", peer, frames)
       this.routerWriter.send([peer.identity, ...frames])
-    }
+    })
+    return peer
   }
 }
 

@@ -19,6 +19,7 @@
  *
  * @since 0.1.0
  */
+import { FrameSocket } from "@mcore-effect/protocol"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
@@ -98,18 +99,12 @@ const mismatch = (
 const shown = (decoded: TraceMatch.Decoded): unknown => (decoded._tag === "Message" ? decoded.message : decoded)
 
 /** A receive loop feeding a queue until the socket closes (closing ends a pending receive). */
-const pump = <A>(socket: Zmq.Readable<Array<Buffer>>, inbox: Queue.Queue<A>, wrap: (frames: Array<Buffer>) => A) =>
-  Effect.forkScoped(Effect.promise(async () => {
-    for (;;) {
-      let frames: Array<Buffer>
-      try {
-        frames = await socket.receive()
-      } catch {
-        return
-      }
-      Queue.offerUnsafe(inbox, wrap(frames))
-    }
-  }))
+const pump = <A>(socket: FrameSocket.Readable, inbox: Queue.Queue<A>, wrap: (frames: Array<Buffer>) => A) =>
+  FrameSocket.reader(socket, {
+    onMessage: (frames) => Queue.offerUnsafe(inbox, wrap(frames)),
+    onHandlerError: () => {},
+    onReceiveError: () => {}
+  })
 
 // -----------------------------------------------------------------------------------------------
 // Scripted coordinator

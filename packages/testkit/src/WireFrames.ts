@@ -22,24 +22,40 @@ export const packHeaderInt = (header: number, n: number): Uint8Array =>
   writer.reset().arrayHeader(2).number(header).number(n).finish()
 
 /**
- * Where the request id of a metadata frame `[header, id, ...rest]` laid out as Python writes it
- * ends, or 0 when the frame is laid out otherwise.
+ * The header of a metadata frame. Read from its first two bytes when it is laid out as Python
+ * writes it (a fixarray whose first element is a positive fixint); else the frame is decoded.
+ * `undefined` when it is not an array starting with a number.
  */
-export const requestIdEnd = (frame: Uint8Array, values: ReadonlyArray<unknown>): number => {
-  const id = values[1]
-  if (frame[0] !== (0x90 | values.length) || frame[1] !== values[0]) return 0
-  // `values` is `frame` decoded, so a number there is a msgpack number at offset 2.
-  return typeof id === "number" || typeof id === "bigint" ? MsgpackScan.skip(frame, 2) : 0
+export const headerOf = (frame: Uint8Array | undefined): number | undefined => {
+  if (frame === undefined) return undefined
+  if (frame.length >= 2 && frame[0]! >= 0x91 && frame[0]! <= 0x9f && frame[1]! <= 0x7f) return frame[1]
+  const values = tryDecode(frame)
+  return Array.isArray(values) && typeof values[0] === "number" ? values[0] : undefined
+}
+
+/**
+ * Where the request id of a metadata frame `[header, id, ...rest]` laid out as Python writes it
+ * (a fixarray, the header a positive fixint, the id a msgpack integer) ends, or 0 when the frame
+ * is laid out otherwise.
+ */
+export const requestIdEnd = (frame: Uint8Array): number => {
+  if (frame.length < 3 || frame[0]! < 0x92 || frame[0]! > 0x9f || frame[1]! > 0x7f) return 0
+  const id = frame[2]!
+  const isInteger = id <= 0x7f || (id >= 0xcc && id <= 0xcf) || (id >= 0xd0 && id <= 0xd3)
+  return isInteger ? MsgpackScan.skip(frame, 2) : 0
 }
 
 /**
  * The metadata frame `[header, id, ...rest]` with `id` replaced, the rest copied byte for byte
- * (the sampling parameters are never re-encoded). `values` is the frame decoded, used only when
- * the frame is not laid out the way Python writes it (a fixarray with the header as a fixint).
+ * (the sampling parameters are never re-encoded). A frame not laid out the way Python writes it
+ * is decoded and re-encoded whole (which throws for a value with no msgpack form).
  */
-export const withRequestId = (frame: Uint8Array, values: ReadonlyArray<unknown>, id: number): Uint8Array => {
-  const idEnd = requestIdEnd(frame, values)
-  if (idEnd === 0) return Msgpack.encode([values[0], id, ...values.slice(2)])
+export const withRequestId = (frame: Uint8Array, id: number): Uint8Array => {
+  const idEnd = requestIdEnd(frame)
+  if (idEnd === 0) {
+    const values = Msgpack.decode(frame) as Array<unknown>
+    return Msgpack.encode([values[0], id, ...values.slice(2)])
+  }
   return writer.reset().raw(frame.subarray(0, 2)).number(id).raw(frame.subarray(idEnd)).finish()
 }
 

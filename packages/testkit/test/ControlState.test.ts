@@ -14,7 +14,7 @@ const pathTo: Record<ControlState.State, ReadonlyArray<ControlState.Signal>> = {
   SUSPENDED: ["PAUSE", "SUSPEND"]
 }
 
-/** Every signal in every state: what the table says must happen (PROTOCOL.md, Megatron's state.py). */
+/** Every signal in every state: what the table says must happen (Megatron's state.py). */
 const rows: ReadonlyArray<readonly [ControlState.State, ControlState.Signal, ControlState.Outcome["_tag"], ControlState.State]> = [
   ["RUNNING", "PAUSE", "Applied", "PAUSED"],
   ["PAUSED", "PAUSE", "Idempotent", "PAUSED"],

@@ -1,31 +1,19 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Layer } from "effect"
-import { TestCluster, TestCoordinator, TestEngine } from "../src/index.ts"
+import { TestCluster, TestCoordinator, TestEngine, TestSupport } from "../src/index.ts"
 import * as RawClient from "./support/RawClient.ts"
 
 const script = fileURLToPath(new URL("./support/exitsOnItsOwn.ts", import.meta.url))
 
 describe("Lifecycle", () => {
   it.effect("closing the scope leaves nothing running: a process using the testkit exits by itself", () =>
-    Effect.callback<{ code: number | null; out: string }>((resume) => {
-      const child = spawn(process.execPath, ["--conditions=source", "--import", "tsx", script], {
-        stdio: ["ignore", "pipe", "inherit"]
-      })
-      let out = ""
-      child.stdout.on("data", (chunk) => (out += String(chunk)))
-      // A bound, not a speed check: a process that never exits would hang the suite.
-      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
-      child.on("exit", (code) => {
-        clearTimeout(timer)
-        resume(Effect.succeed({ code, out }))
-      })
-    }).pipe(Effect.map(({ code, out }) => {
+    // A bound, not a speed check: a process that never exits is killed and fails here.
+    TestSupport.runProgram(script).pipe(Effect.map(({ code, stdout: out }) => {
       expect(out).toContain("scope closed")
       expect(code).toBe(0)
     })))

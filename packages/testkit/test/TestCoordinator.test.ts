@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Headers, Msgpack } from "@mcore-effect/protocol"
 import { Effect } from "effect"
-import { TestCluster, TestCoordinator, TestEngine } from "../src/index.ts"
+import { TestCluster, TestCoordinator, TestEngine, TestSupport } from "../src/index.ts"
 import * as RawClient from "./support/RawClient.ts"
 import * as RawEngine from "./support/RawEngine.ts"
 
@@ -18,6 +18,59 @@ const routes = (snapshot: TestCoordinator.Snapshot) =>
   )
 
 describe("TestCoordinator: connections", () => {
+  it.effect("counts clients connected now: one that goes away leaves the count", () =>
+    Effect.gen(function*() {
+      const cluster = yield* TestCluster.make({ engines: 1 })
+      const stays = yield* RawClient.make(cluster.address)
+      yield* stays.connect
+      yield* Effect.gen(function*() {
+        const leaves = yield* RawClient.make(cluster.address)
+        yield* leaves.connect
+        yield* cluster.coordinator.waitFor("two clients", (s) => s.clients === 2)
+      }).pipe(Effect.scoped)
+      yield* cluster.coordinator.waitFor("one client left", (s) => s.clients === 1)
+    }).pipe(Effect.scoped))
+
+  it.effect("logs a request's start and completion, and an abort, at debug", () =>
+    TestSupport.withLogs((lines) =>
+      Effect.gen(function*() {
+        const cluster = yield* TestCluster.make({ engines: 1, engine: { stepMs: 5 } })
+        const client = yield* RawClient.make(cluster.address)
+        yield* client.connect
+        yield* client.submit(0, "the cat", { params: { num_tokens_to_generate: 1 } })
+        yield* client.nextReply()
+        yield* client.submit(1, "the dog", { params: { num_tokens_to_generate: 100_000 } })
+        yield* cluster.engines[0]!.waitFor("the second request", (s) => s.active.length === 1)
+        yield* client.signal(H.ABORT_REQUEST, 1)
+        yield* cluster.engines[0]!.waitFor("the abort", (s) => s.aborted.length === 1)
+        const debug = lines.filter((line) => line.startsWith("Debug coordinator: request"))
+        expect(debug.some((line) => /request 0 \(client .*'s 0\) started on engine mp-coord-0/.test(line))).toBe(true)
+        expect(debug.some((line) => /request 0 \(client .*'s 0\) completed on engine mp-coord-0/.test(line))).toBe(true)
+        expect(debug.some((line) => /request 1 \(client .*'s 1\) aborted/.test(line))).toBe(true)
+      }).pipe(Effect.scoped)
+    ))
+
+  it.effect("replies to a client that went away: one warning per peer, with the count", () =>
+    TestSupport.withLogs((lines) =>
+      Effect.gen(function*() {
+        const cluster = yield* TestCluster.make({ engines: 1, engine: { stepMs: 30 } })
+        yield* Effect.gen(function*() {
+          const client = yield* RawClient.make(cluster.address)
+          yield* client.connect
+          for (let i = 0; i < 20; i++) yield* client.submit(i, "the cat", { params: { num_tokens_to_generate: 2 } })
+          yield* cluster.engines[0]!.waitFor("the requests", (s) => s.active.length === 20)
+        }).pipe(Effect.scoped)
+        const snapshot = yield* cluster.coordinator.waitFor("the undeliverable replies", (s) => s.counters.unreachable === 20, {
+          timeoutMillis: 10_000
+        })
+        expect(snapshot.inFlight).toBe(0)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1_200)))
+        const warnings = lines.filter((line) => line.includes("could not deliver"))
+        expect(warnings).toHaveLength(1)
+        expect(warnings[0]).toContain("could not deliver 20 message(s) to ")
+      }).pipe(Effect.scoped), "Warn"
+    ))
+
   it.effect("answers CONNECT with CONNECT_ACK and ignores (counts) a second CONNECT", () =>
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 1 })

@@ -3,7 +3,7 @@ import { Messages } from "@mcore-effect/protocol"
 import { Effect, Result } from "effect"
 import { fileURLToPath } from "node:url"
 import * as Zmq from "zeromq"
-import { Generation, TestCluster, TestCoordinator, Trace, TraceMatch, TraceRecorder, TraceReplay, Vocabulary } from "../src/index.ts"
+import { Generation, TestCluster, TestCoordinator, TestSupport, Trace, TraceMatch, TraceRecorder, TraceReplay, Vocabulary } from "../src/index.ts"
 import * as RawClient from "./support/RawClient.ts"
 import * as TraceSession from "./support/TraceSession.ts"
 
@@ -19,10 +19,11 @@ const dealer = (address: string) =>
       (s) => Effect.sync(() => s.close())
     )
     socket.connect(address)
+    const peer = yield* TestSupport.peer(socket, "dealer")
     return {
-      send: (message: Messages.ClientMessage) =>
-        Effect.promise(() => socket.send(Result.getOrThrow(Messages.Client.encode(message)))),
-      receive: Effect.promise(() => socket.receive()).pipe(
+      send: (message: Messages.ClientMessage) => peer.send(Result.getOrThrow(Messages.Client.encode(message))),
+      receive: peer.next().pipe(
+        Effect.orDie,
         Effect.map((frames) => Result.getOrThrow(Messages.Coordinator.decode(frames)))
       )
     }

@@ -206,7 +206,7 @@ const streamed = (
     return client.stream(prompt, params, submit).pipe(
       Stream.runForEach((event) => {
         if (options.json) return Output.line(json(event))
-        if (event._tag === "Partial") {
+        if (event._tag === "Tokens") {
           printed += event.newTokens.length
           return Output.write(text(event.newTokens, options.testVocabulary))
         }

@@ -1,14 +1,14 @@
 /**
- * What the client's loopback tests share: a fresh metrics registry per test, and a test cluster
+ * What the client's loopback tests share: a fresh metrics registry per test (from the testkit's
+ * `TestSupport`), and a test cluster
  * (coordinator and engines from the testkit) with a client connected to it.
  */
-import { TestCluster, type TestkitError } from "@mcore-effect/testkit"
-import { Effect, Metric, type Scope } from "effect"
+import { TestCluster, type TestkitError, TestSupport } from "@mcore-effect/testkit"
+import { Effect, type Scope } from "effect"
 import { type ClientConfig, type ClientError, InferenceClient } from "../../src/index.ts"
 
-/** Runs `effect` with a registry of its own, so its metrics start at zero. */
-export const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provideService(effect, Metric.MetricRegistry, new Map())
+/** Runs `effect` with a registry of its own, so its metrics start at zero (the testkit's). */
+export const withRegistry = TestSupport.withRegistry
 
 /** A cluster (two engines unless told otherwise) and a client connected to it, in the scope. */
 export const setup = (

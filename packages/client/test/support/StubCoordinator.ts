@@ -4,7 +4,7 @@
  * Used where a test needs the coordinator to misbehave on cue (late replies, garbage, silence); the
  * behaviours of a real coordinator come from the testkit.
  */
-import { Messages, Msgpack } from "@mcore-effect/protocol"
+import { FrameSocket, Messages, Msgpack } from "@mcore-effect/protocol"
 import { Effect, Queue, type Result, type Scope } from "effect"
 import * as Zmq from "zeromq"
 
@@ -45,30 +45,23 @@ export const make = (options: {
     const inbox = yield* Queue.unbounded<Received>()
     const ack = options.ack ?? true
     const connectAck = Msgpack.encode([1])
-    // One writer, as zeromq.js allows one send in flight.
-    let chain: Promise<unknown> = Promise.resolve()
-    const sendNow = (frames: Array<Uint8Array>) => {
-      chain = chain.then(() => router.send(frames)).catch(() => undefined)
-      return chain
-    }
-    void (async () => {
-      for (;;) {
-        let parts: Array<Buffer>
-        try {
-          parts = await router.receive()
-        } catch {
-          return
-        }
+    // The socket's one writer and one reader, as every peer has.
+    const writer = new FrameSocket.Writer(router)
+    yield* FrameSocket.reader(router, {
+      onMessage: (parts) => {
         const [identity, ...frames] = parts as [Buffer, ...Array<Buffer>]
         const message = Messages.Client.decode(frames)
-        if (ack && message._tag === "Success" && message.success._tag === "Connect") {
-          void sendNow([identity, connectAck])
-        }
+        if (ack && message._tag === "Success" && message.success._tag === "Connect") writer.send([identity, connectAck])
         Queue.offerUnsafe(inbox, { identity, frames, message })
-      }
-    })()
+      },
+      onHandlerError: () => {},
+      onReceiveError: () => {}
+    })
     const send = (identity: Uint8Array, frames: ReadonlyArray<Uint8Array>) =>
-      Effect.promise(() => sendNow([identity, ...frames]))
+      Effect.callback<void>((resume) => {
+        writer.send([identity, ...frames])
+        writer.whenIdle(() => resume(Effect.void))
+      })
     return {
       address: router.lastEndpoint!,
       take: Queue.take(inbox),

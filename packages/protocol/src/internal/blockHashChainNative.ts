@@ -21,7 +21,7 @@ type NativeChain = (
 /** Same path from `src/internal/` and from `dist/internal/`. */
 const ADDON = "../../native/build/Release/block_hashes.node"
 
-/** PROTOCOL.md's vectors: token `[0]`, blocks of 1, no media key. */
+/** The Python peer's vector (test/fixtures): token `[0]`, blocks of 1, no media key. */
 const KNOWN_ANSWER = 901630261472408622n
 
 const load = (): NativeChain | undefined => {

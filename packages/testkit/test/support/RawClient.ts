@@ -6,6 +6,7 @@
 import { Headers, Msgpack, SamplingParams } from "@mcore-effect/protocol"
 import { Effect, type Scope } from "effect"
 import * as Zmq from "zeromq"
+import { TestSupport } from "../../src/index.ts"
 
 const H = Headers.values
 const NIL = Uint8Array.of(0xc0)
@@ -88,44 +89,7 @@ export const make = (address: string): Effect.Effect<RawClient, never, Scope.Sco
       }),
       (s) => Effect.sync(() => s.close())
     )
-    const inbox: Array<Array<Buffer>> = []
-    let waiter: (() => void) | undefined
-    void (async () => {
-      for (;;) {
-        let frames: Array<Buffer>
-        try {
-          frames = await socket.receive()
-        } catch {
-          return
-        }
-        inbox.push(frames)
-        const w = waiter
-        waiter = undefined
-        w?.()
-      }
-    })()
-    // One send at a time per socket: chain them.
-    let sending: Promise<void> = Promise.resolve()
-    const send = (frames: ReadonlyArray<Uint8Array>) =>
-      Effect.promise(() => (sending = sending.then(() => socket.send(frames as Array<Uint8Array>))))
-
-    const next = (timeoutMillis = 5_000) =>
-      Effect.callback<ReadonlyArray<Buffer>, Error>((resume) => {
-        const take = () => {
-          clearTimeout(timer)
-          resume(Effect.succeed(inbox.shift()!))
-        }
-        const timer = setTimeout(() => {
-          waiter = undefined
-          resume(Effect.fail(new Error(`no message within ${timeoutMillis} ms`)))
-        }, timeoutMillis)
-        if (inbox.length > 0) take()
-        else waiter = take
-        return Effect.sync(() => {
-          clearTimeout(timer)
-          waiter = undefined
-        })
-      })
+    const { next, quietFor, send, waiting } = yield* TestSupport.peer(socket, "client")
 
     const nextReply = (timeoutMillis?: number) => Effect.map(next(timeoutMillis), decodeReply)
 
@@ -158,19 +122,8 @@ export const make = (address: string): Effect.Effect<RawClient, never, Scope.Sco
           }
           return out
         }),
-      buffered: () => inbox.length,
-      quietFor: (millis) =>
-        Effect.callback<boolean>((resume) => {
-          if (inbox.length > 0) return resume(Effect.succeed(false))
-          const timer = setTimeout(() => {
-            waiter = undefined
-            resume(Effect.succeed(true))
-          }, millis)
-          waiter = () => {
-            clearTimeout(timer)
-            resume(Effect.succeed(false))
-          }
-        })
+      buffered: waiting,
+      quietFor
     }
     return client
   })

@@ -5,6 +5,7 @@
 import { Messages, Msgpack } from "@mcore-effect/protocol"
 import { Effect, type Scope } from "effect"
 import * as Zmq from "zeromq"
+import { TestSupport } from "../../src/index.ts"
 
 export interface RawEngine {
   readonly send: (frames: ReadonlyArray<Uint8Array>) => Effect.Effect<void>
@@ -24,36 +25,8 @@ export const make = (address: string, identity: string): Effect.Effect<RawEngine
       }),
       (s) => Effect.sync(() => s.close())
     )
-    const inbox: Array<Array<Buffer>> = []
-    let waiter: (() => void) | undefined
-    void (async () => {
-      for (;;) {
-        try {
-          inbox.push(await socket.receive())
-        } catch {
-          return
-        }
-        const w = waiter
-        waiter = undefined
-        w?.()
-      }
-    })()
-    const send = (frames: ReadonlyArray<Uint8Array>) => Effect.promise(() => socket.send(frames as Array<Uint8Array>))
+    const { next, send } = yield* TestSupport.peer(socket, `engine ${identity}`)
     yield* send(Messages.engineRegistration)
-    const next = (timeoutMillis = 5_000) =>
-      Effect.callback<ReadonlyArray<Buffer>, Error>((resume) => {
-        const take = () => {
-          clearTimeout(timer)
-          resume(Effect.succeed(inbox.shift()!))
-        }
-        const timer = setTimeout(() => {
-          waiter = undefined
-          resume(Effect.fail(new Error(`engine ${identity}: no message within ${timeoutMillis} ms`)))
-        }, timeoutMillis)
-        if (inbox.length > 0) take()
-        else waiter = take
-        return Effect.sync(() => clearTimeout(timer))
-      })
     return {
       send,
       next,

@@ -11,6 +11,7 @@
 import { Messages, SamplingParams } from "@mcore-effect/protocol"
 import { Effect, Result, type Scope } from "effect"
 import * as Zmq from "zeromq"
+import { TestSupport } from "../../src/index.ts"
 
 /** The settings the fixture was recorded with; a replay against live engines must use the same. */
 export const cluster = { engines: 2, engine: { stepMs: 0 } } as const
@@ -56,19 +57,11 @@ export const run = (address: string): Effect.Effect<Outcome, Error, Scope.Scope>
       (d) => Effect.sync(() => d.close())
     )
     dealer.connect(address)
-    const send = (message: Client) =>
-      Effect.promise(() => dealer.send(Result.getOrThrow(Messages.Client.encode(message))))
-    const receive: Effect.Effect<Coordinator, Error> = Effect.tryPromise({
-      try: () =>
-        new Promise<Array<Buffer>>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error("no message within 5000 ms")), 5_000)
-          dealer.receive().then((frames) => {
-            clearTimeout(timer)
-            resolve(frames)
-          }, reject)
-        }),
-      catch: (cause) => (cause instanceof Error ? cause : new Error(String(cause)))
-    }).pipe(Effect.flatMap((frames) => Effect.fromResult(Messages.Coordinator.decode(frames))))
+    const peer = yield* TestSupport.peer(dealer, "session")
+    const send = (message: Client) => peer.send(Result.getOrThrow(Messages.Client.encode(message)))
+    const receive: Effect.Effect<Coordinator, Error> = peer.next(5_000).pipe(
+      Effect.flatMap((frames) => Effect.fromResult(Messages.Coordinator.decode(frames)))
+    )
 
     const tokens = new Map<number, ReadonlyArray<number>>()
     const partials = new Map<number, Array<ReadonlyArray<number>>>()

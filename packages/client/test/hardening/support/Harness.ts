@@ -3,19 +3,15 @@
  * warns once per dropped message; the fuzz drops 100,000), reading the client's counters, and a
  * bound on waiting that turns a hang into a failure.
  */
-import { Duration, Effect, Metric, References } from "effect"
+import { TestSupport } from "@mcore-effect/testkit"
+import { Effect, Metric } from "effect"
 import { ClientMetrics } from "../../../src/index.ts"
 
-/** A fresh metrics registry and warnings off. */
-export const isolated = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(
-    Effect.provideService(Metric.MetricRegistry, new Map()),
-    Effect.provideService(References.MinimumLogLevel, "Error")
-  )
+/** A fresh metrics registry and warnings off (the testkit's). */
+export const isolated = TestSupport.isolated
 
-/** Fails the test (as a defect naming `what`) when `effect` takes longer than `limit`. */
-export const bounded = (what: string, limit: Duration.Input) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(Effect.timeoutOrElse({ duration: limit, orElse: () => Effect.die(`${what}: still not done after ${Duration.format(Duration.fromInputUnsafe(limit))}`) }))
+/** The testkit's hang guard. */
+export const bounded = TestSupport.bounded
 
 const dropped = (reason: "malformed" | "unknown_request") =>
   Metric.value(Metric.withAttributes(ClientMetrics.messagesDropped, { reason })).pipe(Effect.map((s) => s.count))

@@ -1,0 +1,442 @@
+/**
+ * The client's connection to the coordinator: its DEALER, the single writer, the listener, the
+ * registry of requests in flight, and the one connection state, owned together by one scope. The
+ * service (`InferenceClient`) talks to it through three local calls: {@link Connection.available}
+ * (may anything be sent now?), {@link Connection.register} (validate, encode, register and send a
+ * request, in one synchronous step) and {@link Connection.send} (a message that is not a
+ * request). It plays the part `makeNoSerialization` plays under Effect's `RpcClient.make`.
+ *
+ * The state ({@link ConnectionState}) is written here only, from the socket's events and the
+ * listener's handshake reports; nothing below this module knows it.
+ *
+ * Release order, when the scope closes: (1) the state becomes `closed` and every pending request
+ * fails with `ClientClosed` (at once, not after the flush); (2) the listener stops; (3) the writer
+ * flushes what is queued, bounded by `closeTimeout`, and the DEALER closes (see
+ * `Writer.closeAfterFlush`).
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { type Media, Messages, type Prompt, type ProtocolError, type SamplingParams, Submission, type WireTypes } from "@mcore-effect/protocol"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Result from "effect/Result"
+import * as Zmq from "zeromq"
+import * as ClientConfig from "./ClientConfig.ts"
+import {
+  ClientClosed,
+  type ClientError,
+  type ConnectSeen,
+  clientError,
+  ConnectTimeout,
+  CoordinatorLost,
+  HandshakeRejected,
+  InvalidAddress,
+  InvalidArgument,
+  InvalidRequest,
+  RequestAborted,
+  RequestTimeout,
+  SendFailed
+} from "./ClientError.ts"
+import type { Recorder } from "./ClientMetrics.ts"
+import * as Listener from "./Listener.ts"
+import { type BatchSink, type Entry, PendingRequests } from "./PendingRequests.ts"
+import * as Writer from "./Writer.ts"
+
+/**
+ * Where the connection is: waiting for the first CONNECT_ACK, ready, lost (the coordinator
+ * dropped; waiting for a CONNECT_ACK on a new connection), or closed (the scope closed).
+ *
+ * @since 0.1.0
+ */
+export type Phase = "connecting" | "ready" | "lost" | "closed"
+
+/**
+ * The one connection state and its transitions. Each transition says what the connection must
+ * do; none does it, so the machine is tested on its own.
+ *
+ * `linkUp` is the transport under the phase: up from the socket's `handshake` event or from any
+ * message received, down from its `disconnect` event. A message counts because the observer's
+ * events come in on a path of their own and may trail the messages: a client can have its
+ * CONNECT_ACK, send a signal and close before `handshake` is seen.
+ *
+ * @since 0.1.0
+ */
+export class ConnectionState {
+  phase: Phase = "connecting"
+  linkUp = false
+  /** ZMTP connections made so far. */
+  private connections = 0
+
+  /** The transport came up. True when CONNECT must be sent on it. */
+  up(): boolean {
+    this.linkUp = true
+    this.connections++
+    // A new connection (after a loss, or after the first one dropped before its CONNECT_ACK):
+    // the coordinator on the other end does not know us. The first connection's CONNECT is
+    // already queued.
+    return this.phase === "lost" || (this.phase === "connecting" && this.connections > 1)
+  }
+
+  /** The transport dropped. True when the requests in flight are lost with it. */
+  down(): boolean {
+    this.linkUp = false
+    if (this.phase !== "ready") return false
+    this.phase = "lost"
+    return true
+  }
+
+  /** CONNECT_ACK arrived: `"first"` (the handshake), `"back"` (after a loss), or nothing to do. */
+  acknowledged(): "first" | "back" | undefined {
+    if (this.phase === "connecting") {
+      this.phase = "ready"
+      return "first"
+    }
+    if (this.phase === "lost") {
+      this.phase = "ready"
+      return "back"
+    }
+    return undefined
+  }
+
+  /** True until the first CONNECT_ACK: then anything but CONNECT_ACK rejects the handshake. */
+  get awaitingFirstAck(): boolean {
+    return this.phase === "connecting"
+  }
+
+  close(): void {
+    this.phase = "closed"
+  }
+}
+
+/**
+ * One request, whichever operation made it: what `submit`, `stream` and `submitAll` take (the
+ * batch request shape), plus the KV handoff's two fields.
+ *
+ * @since 0.1.0
+ */
+export interface Request {
+  readonly prompt: Prompt.Prompt
+  readonly samplingParams?: SamplingParams.SamplingParamsInput | undefined
+  readonly multiModalData?: Media.MultiModalData | null | undefined
+  readonly offloadParams?: unknown
+  /** A deadline for this request, overriding the client's `requestTimeout`. */
+  readonly timeout?: Duration.Input | undefined
+  /** Present for a KV handoff (SUBMIT_REQUEST_WITH_KV), with {@link Request.srcBlockIds}. */
+  readonly kvMeta?: WireTypes.KvMeta | undefined
+  readonly srcBlockIds?: ReadonlyArray<number> | undefined
+}
+
+const encodeConstant = (message: Messages.ClientMessage): ReadonlyArray<Uint8Array> =>
+  Result.getOrThrow(Messages.Client.encode(message))
+
+const CONNECT = encodeConstant({ _tag: "Connect" })
+
+const invalidRequest = (error: ProtocolError.ProtocolError): ClientError => clientError(new InvalidRequest({ error }))
+
+const noDeadline = Result.succeed(undefined)
+
+/**
+ * A request's deadline in milliseconds (`undefined`: none): its own `timeout`, checked as every
+ * duration is ({@link ClientConfig.durationMillis}), else the client's.
+ */
+const deadlineOf = (input: Duration.Input | undefined, fallback: number | undefined): Result.Result<number | undefined, ClientError> => {
+  if (input === undefined) return fallback === undefined ? noDeadline : Result.succeed(fallback)
+  const millis = ClientConfig.durationMillis("timeout", input)
+  if (Result.isFailure(millis)) return Result.fail(clientError(new InvalidArgument(millis.failure)))
+  return Result.succeed(millis.success === Infinity ? undefined : millis.success)
+}
+
+/**
+ * The connection.
+ *
+ * @since 0.1.0
+ */
+export class Connection {
+  readonly state = new ConnectionState()
+  readonly pending: PendingRequests
+  private nextRequestId = 0
+  private readonly closedError = clientError(new ClientClosed())
+  private readonly lostError: ClientError
+
+  constructor(
+    readonly config: ClientConfig.ResolvedOptions,
+    readonly metrics: Recorder,
+    readonly writer: Writer.Writer,
+    /** Logs a warning (from outside the fiber runtime). */
+    readonly warn: (message: string) => void
+  ) {
+    this.pending = new PendingRequests(metrics)
+    this.lostError = clientError(new CoordinatorLost({ address: config.address }))
+  }
+
+  /** Why nothing may be sent now (`ClientClosed`, `CoordinatorLost`), or `undefined` when it may. */
+  available(): ClientError | undefined {
+    const phase = this.state.phase
+    return phase === "ready" ? undefined : phase === "lost" ? this.lostError : this.closedError
+  }
+
+  /** Queues a message that is not a request's (a signal, an abort). Never blocks or throws. */
+  send(frames: ReadonlyArray<Uint8Array>): void {
+    this.writer.send(frames, undefined)
+  }
+
+  /**
+   * Validates, encodes, registers and queues a request, in one synchronous step so ids go out in
+   * the order they are assigned. Nothing is registered or sent when anything is refused.
+   */
+  register<E extends Entry>(
+    request: Request,
+    streaming: boolean,
+    entryOf: (requestId: number, startedAt: number) => E
+  ): Result.Result<E, ClientError> {
+    const error = this.available()
+    if (error !== undefined) return Result.fail(error)
+    const deadline = deadlineOf(request.timeout, this.config.requestTimeoutMillis)
+    if (Result.isFailure(deadline)) return Result.fail(deadline.failure)
+    const requestId = this.nextRequestId
+    const message: Result.Result<Messages.ClientMessage, ProtocolError.ProtocolError> = request.kvMeta === undefined
+      ? Submission.submitRequest({
+        requestId,
+        prompt: request.prompt,
+        samplingParams: request.samplingParams,
+        multiModalData: request.multiModalData,
+        offloadParams: request.offloadParams,
+        streaming
+      }, this.config.hashing)
+      : Submission.submitRequestWithKv({
+        requestId,
+        prompt: request.prompt,
+        samplingParams: request.samplingParams,
+        kvMeta: request.kvMeta,
+        srcBlockIds: request.srcBlockIds ?? [],
+        streaming
+      })
+    if (Result.isFailure(message)) return Result.fail(invalidRequest(message.failure))
+    const frames = Messages.Client.encode(message.success)
+    if (Result.isFailure(frames)) return Result.fail(invalidRequest(frames.failure))
+    this.nextRequestId++
+    const entry = entryOf(requestId, performance.now())
+    this.pending.add(entry)
+    const millis = deadline.success
+    if (millis !== undefined) entry.timer = setTimeout(expire, millis, this, requestId, millis)
+    this.writer.send(frames.success, requestId)
+    return Result.succeed(entry)
+  }
+
+  /**
+   * Gives up on a pending request (its waiter was interrupted, its stream ended early): the
+   * coordinator is told and the request fails with `RequestAborted`. Nothing happens if it is
+   * not pending.
+   */
+  cancel(requestId: number): void {
+    this.giveUp(requestId, clientError(new RequestAborted({ requestId })), "aborted")
+  }
+
+  /** Cancels every pending request of a batch. */
+  cancelBatch(sink: BatchSink): void {
+    for (const requestId of this.pending.idsOf(sink)) this.cancel(requestId)
+  }
+
+  /** `abort(requestId)`: ABORT_REQUEST whether or not the id is pending here, then the local end. */
+  abort(requestId: number): void {
+    this.send(encodeConstant({ _tag: "AbortRequest", requestId }))
+    const entry = this.pending.take(requestId)
+    if (entry !== undefined) this.pending.fail(entry, clientError(new RequestAborted({ requestId })), "aborted")
+  }
+
+  /** @internal the deadline's timer */
+  giveUp(requestId: number, error: ClientError, as: "aborted" | "failed"): void {
+    const entry = this.pending.take(requestId)
+    if (entry === undefined) return
+    // Not the request's own message: a failure to send it fails nothing.
+    if (this.state.phase === "ready") this.send(encodeConstant({ _tag: "AbortRequest", requestId }))
+    this.pending.fail(entry, error, as)
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // What the socket and the listener report
+  // -------------------------------------------------------------------------------------------
+
+  /** The transport came up. */
+  up(): void {
+    if (this.state.up()) this.send(CONNECT)
+  }
+
+  /** The transport dropped. */
+  down(): void {
+    if (!this.state.down()) return
+    this.warn(`lost the coordinator; failing ${this.pending.size} pending request(s)`)
+    this.pending.failAll(this.lostError)
+  }
+
+  /** ZeroMQ refused a message. */
+  sendFailed(requestId: number | undefined, cause: unknown): void {
+    const entry = requestId === undefined ? undefined : this.pending.take(requestId)
+    if (entry !== undefined) {
+      this.pending.fail(entry, clientError(new SendFailed({ requestId: entry.requestId, cause })), "failed")
+    } else if (this.state.phase !== "closed") {
+      this.warn(`a message to the coordinator was not sent: ${String(cause)}`)
+    }
+  }
+
+  /** The scope is closing: every pending request fails with `ClientClosed`, now. */
+  close(): void {
+    this.state.close()
+    this.pending.failAll(this.closedError)
+  }
+}
+
+const expire = (connection: Connection, requestId: number, millis: number): void =>
+  connection.giveUp(requestId, clientError(new RequestTimeout({ requestId, timeoutMillis: millis })), "failed")
+
+/** The DEALER's CurveZMQ options: the server's key, and the client's key pair (made when not given). */
+const curveOptions = (curve: ClientConfig.CurveOptions | undefined) => {
+  if (curve === undefined) return {}
+  const pair = curve.publicKey !== undefined && curve.secretKey !== undefined
+    ? { publicKey: curve.publicKey, secretKey: curve.secretKey }
+    : Zmq.curveKeyPair()
+  return { curveServerKey: curve.serverKey, curvePublicKey: pair.publicKey, curveSecretKey: pair.secretKey }
+}
+
+/** Opens the DEALER, not connected yet (its events are observed first: see {@link connect}). */
+const openDealer = (config: ClientConfig.ResolvedOptions): Zmq.Dealer =>
+  new Zmq.Dealer({
+    // Unbounded, as in the reference: a burst of submissions never blocks the writer.
+    sendHighWaterMark: 0,
+    receiveHighWaterMark: 0,
+    // No linger until the release sets one: a socket closed any other way (a refused
+    // address, the process's own teardown) keeps nothing queued and nothing alive.
+    linger: 0,
+    heartbeatInterval: config.heartbeatIntervalMillis,
+    heartbeatTimeout: config.heartbeatTimeoutMillis,
+    // Asks the coordinator's side to drop us too if our heartbeats stop.
+    heartbeatTimeToLive: config.heartbeatTimeoutMillis,
+    // Twice the soft limit: a reply a little over it fails alone; a monstrous frame is never held.
+    maxMessageSize: 2 * config.maxFrameBytes,
+    ...curveOptions(config.curve)
+  })
+
+/**
+ * Connects the DEALER: ZeroMQ connects in the background, and messages sent before the
+ * connection is up are queued. Called once the socket's events are observed: on loopback the
+ * connection can be up before an observer made afterwards starts, and its events would be lost.
+ * An address ZeroMQ refuses fails with `InvalidAddress` (and closes the socket).
+ */
+const connect = (dealer: Zmq.Dealer, address: string): Result.Result<Zmq.Dealer, ClientError> => {
+  try {
+    dealer.connect(address)
+  } catch (cause) {
+    dealer.close()
+    const why = cause instanceof Error ? cause.message : String(cause)
+    return Result.fail(clientError(new InvalidAddress({ address, why })))
+  }
+  return Result.succeed(dealer)
+}
+
+/**
+ * Opens the connection and performs the CONNECT / CONNECT_ACK handshake, failing with
+ * `ConnectTimeout`, `HandshakeRejected` or `InvalidAddress`; everything is released when the
+ * scope closes (in the order the header gives).
+ *
+ * @since 0.1.0
+ */
+export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOptions, metrics: Recorder, warn: (message: string) => void) {
+  let onDown: (() => void) | undefined
+  // What the socket saw before the first CONNECT_ACK, for a ConnectTimeout to say.
+  let attempted = false
+  let seen: ConnectSeen = "nothing"
+  const firstAck = Deferred.makeUnsafe<void, ClientError>()
+  const { connection, dealer } = yield* Effect.acquireRelease(
+    Effect.suspend(() => {
+      const socket = openDealer(config)
+      const connection: Connection = new Connection(
+        config,
+        metrics,
+        Writer.make(socket, (requestId, cause) => connection.sendFailed(requestId, cause)),
+        warn
+      )
+      socket.events.on("handshake", () => {
+        if (connection.state.awaitingFirstAck) seen = "connected"
+        connection.up()
+      })
+      if (config.connectTimeoutMillis !== Infinity) {
+        const observe = (next: ConnectSeen) => () => {
+          if (connection.state.awaitingFirstAck && seen !== "connected") seen = next
+        }
+        socket.events.on("connect", observe("connected"))
+        socket.events.on("connect:delay", () => {
+          attempted = true
+        })
+        socket.events.on("close", () => {
+          if (attempted) observe("refused")()
+        })
+        socket.events.on("connect:retry", () => {
+          if (!attempted) observe("unreachable")()
+        })
+      }
+      socket.events.on("disconnect", () => {
+        onDown?.()
+        connection.down()
+        // ZeroMQ reconnects by itself after a connection error or a heartbeat timeout, but not
+        // after a protocol error (a frame over `maxMessageSize`): a fresh connect covers both.
+        if (socket.closed) return
+        socket.disconnect(config.address)
+        socket.connect(config.address)
+      })
+      const connected = connect(socket, config.address)
+      if (Result.isFailure(connected)) return Effect.fail(connected.failure)
+      return Effect.succeed({ connection, dealer: socket })
+    }),
+    ({ connection, dealer }) =>
+      Effect.promise(() =>
+        Writer.closeAfterFlush(dealer, connection.writer, {
+          get up() {
+            return connection.state.linkUp
+          },
+          onDown: (callback) => {
+            onDown = callback
+          }
+        }, config.closeTimeoutMillis)
+      )
+  )
+
+  yield* Listener.make(dealer, {
+    pending: connection.pending,
+    metrics,
+    deserialize: config.deserialize,
+    maxFrameBytes: config.maxFrameBytes,
+    maxDecodedBytes: config.maxDecodedBytes,
+    warn,
+    handshake: {
+      awaitingFirstAck: () => connection.state.awaitingFirstAck,
+      received: () => {
+        connection.state.linkUp = true
+      },
+      acknowledged: () => {
+        const outcome = connection.state.acknowledged()
+        if (outcome === "first") Deferred.doneUnsafe(firstAck, Exit.void)
+        else if (outcome === "back") warn("the coordinator is back (CONNECT_ACK)")
+      },
+      rejected: (received) => {
+        Deferred.doneUnsafe(firstAck, Exit.fail(clientError(new HandshakeRejected({ address: config.address, received }))))
+      }
+    }
+  })
+
+  // Runs first at scope close: from here on every operation fails with ClientClosed, and what is
+  // pending fails now rather than after the socket has flushed its queue.
+  yield* Effect.addFinalizer(() => Effect.sync(() => connection.close()))
+
+  connection.send(CONNECT)
+  yield* Deferred.await(firstAck).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(config.connectTimeoutMillis),
+      orElse: () =>
+        Effect.fail(clientError(new ConnectTimeout({ address: config.address, timeoutMillis: config.connectTimeoutMillis, seen })))
+    })
+  )
+  return connection
+})

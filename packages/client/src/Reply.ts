@@ -1,0 +1,80 @@
+/**
+ * What the client hands back: a finished request's {@link Reply}, and the {@link StreamEvent}s of
+ * a streamed one ({@link Tokens} as they are generated, then one {@link Final}).
+ *
+ * Two request ids meet a user here. `requestId` (on {@link Tokens}, `Submitted` and
+ * `BatchReply`) is this client's own id for the request: the one in the message envelope, the one
+ * `abort` takes. The reply map's `request_id` is the coordinator's id for it (a counter of its
+ * own, numbering every client's requests), which is what the engines log.
+ *
+ * @since 0.1.0
+ */
+import { Reply as ProtocolReply } from "@mcore-effect/protocol"
+
+/**
+ * The raw reply map (`deserialize: false`, the default), as the engine serialized it, plus
+ * `latency`: seconds from submission, a float.
+ *
+ * @since 0.1.0
+ */
+export interface RawReply {
+  readonly latency: number
+  readonly [key: string]: unknown
+}
+
+/**
+ * A finished request: the raw reply map with `latency` when the client was built with
+ * `deserialize: false` (the default), the typed `DynamicInferenceRequest` (also with `latency`)
+ * when `deserialize: true`. Tell them apart with {@link isDeserialized}.
+ *
+ * @since 0.1.0
+ */
+export type Reply = RawReply | ProtocolReply.DynamicInferenceRequest
+
+/**
+ * True for a typed reply (a client built with `deserialize: true`).
+ *
+ * @example
+ * ```ts
+ * import { Reply } from "@mcore-effect/client"
+ *
+ * const generated = (reply: Reply.Reply): ReadonlyArray<number> =>
+ *   Reply.isDeserialized(reply)
+ *     ? reply.generated_tokens ?? [] // a DynamicInferenceRequest
+ *     : (reply.generated_tokens as ReadonlyArray<number> | undefined) ?? [] // the raw map
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const isDeserialized = (reply: Reply): reply is ProtocolReply.DynamicInferenceRequest =>
+  reply instanceof ProtocolReply.DynamicInferenceRequest
+
+/**
+ * New tokens of a streamed request (`ENGINE_REPLY_PARTIAL`), in order.
+ *
+ * @since 0.1.0
+ */
+export interface Tokens {
+  readonly _tag: "Tokens"
+  /** This client's id for the request (what `abort` takes). */
+  readonly requestId: number
+  readonly newTokens: ReadonlyArray<number>
+}
+
+/**
+ * The last event of a streamed request (`ENGINE_REPLY`): its reply, exactly once.
+ *
+ * @since 0.1.0
+ */
+export interface Final<R = Reply> {
+  readonly _tag: "Final"
+  readonly reply: R
+}
+
+/**
+ * One event of a streamed request: {@link Tokens}, any number of times, in order; then exactly
+ * one {@link Final}; then the stream ends.
+ *
+ * @since 0.1.0
+ */
+export type StreamEvent<R = Reply> = Tokens | Final<R>

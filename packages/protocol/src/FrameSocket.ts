@@ -1,0 +1,276 @@
+/**
+ * A ZeroMQ socket's two sides as every peer of the protocol drives them: one reader loop that
+ * hands each message to a handler, and one writer that sends queued messages one at a time.
+ * The client, the test coordinator, the test engines, the trace proxy and the test support all
+ * use these two and nothing else.
+ *
+ * Why one writer: zeromq.js allows a single `send` in flight per socket; a second one throws.
+ * Why plain promise loops and not fibers: both sides are on the path of every message, and the
+ * fiber runtime costs more per message than the work itself.
+ *
+ * The socket is structural ({@link Readable}, {@link Writable}): zeromq.js's sockets are both,
+ * and this package does not depend on zeromq.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+
+/**
+ * One message as frames (for a ROUTER, the peer's identity first).
+ *
+ * @since 0.1.0
+ */
+export type Message = ReadonlyArray<Uint8Array>
+
+/**
+ * What the reader needs of a socket (a zeromq.js socket is one).
+ *
+ * @since 0.1.0
+ */
+export interface Readable {
+  receive(): Promise<Array<Buffer>>
+  readonly closed: boolean
+}
+
+/**
+ * What the writer needs of a socket (a zeromq.js socket is one).
+ *
+ * @since 0.1.0
+ */
+export interface Writable {
+  send(message: Array<Uint8Array>): Promise<void>
+}
+
+const EMPTY: Array<never> = []
+
+/**
+ * The one writer of a socket: a FIFO drained by a single promise loop, so messages queued from
+ * anywhere go out in order and never overlap. Each message may carry a `tag` (the client's
+ * request id), handed back with a send failure. Queued messages are held in two parallel arrays
+ * swapped out whole as the loop takes them (no node per message, no `shift`).
+ *
+ * @example
+ * ```ts
+ * import { FrameSocket } from "@mcore-effect/protocol"
+ *
+ * declare const socket: FrameSocket.Writable
+ * const writer = new FrameSocket.Writer<number>(socket, (cause, _message, requestId) =>
+ *   console.warn(`request ${requestId} was not sent: ${String(cause)}`)
+ * )
+ * writer.send([Uint8Array.of(0x91, 0x00)], -1)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class Writer<Tag = undefined> {
+  private queued: Array<Message> = []
+  private queuedTags: Array<Tag> = []
+  /** The messages the loop is sending, taken from `queued` whole; `index` is the next one. */
+  private batch: Array<Message> = EMPTY
+  private batchTags: Array<Tag> = EMPTY
+  private index = 0
+  private running = false
+  private paused = false
+  private closed = false
+  private timers: Set<ReturnType<typeof setTimeout>> | undefined = undefined
+  /** Called once when the queue has gone out (see {@link Writer.whenIdle}). */
+  private onIdle: Array<() => void> | undefined = undefined
+  /** Messages the socket refused. */
+  failed = 0
+
+  constructor(
+    private readonly socket: Writable,
+    private readonly onError: (cause: unknown, message: Message, tag: Tag) => void = () => {}
+  ) {}
+
+  /** Queues a message after every message queued before it. Never blocks, never throws. */
+  send(message: Message, tag?: Tag): void {
+    if (this.closed) return
+    this.queued.push(message)
+    this.queuedTags.push(tag as Tag)
+    if (!this.running && !this.paused) void this.drain()
+  }
+
+  /** Queues a message after `millis` (at once when 0 or less); {@link close} cancels it. */
+  sendAfter(millis: number, message: Message, tag?: Tag): void {
+    if (millis <= 0) return this.send(message, tag)
+    const timers = this.timers ??= new Set()
+    const timer = setTimeout(() => {
+      timers.delete(timer)
+      this.send(message, tag)
+    }, millis)
+    timers.add(timer)
+  }
+
+  /** Holds queued messages back until {@link resume} (a peer that hangs). */
+  pause(): void {
+    this.paused = true
+  }
+
+  resume(): void {
+    this.paused = false
+    if (!this.running && this.pending > 0) void this.drain()
+  }
+
+  /** How many messages wait to be sent. */
+  get pending(): number {
+    return this.queued.length + this.batch.length - this.index
+  }
+
+  /** True when nothing is queued or being sent. */
+  get idle(): boolean {
+    return !this.running && this.pending === 0
+  }
+
+  /** Calls `callback` once the queue has gone out to the socket (at once if it already has). */
+  whenIdle(callback: () => void): void {
+    if (this.idle) callback()
+    else (this.onIdle ??= []).push(callback)
+  }
+
+  /**
+   * Stops sending: whatever is queued or waiting in {@link sendAfter} is dropped, later sends are
+   * ignored, and failures of a send already under way are not reported.
+   */
+  close(): void {
+    this.closed = true
+    if (this.timers !== undefined) for (const timer of this.timers) clearTimeout(timer)
+    this.timers = undefined
+    this.queued = []
+    this.queuedTags = []
+    this.batch = EMPTY
+    this.batchTags = EMPTY
+    this.index = 0
+    this.onIdle = undefined
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true
+    try {
+      for (;;) {
+        if (this.closed || this.paused) return
+        if (this.index >= this.batch.length) {
+          if (this.queued.length === 0) break
+          this.batch = this.queued
+          this.batchTags = this.queuedTags
+          this.index = 0
+          this.queued = []
+          this.queuedTags = []
+        }
+        const i = this.index++
+        const message = this.batch[i]!
+        try {
+          await this.socket.send(message as Array<Uint8Array>)
+        } catch (cause) {
+          if (this.closed) return
+          this.failed++
+          this.onError(cause, message, this.batchTags[i]!)
+        }
+      }
+      this.batch = EMPTY
+      this.batchTags = EMPTY
+      this.index = 0
+    } finally {
+      this.running = false
+    }
+    const onIdle = this.onIdle
+    this.onIdle = undefined
+    if (onIdle !== undefined) for (const callback of onIdle) callback()
+  }
+}
+
+/**
+ * Options of {@link read}.
+ *
+ * @since 0.1.0
+ */
+export interface ReaderOptions {
+  /** Handles one message. A throw is reported to `onHandlerError` and the loop goes on. */
+  readonly onMessage: (frames: Array<Buffer>) => void
+  /** A handler threw (a bug in the handler: the message is dropped). */
+  readonly onHandlerError: (cause: unknown, frames: Array<Buffer>) => void
+  /** A receive failed while the socket is open; the loop tries again 10 ms later. */
+  readonly onReceiveError: (cause: unknown) => void
+  /**
+   * Checked before each receive and again before handling what was received: a promise holds
+   * the loop until it settles (a peer that plays dead), `undefined` lets it go on.
+   */
+  readonly gate?: (() => Promise<void> | undefined) | undefined
+  /** Called after each message is handled. */
+  readonly afterMessage?: (() => void) | undefined
+  /**
+   * Messages handled between two turns given to the event loop (default: none given), so timers
+   * and other sockets get a turn during a long burst.
+   */
+  readonly yieldEvery?: number | undefined
+}
+
+/**
+ * A running reader: {@link Reader.stop} ends it at its next step (closing the socket ends a
+ * receive under way); `done` resolves when the loop has ended.
+ *
+ * @since 0.1.0
+ */
+export interface Reader {
+  readonly stop: () => void
+  readonly done: Promise<void>
+}
+
+const pause = (millis: number) => new Promise<void>((resolve) => setTimeout(resolve, millis))
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/**
+ * Starts the one reader of a socket: receives each message and hands it to `onMessage`, until
+ * {@link Reader.stop} or the socket closes. Nothing that arrives ends the loop.
+ *
+ * @since 0.1.0
+ */
+export const read = (socket: Readable, options: ReaderOptions): Reader => {
+  let stopped = false
+  const yieldEvery = options.yieldEvery ?? Infinity
+  const gate = options.gate
+  const loop = async (): Promise<void> => {
+    let handled = 0
+    while (!stopped) {
+      const before = gate?.()
+      if (before !== undefined) await before
+      if (stopped) return
+      let frames: Array<Buffer>
+      try {
+        frames = await socket.receive()
+      } catch (cause) {
+        if (stopped || socket.closed) return
+        options.onReceiveError(cause)
+        await pause(10)
+        continue
+      }
+      const held = gate?.()
+      if (held !== undefined) await held
+      if (stopped) return
+      try {
+        options.onMessage(frames)
+      } catch (cause) {
+        options.onHandlerError(cause, frames)
+      }
+      options.afterMessage?.()
+      if (++handled % yieldEvery === 0) await nextTurn()
+    }
+  }
+  return {
+    stop: () => {
+      stopped = true
+    },
+    done: loop()
+  }
+}
+
+/**
+ * {@link read} as a scoped resource: the reader starts on acquire and stops when the scope
+ * closes (the socket's own release, which ends a receive under way, belongs to whoever opened
+ * it).
+ *
+ * @since 0.1.0
+ */
+export const reader = (socket: Readable, options: ReaderOptions): Effect.Effect<Reader, never, Scope.Scope> =>
+  Effect.acquireRelease(Effect.sync(() => read(socket, options)), (reader) => Effect.sync(reader.stop))

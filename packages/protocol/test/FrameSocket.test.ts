@@ -1,0 +1,166 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { FrameSocket } from "../src/index.ts"
+
+/**
+ * An in-memory socket: records what is sent, checks that sends never overlap (zeromq.js throws
+ * on a second send in flight), and fails the sends it is told to.
+ */
+class MemorySocket implements FrameSocket.Writable, FrameSocket.Readable {
+  readonly sent: Array<ReadonlyArray<Uint8Array>> = []
+  inFlight = 0
+  overlapped = false
+  failNext = 0
+  closed = false
+  private readonly incoming: Array<Array<Buffer>> = []
+  private waiting: { resolve: (frames: Array<Buffer>) => void; reject: (e: Error) => void } | undefined
+
+  async send(message: Array<Uint8Array>): Promise<void> {
+    if (this.inFlight > 0) this.overlapped = true
+    this.inFlight++
+    await new Promise((resolve) => setImmediate(resolve))
+    this.inFlight--
+    if (this.failNext > 0) {
+      this.failNext--
+      throw new Error("refused")
+    }
+    this.sent.push(message)
+  }
+
+  receive(): Promise<Array<Buffer>> {
+    const next = this.incoming.shift()
+    if (next !== undefined) return Promise.resolve(next)
+    if (this.closed) return Promise.reject(new Error("closed"))
+    return new Promise((resolve, reject) => (this.waiting = { resolve, reject }))
+  }
+
+  deliver(frames: Array<Buffer>): void {
+    const waiting = this.waiting
+    this.waiting = undefined
+    if (waiting !== undefined) waiting.resolve(frames)
+    else this.incoming.push(frames)
+  }
+
+  close(): void {
+    this.closed = true
+    this.waiting?.reject(new Error("closed"))
+  }
+}
+
+const frame = (n: number) => [Uint8Array.of(n)]
+const idle = (writer: FrameSocket.Writer<any>) => new Promise<void>((resolve) => writer.whenIdle(resolve))
+
+describe("FrameSocket.Writer", () => {
+  it("sends in order, one at a time", async () => {
+    const socket = new MemorySocket()
+    const writer = new FrameSocket.Writer(socket)
+    for (let i = 0; i < 50; i++) writer.send(frame(i))
+    expect(writer.pending).toBe(49) // the first is already with the socket
+    expect(writer.idle).toBe(false)
+    await idle(writer)
+    expect(socket.sent.map((m) => m[0]![0])).toEqual(Array.from({ length: 50 }, (_, i) => i))
+    expect(socket.overlapped).toBe(false)
+    expect(writer.idle).toBe(true)
+  })
+
+  it("reports a refused message with its tag, and goes on", async () => {
+    const socket = new MemorySocket()
+    const failures: Array<[string, number | undefined]> = []
+    const writer = new FrameSocket.Writer<number | undefined>(socket, (cause, _message, tag) => failures.push([String(cause), tag]))
+    socket.failNext = 1
+    writer.send(frame(1), 7)
+    writer.send(frame(2), undefined)
+    await idle(writer)
+    expect(failures).toEqual([["Error: refused", 7]])
+    expect(writer.failed).toBe(1)
+    expect(socket.sent.map((m) => m[0]![0])).toEqual([2])
+  })
+
+  it("holds messages while paused; close drops what is queued and later sends", async () => {
+    const socket = new MemorySocket()
+    const writer = new FrameSocket.Writer(socket)
+    writer.pause()
+    writer.send(frame(1))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(socket.sent).toEqual([])
+    writer.resume()
+    await idle(writer)
+    expect(socket.sent).toHaveLength(1)
+    writer.sendAfter(1_000, frame(2))
+    writer.close()
+    writer.send(frame(3))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(socket.sent).toHaveLength(1)
+    expect(writer.pending).toBe(0)
+  })
+
+  it("calls every whenIdle callback once the queue has gone out", async () => {
+    const socket = new MemorySocket()
+    const writer = new FrameSocket.Writer(socket)
+    const calls: Array<string> = []
+    writer.whenIdle(() => calls.push("already idle"))
+    writer.send(frame(1))
+    writer.whenIdle(() => calls.push("a"))
+    writer.whenIdle(() => calls.push("b"))
+    await idle(writer)
+    expect(calls).toEqual(["already idle", "a", "b"])
+  })
+})
+
+describe("FrameSocket.read", () => {
+  it("hands every message over; a throwing handler does not end the loop; closing ends it", async () => {
+    const socket = new MemorySocket()
+    const got: Array<number> = []
+    const errors: Array<string> = []
+    const reader = FrameSocket.read(socket, {
+      onMessage: (frames) => {
+        if (frames[0]![0] === 2) throw new Error("bad")
+        got.push(frames[0]![0]!)
+      },
+      onHandlerError: (cause) => errors.push(String(cause)),
+      onReceiveError: (cause) => errors.push(`receive: ${String(cause)}`)
+    })
+    for (const n of [1, 2, 3]) socket.deliver([Buffer.of(n)])
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    socket.close()
+    await reader.done
+    expect(got).toEqual([1, 3])
+    expect(errors).toEqual(["Error: bad"])
+  })
+
+  it("holds while the gate is shut", async () => {
+    const socket = new MemorySocket()
+    const got: Array<number> = []
+    let open!: () => void
+    let gate: Promise<void> | undefined = new Promise((resolve) => (open = resolve))
+    FrameSocket.read(socket, {
+      gate: () => gate,
+      onMessage: (frames) => got.push(frames[0]![0]!),
+      onHandlerError: () => {},
+      onReceiveError: () => {}
+    })
+    socket.deliver([Buffer.of(1)])
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(got).toEqual([])
+    gate = undefined
+    open()
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(got).toEqual([1])
+    socket.close()
+  })
+
+  it.effect("as a scoped resource, stops when the scope closes", () =>
+    Effect.gen(function*() {
+      const socket = new MemorySocket()
+      const got: Array<number> = []
+      yield* Effect.scoped(FrameSocket.reader(socket, {
+        onMessage: (frames) => got.push(frames[0]![0]!),
+        onHandlerError: () => {},
+        onReceiveError: () => {}
+      }))
+      socket.deliver([Buffer.of(1)])
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+      expect(got).toEqual([])
+      socket.close()
+    }))
+})
