@@ -7,6 +7,7 @@
  */
 export * as ChatTemplate from "./ChatTemplate.ts"
 export * as Detokenizer from "./Detokenizer.ts"
+export * as LanguageModel from "./LanguageModel.ts"
 export * as TextError from "./TextError.ts"
 export * as TextGeneration from "./TextGeneration.ts"
 export * as Tokenizer from "./Tokenizer.ts"
