@@ -122,6 +122,11 @@ class ByteLevelDecoder implements Decoder {
 
   push(ids: ReadonlyArray<number>, from: number, to: number): string {
     const { added, tokens } = this.tokenizer.decoding
+    // One token (the streaming case): its bytes straight to the decoder, no copy.
+    if (to - from === 1 && !added.has(ids[from]!)) {
+      const bytes = this.bytesOf(ids[from]!, tokens)
+      return bytes === undefined ? "" : this.utf8.decode(bytes, STREAM)
+    }
     let text = ""
     let length = 0
     for (let i = from; i < to; i++) {
@@ -133,13 +138,8 @@ class ByteLevelDecoder implements Decoder {
         length = 0
         continue
       }
-      let bytes = this.bytes[id]
-      if (bytes === undefined) {
-        const token = tokens[id]
-        if (token === undefined) continue
-        bytes = tokenBytes(token)
-        this.bytes[id] = bytes
-      }
+      const bytes = this.bytesOf(id, tokens)
+      if (bytes === undefined) continue
       if (length + bytes.length > this.scratch.length) {
         const grown = new Uint8Array(Math.max(this.scratch.length * 2, length + bytes.length))
         grown.set(this.scratch.subarray(0, length))
@@ -153,6 +153,18 @@ class ByteLevelDecoder implements Decoder {
 
   finish(): string {
     return this.utf8.decode()
+  }
+
+  /** The bytes of a (non-added) id, computed on first sight; `undefined` for an unknown id. */
+  private bytesOf(id: number, tokens: ReadonlyArray<string | undefined>): Uint8Array | undefined {
+    let bytes = this.bytes[id]
+    if (bytes === undefined) {
+      const token = tokens[id]
+      if (token === undefined) return undefined
+      bytes = tokenBytes(token)
+      this.bytes[id] = bytes
+    }
+    return bytes
   }
 }
 
