@@ -84,6 +84,24 @@ describe("TextGeneration over the test cluster", () => {
       }
     }).pipe(quiet))
 
+  it.live("typed replies (deserialize: true) and many streams at once, each its own text", () =>
+    Effect.gen(function*() {
+      const { text } = yield* setup({ engines: 2, engine: { stepMs: 1 }, client: { deserialize: true } })
+      const generated = yield* text.generate(prompt, { samplingParams: { num_tokens_to_generate: 3 } })
+      expect(generated.text).toBe(expectedText(promptIds, 3))
+      const prompts = Array.from({ length: 40 }, (_, i) => `${Vocabulary.word(1 + (i % 60))} ${Vocabulary.word(1 + ((i * 7) % 60))} fox`)
+      const results = yield* Effect.forEach(
+        prompts,
+        (p, i) => Stream.runCollect(text.stream(p, { samplingParams: { num_tokens_to_generate: 1 + (i % 9) } })),
+        { concurrency: "unbounded" }
+      )
+      results.forEach((parts, i) => {
+        const expected = expectedText(Vocabulary.tokenize(prompts[i]!), 1 + (i % 9))
+        expect(deltasOf(parts).map((d) => d.text).join("")).toBe(expected)
+        expect(finishOf(parts).text).toBe(expected)
+      })
+    }).pipe(quiet))
+
   it.live("chat: messages rendered with the template, encoded without extra specials, answered", () =>
     Effect.gen(function*() {
       const { recorder, text } = yield* setup()
