@@ -68,6 +68,11 @@ export interface GenerateOptions {
   readonly logProbs?: boolean | undefined
   /** Ask for the `n` most likely tokens at each step with theirs (`top_n_logprobs`). */
   readonly topLogProbs?: number | undefined
+  /**
+   * Ask for the prompt's log probabilities too (`return_log_probs` with `skip_prompt_log_probs`
+   * false; with `topLogProbs`, the prompt's top tokens as well), e.g. to score a text.
+   */
+  readonly promptLogProbs?: boolean | undefined
   /** For a text prompt: add the tokenizer's special tokens (a bos) as `encode` does. Default true. */
   readonly addSpecialTokens?: boolean | undefined
   /** A deadline for the request (the client's `timeout`). */
@@ -114,6 +119,13 @@ export interface Generation {
   readonly logProbs: ReadonlyArray<number> | undefined
   /** The `topLogProbs` most likely tokens at each step (token text to log probability), when asked for. */
   readonly topLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
+  /**
+   * Log probabilities of the prompt's tokens after the first, when asked for (`promptLogProbs`)
+   * and the engine sent them (not on a `Finish` that came before the final reply).
+   */
+  readonly promptLogProbs: ReadonlyArray<number> | undefined
+  /** The prompt's top tokens at each position, when asked for with `promptLogProbs` and `topLogProbs`. */
+  readonly promptTopLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
   /** The coordinator's id of the request (undefined when it was aborted before any reply). */
   readonly requestId: number | undefined
 }
@@ -232,12 +244,22 @@ interface ReplyView {
   readonly cachedTokens: number
   readonly logProbs: ReadonlyArray<number> | undefined
   readonly topLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
+  readonly promptLogProbs: ReadonlyArray<number> | undefined
+  readonly promptTopLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
 }
 
 const viewOf = (reply: InferenceClient.Reply): ReplyView => {
   const typed = InferenceClient.isDeserialized(reply) ? Result.succeed(reply) : Reply.decodeReply(reply)
   if (Result.isFailure(typed)) {
-    return { requestId: undefined, generatedTokens: [], cachedTokens: 0, logProbs: undefined, topLogProbs: undefined }
+    return {
+      requestId: undefined,
+      generatedTokens: [],
+      cachedTokens: 0,
+      logProbs: undefined,
+      topLogProbs: undefined,
+      promptLogProbs: undefined,
+      promptTopLogProbs: undefined
+    }
   }
   const r = typed.success
   return {
@@ -245,7 +267,9 @@ const viewOf = (reply: InferenceClient.Reply): ReplyView => {
     generatedTokens: r.generated_tokens ?? [],
     cachedTokens: r.num_cached_tokens ?? 0,
     logProbs: r.generated_log_probs ?? undefined,
-    topLogProbs: r.generated_top_n_logprobs ?? undefined
+    topLogProbs: r.generated_top_n_logprobs ?? undefined,
+    promptLogProbs: r.prompt_log_probs ?? undefined,
+    promptTopLogProbs: r.prompt_top_n_logprobs ?? undefined
   }
 }
 
@@ -340,6 +364,8 @@ class Progress {
       },
       logProbs: view?.logProbs?.slice(0, count),
       topLogProbs: view?.topLogProbs?.slice(0, count),
+      promptLogProbs: view?.promptLogProbs,
+      promptTopLogProbs: view?.promptTopLogProbs,
       requestId: view?.requestId ?? this.requestId
     }
   }
@@ -409,9 +435,9 @@ export const make = (
           params.termination_id = tokenizer.eosTokenIds[0]
         }
         if (stop.length > 0 && params.stop_words === undefined) params.stop_words = [...stop]
-        if (opts?.logProbs === true || (top !== undefined && top > 0)) {
+        if (opts?.logProbs === true || opts?.promptLogProbs === true || (top !== undefined && top > 0)) {
           params.return_log_probs = true
-          if (params.skip_prompt_log_probs === undefined) params.skip_prompt_log_probs = true
+          if (params.skip_prompt_log_probs === undefined) params.skip_prompt_log_probs = opts?.promptLogProbs !== true
         }
         if (top !== undefined && top > 0) params.top_n_logprobs = top
         const eos = new Set(tokenizer.eosTokenIds)

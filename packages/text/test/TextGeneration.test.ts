@@ -57,7 +57,7 @@ describe("TextGeneration over the test cluster", () => {
       expect(result.requestId).toBe(submits[0]!.requestId)
     }).pipe(quiet))
 
-  it.live("generate: cached tokens come from num_cached_tokens; log probs pass through", () =>
+  it.live("generate: cached tokens come from num_cached_tokens; log probs (the prompt's too) pass through", () =>
     Effect.gen(function*() {
       const { text } = yield* setup({ engine: { blockSizeTokens: 2 } })
       const long = "the quick fox runs over the dog and the cat"
@@ -66,6 +66,10 @@ describe("TextGeneration over the test cluster", () => {
       expect(again.usage.cachedTokens).toBeGreaterThan(0)
       expect(again.usage.cachedTokens).toBeLessThanOrEqual(again.usage.promptTokens)
       expect(again.logProbs).toEqual(again.tokenIds.map(Generation.logProbOf))
+      expect(again.promptLogProbs).toBeUndefined()
+      const scored = yield* text.generate(prompt, { samplingParams: { num_tokens_to_generate: 2 }, promptLogProbs: true })
+      expect(scored.promptLogProbs).toEqual(promptIds.slice(1).map(Generation.logProbOf))
+      expect(scored.logProbs).toEqual(scored.tokenIds.map(Generation.logProbOf))
     }).pipe(quiet))
 
   it.live("stream: deltas as tokens arrive, the final reply's tail included, then one Finish", () =>
