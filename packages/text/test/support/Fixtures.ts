@@ -37,3 +37,12 @@ export const wordVectors = read("word.json") as {
   readonly encode: ReadonlyArray<EncodeVector>
   readonly chats: ReadonlyArray<ChatVector>
 }
+
+/** A hand-made SentencePiece-like tokenizer (byte fallback; decoded in windows): encode/decode, random sequences. */
+export const sentencePieceVectors = read("sentencepiece_like.json") as {
+  readonly encode: ReadonlyArray<EncodeVector>
+  readonly sequences: ReadonlyArray<{ readonly ids: ReadonlyArray<number>; readonly decoded: string; readonly decodedSkipSpecial: string }>
+}
+
+/** The directory of the hand-made SentencePiece-like tokenizer. */
+export const sentencePieceDirectory: string = Path.join(import.meta.dirname, "..", "fixtures", "sentencepiece_like")
