@@ -58,6 +58,18 @@ describe("Detokenizer", () => {
       }
     }))
 
+  it.effect("Qwen3, random ids (invalid UTF-8 and special tokens included): Python's decode, token by token", () =>
+    Effect.gen(function*() {
+      const tokenizer = yield* qwen3
+      for (const vector of qwen3Vectors.sequences) {
+        for (const [skip, decoded] of [[false, vector.decoded], [true, vector.decodedSkipSpecial]] as const) {
+          expect(tokenizer.decode(vector.ids, { skipSpecialTokens: skip }), JSON.stringify(vector.ids)).toBe(decoded)
+          const { deltas, rest } = run(tokenizer, vector.ids, vector.ids.map((_, i) => i), { skipSpecialTokens: skip })
+          expect(deltas.join("") + rest, JSON.stringify(vector.ids)).toBe(decoded)
+        }
+      }
+    }))
+
   it.effect("property (Qwen3): the deltas concatenate to the whole decode, however the ids are split", () =>
     Effect.gen(function*() {
       const tokenizer = yield* qwen3

@@ -29,6 +29,7 @@ interface ChatVector {
 export const qwen3Vectors = read("qwen3.json") as {
   readonly encode: ReadonlyArray<EncodeVector & { readonly decodedSkipSpecial: string }>
   readonly prefixes: ReadonlyArray<{ readonly text: string | null; readonly ids: ReadonlyArray<number>; readonly decoded: ReadonlyArray<string> }>
+  readonly sequences: ReadonlyArray<{ readonly ids: ReadonlyArray<number>; readonly decoded: string; readonly decodedSkipSpecial: string }>
   readonly chats: ReadonlyArray<ChatVector>
 }
 
