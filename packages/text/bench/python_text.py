@@ -1,8 +1,9 @@
 """The Python side of `pnpm bench text`: Python's `tokenizers` (Rust) on the same inputs.
 
-    python3 python_text.py TOKENIZER_JSON TEXT_FILE IDS_JSON SAMPLES
+    python3 python_text.py TOKENIZER_JSON DOCUMENTS_JSON IDS_JSON SAMPLES
 
-Prints one JSON object: encode MB/s (UTF-8 bytes of TEXT_FILE per second) and incremental
+Prints one JSON object: encode MB/s (UTF-8 bytes of the documents per second, encoded one at a
+time) and incremental
 detokenize tokens/s with `tokenizers.decoders.DecodeStream` at each sequence length, medians of
 SAMPLES samples, CPU time of this process (time.process_time), one thread.
 """
@@ -38,14 +39,19 @@ def per_call(f, min_seconds=0.05):
 
 
 def main():
-    tokenizer_json, text_file, ids_file, samples = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    tokenizer_json, documents_file, ids_file, samples = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     tokenizer = Tokenizer.from_file(tokenizer_json)
-    with open(text_file, encoding="utf-8") as f:
-        text = f.read()
+    with open(documents_file, encoding="utf-8") as f:
+        documents = json.load(f)
     with open(ids_file, encoding="utf-8") as f:
         ids = json.load(f)
-    size = len(text.encode("utf-8"))
-    encode = [size / per_call(lambda: tokenizer.encode(text, add_special_tokens=True)) / 1e6 for _ in range(samples)]
+    size = sum(len(d.encode("utf-8")) for d in documents)
+
+    def encode_all():
+        for document in documents:
+            tokenizer.encode(document, add_special_tokens=True)
+
+    encode = [size / per_call(encode_all) / 1e6 for _ in range(samples)]
 
     def detokenize(n):
         def run():
