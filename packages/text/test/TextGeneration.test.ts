@@ -180,6 +180,20 @@ describe("TextGeneration over the test cluster", () => {
       expect(aborts).toEqual([submits[0]!.requestId])
     }).pipe(quiet))
 
+  it.live("interrupting generate sends exactly one ABORT", () =>
+    Effect.gen(function*() {
+      const { cluster, recorder, text } = yield* setup({ engine: { stepMs: 10 } })
+      const fiber = yield* Effect.forkChild(text.generate(prompt, { samplingParams: { num_tokens_to_generate: 500 } }))
+      yield* recorder.waitFor("the submit", (e) => sent(e).submits.length === 1)
+      yield* Fiber.interrupt(fiber)
+      yield* cluster.engines[0]!.waitFor("the abort", (s) => s.aborted.length === 1)
+      const barrier = yield* text.generate("one", { samplingParams: { num_tokens_to_generate: 1 } })
+      const { aborts, submits } = sent(
+        yield* recorder.waitFor("the barrier", (e) => sent(e).submits.some((s) => s.requestId === barrier.requestId))
+      )
+      expect(aborts).toEqual([submits[0]!.requestId])
+    }).pipe(quiet))
+
   it.live("taking a few deltas and stopping aborts the request once", () =>
     Effect.gen(function*() {
       const { recorder, text } = yield* setup({ engine: { stepMs: 5 } })
