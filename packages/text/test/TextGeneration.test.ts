@@ -4,6 +4,7 @@
  * engines generate is known (Generation.tokens), so the expected text is too.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { InferenceClient } from "@mcore-effect/client"
 import { Messages, Msgpack } from "@mcore-effect/protocol"
 import { Generation, type Trace, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
 import { Effect, Fiber, Latch, Result, Stream } from "effect"
@@ -55,6 +56,18 @@ describe("TextGeneration over the test cluster", () => {
       const { submits } = sent(yield* recorder.waitFor("the submit", (e) => sent(e).submits.length === 1))
       expect(submits[0]!.prompt).toEqual(promptIds)
       expect(result.requestId).toBe(submits[0]!.requestId)
+    }).pipe(quiet))
+
+  it.live("requestId is this client's id (what abort takes); coordinatorRequestId the reply's request_id", () =>
+    Effect.gen(function*() {
+      const { cluster, text } = yield* setup()
+      // Another client's request first: the coordinator's ids run ahead of this client's.
+      const other = yield* InferenceClient.make({ address: cluster.address })
+      yield* other.submit([1, 2], { num_tokens_to_generate: 1 })
+      const generated = yield* text.generate(prompt, { samplingParams: { num_tokens_to_generate: 2 } })
+      const streamed = finishOf(yield* Stream.runCollect(text.stream(prompt, { samplingParams: { num_tokens_to_generate: 3 } })))
+      expect([generated.requestId, streamed.requestId]).toEqual([0, 1])
+      expect([generated.coordinatorRequestId, streamed.coordinatorRequestId]).toEqual([1, 2])
     }).pipe(quiet))
 
   it.live("generate: cached tokens come from num_cached_tokens; log probs (the prompt's too) pass through", () =>
