@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { type ClientError, InferenceClient } from "@mcore-effect/client"
+import { ClientError, InferenceClient } from "@mcore-effect/client"
 import { Reply, type SamplingParams } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
@@ -259,18 +259,15 @@ interface ReplyView {
   readonly promptTopLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
 }
 
-const viewOf = (reply: InferenceClient.Reply): ReplyView => {
+/**
+ * The fields the text layer reads, or why the reply cannot be read: a raw reply map (the client's
+ * default) is decoded here, and one whose known fields have the wrong types fails its request
+ * with the client's own `MalformedReply`, as a typed reply would have.
+ */
+const viewOf = (reply: InferenceClient.Reply, requestId: number | undefined): ReplyView | ClientError.ClientError => {
   const typed = InferenceClient.isDeserialized(reply) ? Result.succeed(reply) : Reply.decodeReply(reply)
   if (Result.isFailure(typed)) {
-    return {
-      coordinatorRequestId: undefined,
-      generatedTokens: [],
-      cachedTokens: 0,
-      logProbs: undefined,
-      topLogProbs: undefined,
-      promptLogProbs: undefined,
-      promptTopLogProbs: undefined
-    }
+    return ClientError.clientError(new ClientError.MalformedReply({ requestId: requestId ?? -1, why: typed.failure.message }))
   }
   const r = typed.success
   return {
@@ -482,7 +479,8 @@ export const make = (
           Effect.catchIf(isRequestAborted, () => Effect.succeed(undefined))
         )
         if (reply === undefined) return progress.result(undefined, true)
-        const view = viewOf(reply)
+        const view = viewOf(reply, progress.requestId)
+        if (view instanceof ClientError.ClientError) return yield* Effect.fail(view)
         progress.feed(view.generatedTokens)
         progress.close()
         return progress.result(view, false)
@@ -492,6 +490,7 @@ export const make = (
       Stream.unwrap(Effect.map(plan(prompt, opts), (p) => {
         const progress = new Progress(tokenizer, p)
         let streamed = 0
+        let failure: ClientError.ClientError | undefined
         /** Appends the parts an event of the client's stream gives (none, while a character is incomplete). */
         const onEvent = (event: InferenceClient.StreamEvent, parts: Array<StreamPart>): void => {
           if (progress.ended) return
@@ -504,7 +503,13 @@ export const make = (
             if (progress.ended) parts.push({ _tag: "Finish", ...progress.result(undefined, false) })
             return
           }
-          const view = viewOf(finalReply(event)!)
+          const view = viewOf(finalReply(event)!, progress.requestId)
+          if (view instanceof ClientError.ClientError) {
+            // Fails the stream once the client's stream has ended (below): no Finish for it.
+            progress.ended = true
+            failure = view
+            return
+          }
           // The last step's tokens come only in the final reply.
           progress.feed(view.generatedTokens.slice(streamed))
           const ids = progress.fedIds
@@ -523,6 +528,7 @@ export const make = (
           // An eos or stop string ends the text before the engine ends the request: stopping
           // here ends the client's stream early, which aborts the request.
           Stream.takeUntil((part) => part._tag === "Finish"),
+          Stream.concat(Stream.suspend(() => (failure === undefined ? Stream.empty : Stream.fail(failure)))),
           Stream.catchIf(isRequestAborted, () =>
             Stream.suspend(() => {
               const rest = progress.close()
