@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { InferenceClient } from "@mcore-effect/client"
 import { Messages, Msgpack } from "@mcore-effect/protocol"
-import { Generation, type Trace, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
+import { Generation, type Trace, type TraceRecorder, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
 import { Effect, Fiber, Latch, Result, Stream } from "effect"
 import { TextGeneration } from "../src/index.ts"
 import { quiet, setup } from "./support/Setup.ts"
@@ -30,6 +30,19 @@ const sent = (entries: ReadonlyArray<Trace.Entry>) => {
   }
   return { submits, aborts }
 }
+
+/**
+ * After a last round trip (everything sent before it has then passed the recorder): exactly one
+ * ABORT went out, for the first request.
+ */
+const expectOneAbort = (text: TextGeneration.Service, recorder: TraceRecorder.Handle) =>
+  Effect.gen(function*() {
+    const barrier = yield* text.generate("one", { samplingParams: { num_tokens_to_generate: 1 } })
+    const { aborts, submits } = sent(
+      yield* recorder.waitFor("the barrier", (e) => sent(e).submits.some((s) => s.requestId === barrier.requestId))
+    )
+    expect(aborts).toEqual([submits[0]!.requestId])
+  })
 
 const deltasOf = (parts: ReadonlyArray<TextGeneration.StreamPart>) =>
   parts.flatMap((p) => (p._tag === "TextDelta" ? [p] : []))
@@ -185,12 +198,7 @@ describe("TextGeneration over the test cluster", () => {
       yield* first.await
       yield* Fiber.interrupt(fiber)
       yield* cluster.engines[0]!.waitFor("the abort", (s) => s.aborted.length === 1)
-      // A last round trip: everything sent before it has passed the recorder.
-      const barrier = yield* text.generate("one", { samplingParams: { num_tokens_to_generate: 1 } })
-      const { aborts, submits } = sent(
-        yield* recorder.waitFor("the barrier", (e) => sent(e).submits.some((s) => s.requestId === barrier.requestId))
-      )
-      expect(aborts).toEqual([submits[0]!.requestId])
+      yield* expectOneAbort(text, recorder)
     }).pipe(quiet))
 
   it.live("interrupting generate sends exactly one ABORT", () =>
@@ -200,11 +208,7 @@ describe("TextGeneration over the test cluster", () => {
       yield* recorder.waitFor("the submit", (e) => sent(e).submits.length === 1)
       yield* Fiber.interrupt(fiber)
       yield* cluster.engines[0]!.waitFor("the abort", (s) => s.aborted.length === 1)
-      const barrier = yield* text.generate("one", { samplingParams: { num_tokens_to_generate: 1 } })
-      const { aborts, submits } = sent(
-        yield* recorder.waitFor("the barrier", (e) => sent(e).submits.some((s) => s.requestId === barrier.requestId))
-      )
-      expect(aborts).toEqual([submits[0]!.requestId])
+      yield* expectOneAbort(text, recorder)
     }).pipe(quiet))
 
   it.live("taking a few deltas and stopping aborts the request once", () =>
@@ -214,11 +218,7 @@ describe("TextGeneration over the test cluster", () => {
         text.stream(prompt, { samplingParams: { num_tokens_to_generate: 100 } }).pipe(Stream.take(2))
       )
       expect(parts.map((p) => p._tag)).toEqual(["TextDelta", "TextDelta"])
-      const barrier = yield* text.generate("two", { samplingParams: { num_tokens_to_generate: 1 } })
-      const { aborts, submits } = sent(
-        yield* recorder.waitFor("the barrier", (e) => sent(e).submits.some((s) => s.requestId === barrier.requestId))
-      )
-      expect(aborts).toEqual([submits[0]!.requestId])
+      yield* expectOneAbort(text, recorder)
     }).pipe(quiet))
 
   it.live("a request aborted from elsewhere finishes its stream with finish reason aborted", () =>
