@@ -7,6 +7,8 @@
  */
 import { type ClientError, InferenceClient } from "@mcore-effect/client"
 import { Prompt, SamplingParams } from "@mcore-effect/protocol"
+// Named by the command's inferred error type.
+import type { TextError } from "@mcore-effect/text"
 import { Vocabulary } from "@mcore-effect/testkit"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -18,6 +20,7 @@ import * as Flags from "../Flags.ts"
 import * as Json from "../Json.ts"
 import * as Output from "../Output.ts"
 import * as Replies from "../Replies.ts"
+import * as TextOutput from "../TextOutput.ts"
 import { integer, keyValues, number, parseInteger } from "../Values.ts"
 
 const flags = {
@@ -62,6 +65,20 @@ const flags = {
     Flag.withDefault(false),
     Flag.withDescription("Print streamed tokens as words of the test engines' vocabulary (for mcore coordinator)")
   ),
+  tokenizer: Flag.String("tokenizer").pipe(
+    Flag.withMetavar("dir"),
+    Flag.withDescription("A Hugging Face tokenizer directory: tokenize the prompt and print (or --stream) text here"),
+    Flag.optional
+  ),
+  chat: Flag.Boolean("chat").pipe(
+    Flag.withDefault(false),
+    Flag.withDescription("PROMPT is a chat (JSON [{\"role\", \"content\"}...], or text as one user message), rendered with the tokenizer's chat template (needs --tokenizer)")
+  ),
+  chatTemplate: Flag.String("chat-template").pipe(
+    Flag.withMetavar("file"),
+    Flag.withDescription("A Jinja chat template file to use instead of the tokenizer's"),
+    Flag.optional
+  ),
   prompt: Argument.String("prompt").pipe(Argument.withDescription("The prompt"))
 } as const
 
@@ -90,6 +107,19 @@ const samplingParams = (options: Options): SamplingParams.SamplingParamsInput =>
   if (options.stop.length > 0) params.stop_words = options.stop
   return params
 }
+
+/** `--chat` and `--chat-template` render through a tokenizer's template: they need `--tokenizer`. */
+const textFlagsOf = (options: Options): Result.Result<void, CliError.InvalidValue> =>
+  Option.isNone(options.tokenizer) && (options.chat || Option.isSome(options.chatTemplate))
+    ? Result.fail(
+      new CliError.InvalidValue({
+        option: options.chat ? "chat" : "chat-template",
+        value: options.chat ? "true" : Option.getOrElse(options.chatTemplate, () => ""),
+        expected: "--tokenizer DIR as well (the chat template is the tokenizer's)",
+        kind: "flag"
+      })
+    )
+    : Result.void
 
 /** A refused PROMPT: the module's own error, so it is shown and exits like any bad value (code 2). */
 const badPrompt = (value: string, why: string) =>
@@ -241,6 +271,10 @@ export const command = Command.make(
     const submit: InferenceClient.SubmitOptions = { timeout: Option.getOrUndefined(options.timeout) }
     yield* Effect.gen(function*() {
       const client = yield* InferenceClient.InferenceClient
+      if (Option.isSome(options.tokenizer)) {
+        const text = { ...options, tokenizer: options.tokenizer.value, prompt }
+        return yield* TextOutput.run(client, text, params, submit)
+      }
       if (options.stream) return yield* streamed(client, options, prompt, params, submit)
       const reply = yield* client.submit(prompt, params, submit)
       yield* options.json ? Output.line(Json.stringify(reply)) : printReply(reply)
@@ -249,12 +283,19 @@ export const command = Command.make(
 ).pipe(
   // A bad prompt or sampling value is a usage error (exit code 2), found before connecting.
   Command.validate((options) =>
-    Effect.andThen(Effect.fromResult(promptOf(options)), Effect.fromResult(paramsOf(options))).pipe(Effect.asVoid)
+    Effect.andThen(Effect.fromResult(promptOf(options)), Effect.fromResult(paramsOf(options))).pipe(
+      Effect.andThen(Effect.fromResult(textFlagsOf(options))),
+      Effect.asVoid
+    )
   ),
   Command.withDescription("Send one request to a coordinator and print its reply"),
   Command.withExamples([
     { command: "mcore generate -a tcp://127.0.0.1:5555 -n 16 \"the quick fox\"", description: "Generate 16 tokens" },
     { command: "mcore generate -a tcp://127.0.0.1:5555 --stream \"the quick fox\"", description: "Stream the tokens" },
-    { command: "mcore generate -a tcp://127.0.0.1:5555 --json \"the quick fox\"", description: "The whole reply map" }
+    { command: "mcore generate -a tcp://127.0.0.1:5555 --json \"the quick fox\"", description: "The whole reply map" },
+    {
+      command: "mcore generate -a tcp://127.0.0.1:5555 --tokenizer ./qwen3 --chat --stream \"Name three rivers\"",
+      description: "Chat with a real model, streamed as text"
+    }
   ])
 )
