@@ -3,4 +3,14 @@
  *
  * @since 0.1.0
  */
-export {}
+export * as Admission from "./Admission.ts"
+export * as JsonResponse from "./JsonResponse.ts"
+export * as Metrics from "./Metrics.ts"
+export * as OpenAiSchema from "./OpenAiSchema.ts"
+export * as Routes from "./Routes.ts"
+export * as Sampling from "./Sampling.ts"
+export * as ServerConfig from "./ServerConfig.ts"
+export * as ServerError from "./ServerError.ts"
+export * as ServerState from "./ServerState.ts"
+export * as Sse from "./Sse.ts"
+export * as Workers from "./Workers.ts"
