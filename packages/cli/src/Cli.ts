@@ -9,6 +9,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 // Named by the command tree's inferred error type.
 import type { ClientError } from "@mcore-effect/client"
 import type { TestkitError, TraceError } from "@mcore-effect/testkit"
+import type { TextError } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"

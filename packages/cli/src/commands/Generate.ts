@@ -6,6 +6,8 @@
  * @since 0.1.0
  */
 import { type ClientError, InferenceClient } from "@mcore-effect/client"
+// Named by the command's inferred error type.
+import type { TextError } from "@mcore-effect/text"
 import type { SamplingParams } from "@mcore-effect/protocol"
 import { Vocabulary } from "@mcore-effect/testkit"
 import * as Effect from "effect/Effect"
@@ -19,6 +21,7 @@ import * as Json from "../Json.ts"
 import * as Output from "../Output.ts"
 import { intAtLeast } from "../Positive.ts"
 import * as Replies from "../Replies.ts"
+import * as TextOutput from "../TextOutput.ts"
 
 const flags = {
   ...Flags.connection,
@@ -58,6 +61,20 @@ const flags = {
   testVocabulary: Flag.Boolean("test-vocabulary").pipe(
     Flag.withDefault(false),
     Flag.withDescription("Print streamed tokens as words of the test engines' vocabulary (for mcore coordinator)")
+  ),
+  tokenizer: Flag.String("tokenizer").pipe(
+    Flag.withMetavar("dir"),
+    Flag.withDescription("A Hugging Face tokenizer directory: tokenize the prompt and print (or --stream) text here"),
+    Flag.optional
+  ),
+  chat: Flag.Boolean("chat").pipe(
+    Flag.withDefault(false),
+    Flag.withDescription("PROMPT is a chat (JSON [{\"role\", \"content\"}...], or text as one user message), rendered with the tokenizer's chat template (needs --tokenizer)")
+  ),
+  chatTemplate: Flag.String("chat-template").pipe(
+    Flag.withMetavar("file"),
+    Flag.withDescription("A Jinja chat template file to use instead of the tokenizer's"),
+    Flag.optional
   ),
   prompt: Argument.String("prompt").pipe(Argument.withDescription("The prompt"))
 } as const
@@ -160,8 +177,15 @@ export const command = Command.make(
   Effect.fn("mcore.generate")(function*(options) {
     const params = samplingParams(options)
     const submit: InferenceClient.SubmitOptions = { timeout: Option.getOrUndefined(options.timeout) }
+    if (Option.isNone(options.tokenizer) && (options.chat || Option.isSome(options.chatTemplate))) {
+      return yield* Effect.fail(new Error("--chat and --chat-template need --tokenizer DIR"))
+    }
     yield* Effect.gen(function*() {
       const client = yield* InferenceClient.InferenceClient
+      if (Option.isSome(options.tokenizer)) {
+        const text = { ...options, tokenizer: options.tokenizer.value, prompt: promptOf(options) }
+        return yield* TextOutput.run(client, text, params, submit)
+      }
       if (options.stream) return yield* streamed(client, options, params, submit)
       const reply = yield* client.submit(promptOf(options), params, submit)
       yield* options.json ? Output.line(Json.stringify(reply)) : printReply(reply)
@@ -172,6 +196,10 @@ export const command = Command.make(
   Command.withExamples([
     { command: "mcore generate -a tcp://127.0.0.1:5555 -n 16 \"the quick fox\"", description: "Generate 16 tokens" },
     { command: "mcore generate -a tcp://127.0.0.1:5555 --stream \"the quick fox\"", description: "Stream the tokens" },
-    { command: "mcore generate -a tcp://127.0.0.1:5555 --json \"the quick fox\"", description: "The whole reply map" }
+    { command: "mcore generate -a tcp://127.0.0.1:5555 --json \"the quick fox\"", description: "The whole reply map" },
+    {
+      command: "mcore generate -a tcp://127.0.0.1:5555 --tokenizer ./qwen3 --chat --stream \"Name three rivers\"",
+      description: "Chat with a real model, streamed as text"
+    }
   ])
 )

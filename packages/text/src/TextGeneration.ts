@@ -1,0 +1,492 @@
+/**
+ * Text generation over the inference client: a prompt (text, token ids, or a chat rendered with
+ * the chat template) in; text, token ids, a finish reason and usage out, at once (`generate`) or
+ * as a stream of text deltas and one closing summary (`stream`).
+ *
+ * What Megatron-LM's own text server does, done here:
+ *
+ * - the prompt is tokenized (or the chat rendered then tokenized, without adding special tokens
+ *   again, as `apply_chat_template` does) and token ids are submitted;
+ * - streamed ids go through an incremental detokenizer, and on the final reply its tail,
+ *   `generated_tokens[alreadyStreamed:]`, because the engines deliver the last step's tokens only
+ *   there;
+ * - the text ends at the first eos id (any of the tokenizer's) or stop string; a stream ended that
+ *   way, or interrupted, aborts its request on the coordinator (one ABORT);
+ * - usage counts prompt, completion and cached tokens (`num_cached_tokens`).
+ *
+ * @since 0.1.0
+ */
+import { type ClientError, InferenceClient } from "@mcore-effect/client"
+import { Reply, type SamplingParams } from "@mcore-effect/protocol"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
+import * as Stream from "effect/Stream"
+import * as ChatTemplate from "./ChatTemplate.ts"
+import * as Detokenizer from "./Detokenizer.ts"
+import { InvalidArgument, type TextError, textError } from "./TextError.ts"
+import * as Tokenizer from "./Tokenizer.ts"
+
+/**
+ * A chat to render with the chat template; `addGenerationPrompt` defaults to true here (the model
+ * is to answer).
+ *
+ * @since 0.1.0
+ */
+export interface ChatPrompt extends ChatTemplate.RenderOptions {
+  readonly messages: ReadonlyArray<ChatTemplate.Message>
+}
+
+/**
+ * A prompt: text (tokenized with the tokenizer), token ids as they are, or a chat.
+ *
+ * @since 0.1.0
+ */
+export type Prompt = string | { readonly tokens: ReadonlyArray<number> } | ChatPrompt
+
+/**
+ * Options of {@link Service.generate} and {@link Service.stream}.
+ *
+ * @since 0.1.0
+ */
+export interface GenerateOptions {
+  /**
+   * The engine's sampling parameters (`num_tokens_to_generate`, `temperature`, `top_p`...),
+   * validated by the client. `termination_id` defaults to the tokenizer's first eos id.
+   */
+  readonly samplingParams?: SamplingParams.SamplingParamsInput | undefined
+  /**
+   * Stop strings: the text ends where the first one begins (it is not part of the text). Also sent
+   * as `stop_words`, so the engine can stop too, unless the sampling parameters set those.
+   */
+  readonly stop?: ReadonlyArray<string> | undefined
+  /** Leave special tokens out of the text. Default true. */
+  readonly skipSpecialTokens?: boolean | undefined
+  /** Ask for the log probabilities of the generated tokens (`return_log_probs`). */
+  readonly logProbs?: boolean | undefined
+  /** Ask for the `n` most likely tokens at each step with theirs (`top_n_logprobs`). */
+  readonly topLogProbs?: number | undefined
+  /** For a text prompt: add the tokenizer's special tokens (a bos) as `encode` does. Default true. */
+  readonly addSpecialTokens?: boolean | undefined
+  /** A deadline for the request (the client's `timeout`). */
+  readonly timeout?: Duration.Input | undefined
+}
+
+/**
+ * Why the generation ended: `stop` (an eos token, a stop string, or the engine's own stop),
+ * `length` (the token budget), `aborted` (the request was aborted on the coordinator).
+ *
+ * @since 0.1.0
+ */
+export type FinishReason = "stop" | "length" | "aborted"
+
+/**
+ * Token counts of one request.
+ *
+ * @since 0.1.0
+ */
+export interface Usage {
+  readonly promptTokens: number
+  /** Generated tokens consumed (up to and including the one that ended the text). */
+  readonly completionTokens: number
+  /** Prompt tokens the engine found in its prefix cache (`num_cached_tokens`; 0 when not reported). */
+  readonly cachedTokens: number
+  readonly totalTokens: number
+}
+
+/**
+ * A finished generation.
+ *
+ * @since 0.1.0
+ */
+export interface Generation {
+  readonly text: string
+  /** The generated ids, up to and including the one that ended the text. */
+  readonly tokenIds: ReadonlyArray<number>
+  readonly promptTokenIds: ReadonlyArray<number>
+  readonly finishReason: FinishReason
+  /** The stop string that ended the text, when one did. */
+  readonly stopString: string | undefined
+  readonly usage: Usage
+  /** Log probabilities of `tokenIds`, when asked for (`logProbs`) and the engine sent them. */
+  readonly logProbs: ReadonlyArray<number> | undefined
+  /** The `topLogProbs` most likely tokens at each step (token text to log probability), when asked for. */
+  readonly topLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
+  /** The coordinator's id of the request (undefined when it was aborted before any reply). */
+  readonly requestId: number | undefined
+}
+
+/**
+ * New text of a streamed generation, with the ids that produced it.
+ *
+ * @since 0.1.0
+ */
+export interface TextDelta {
+  readonly _tag: "TextDelta"
+  readonly text: string
+  readonly tokenIds: ReadonlyArray<number>
+}
+
+/**
+ * The last part of a streamed generation: the whole of it (`text` is all the deltas together).
+ *
+ * @since 0.1.0
+ */
+export interface Finish extends Generation {
+  readonly _tag: "Finish"
+}
+
+/**
+ * What `stream` emits: text deltas (none empty), then exactly one `Finish`.
+ *
+ * @since 0.1.0
+ */
+export type StreamPart = TextDelta | Finish
+
+/**
+ * The service.
+ *
+ * @since 0.1.0
+ */
+export interface Service {
+  readonly tokenizer: Tokenizer.Service
+  /** The chat template chats are rendered with (a `NoChatTemplate` error when there is none). */
+  readonly chatTemplate: Result.Result<ChatTemplate.ChatTemplate, TextError>
+  /** The prompt's token ids, as `generate` would submit them. */
+  readonly promptTokens: (
+    prompt: Prompt,
+    options?: Pick<GenerateOptions, "addSpecialTokens"> | undefined
+  ) => Effect.Effect<Array<number>, TextError>
+  /** Generates and waits for the whole text. Interrupting the wait aborts the request. */
+  readonly generate: (
+    prompt: Prompt,
+    options?: GenerateOptions | undefined
+  ) => Effect.Effect<Generation, TextError | ClientError.ClientError>
+  /**
+   * Generates as a stream: text deltas as tokens arrive (the final reply's tail included), then
+   * one `Finish`. Nothing is sent until the stream runs, and nothing at all when the prompt or
+   * options are refused. Ending it early (or interrupting it) aborts the request.
+   */
+  readonly stream: (
+    prompt: Prompt,
+    options?: GenerateOptions | undefined
+  ) => Stream.Stream<StreamPart, TextError | ClientError.ClientError>
+}
+
+/**
+ * The `TextGeneration` service.
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient } from "@mcore-effect/client"
+ * import { TextGeneration, Tokenizer } from "@mcore-effect/text"
+ * import { Effect, Layer } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const text = yield* TextGeneration.TextGeneration
+ *   const result = yield* text.generate(
+ *     { messages: [{ role: "user", content: "Name three rivers." }] },
+ *     { samplingParams: { num_tokens_to_generate: 64 } }
+ *   )
+ *   return result.text
+ * }).pipe(
+ *   Effect.provide(TextGeneration.layer().pipe(
+ *     Layer.provide(Tokenizer.layer("/models/qwen3")),
+ *     Layer.provide(InferenceClient.layer({ address: "tcp://127.0.0.1:5555" }))
+ *   ))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class TextGeneration extends Context.Service<TextGeneration, Service>()("@mcore-effect/text/TextGeneration") {}
+
+// ---------------------------------------------------------------------------------------------
+// The client's stream events: the one place that names them.
+
+/**
+ * The new ids an event of the client's stream carries, or its final reply.
+ */
+type Step =
+  | { readonly final: false; readonly requestId: number; readonly tokens: ReadonlyArray<number> }
+  | { readonly final: true; readonly reply: InferenceClient.Reply }
+
+const stepOf = (event: InferenceClient.StreamEvent): Step =>
+  event._tag === "Partial"
+    ? { final: false, requestId: event.requestId, tokens: event.newTokens }
+    : { final: true, reply: event.reply }
+
+// ---------------------------------------------------------------------------------------------
+
+const invalid = (name: string, why: string): TextError => textError(new InvalidArgument({ name, why }))
+
+const isChat = (prompt: Prompt): prompt is ChatPrompt =>
+  typeof prompt === "object" && prompt !== null && "messages" in prompt
+
+/** The fields of a reply the text layer reads, whichever form the client hands over. */
+interface ReplyView {
+  readonly requestId: number | undefined
+  readonly generatedTokens: ReadonlyArray<number>
+  readonly cachedTokens: number
+  readonly logProbs: ReadonlyArray<number> | undefined
+  readonly topLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
+}
+
+const viewOf = (reply: InferenceClient.Reply): ReplyView => {
+  const typed = InferenceClient.isDeserialized(reply) ? Result.succeed(reply) : Reply.decodeReply(reply)
+  if (Result.isFailure(typed)) {
+    return { requestId: undefined, generatedTokens: [], cachedTokens: 0, logProbs: undefined, topLogProbs: undefined }
+  }
+  const r = typed.success
+  return {
+    requestId: r.request_id,
+    generatedTokens: r.generated_tokens ?? [],
+    cachedTokens: r.num_cached_tokens ?? 0,
+    logProbs: r.generated_log_probs ?? undefined,
+    topLogProbs: r.generated_top_n_logprobs ?? undefined
+  }
+}
+
+/** The request as submitted: ids, sampling parameters and what ends the text. */
+interface Plan {
+  readonly promptIds: Array<number>
+  readonly params: SamplingParams.SamplingParamsInput
+  readonly stop: ReadonlyArray<string>
+  readonly eos: ReadonlySet<number>
+  readonly skipSpecialTokens: boolean
+  readonly budget: number | undefined
+  readonly submit: InferenceClient.SubmitOptions
+}
+
+/**
+ * What a generation's text is, token by token: the detokenizer, the ids consumed, and whether an
+ * eos id or a stop string has ended it.
+ */
+class Progress {
+  readonly detokenizer: Detokenizer.Detokenizer
+  readonly tokenIds: Array<number> = []
+  text = ""
+  ended = false
+  requestId: number | undefined = undefined
+  constructor(tokenizer: Tokenizer.Service, readonly plan: Plan) {
+    this.detokenizer = Detokenizer.make(tokenizer, { skipSpecialTokens: plan.skipSpecialTokens, stop: plan.stop })
+  }
+
+  /** Feeds ids; returns the new text and the ids consumed (the rest, past an end, are dropped). */
+  feed(ids: ReadonlyArray<number>): { readonly text: string; readonly ids: ReadonlyArray<number> } {
+    if (this.ended || ids.length === 0) return { text: "", ids: [] }
+    let take = ids.length
+    const eos = this.plan.eos
+    for (let i = 0; i < ids.length; i++) {
+      if (eos.has(ids[i]!)) {
+        take = i + 1
+        this.ended = true
+        break
+      }
+    }
+    const taken = take === ids.length ? ids : ids.slice(0, take)
+    const before = this.detokenizer.tokenCount
+    let text = this.detokenizer.push(taken)
+    const consumed = this.detokenizer.tokenCount - before
+    const used = consumed === taken.length ? taken : taken.slice(0, consumed)
+    if (this.detokenizer.stopString !== undefined) this.ended = true
+    if (this.ended) text += this.detokenizer.finish()
+    for (let i = 0; i < used.length; i++) this.tokenIds.push(used[i]!)
+    this.text += text
+    return { text, ids: used }
+  }
+
+  /** The end of the reply: the rest of the held text. */
+  close(): string {
+    const rest = this.detokenizer.finish()
+    this.text += rest
+    return rest
+  }
+
+  result(view: ReplyView | undefined, aborted: boolean): Generation {
+    const plan = this.plan
+    const count = this.tokenIds.length
+    const finishReason: FinishReason = aborted
+      ? "aborted"
+      : this.ended || plan.budget === undefined || count < plan.budget
+      ? "stop"
+      : "length"
+    const cachedTokens = view?.cachedTokens ?? 0
+    return {
+      text: this.text,
+      tokenIds: this.tokenIds,
+      promptTokenIds: plan.promptIds,
+      finishReason,
+      stopString: this.detokenizer.stopString,
+      usage: {
+        promptTokens: plan.promptIds.length,
+        completionTokens: count,
+        cachedTokens,
+        totalTokens: plan.promptIds.length + count
+      },
+      logProbs: view?.logProbs?.slice(0, count),
+      topLogProbs: view?.topLogProbs?.slice(0, count),
+      requestId: view?.requestId ?? this.requestId
+    }
+  }
+}
+
+const isRequestAborted = (error: ClientError.ClientError | TextError): boolean =>
+  error._tag === "ClientError" && error.reason._tag === "RequestAborted"
+
+/**
+ * The service over a client and a tokenizer; chats are rendered with `chatTemplate` when given,
+ * else with the tokenizer's own.
+ *
+ * @since 0.1.0
+ */
+export const make = (
+  client: InferenceClient.Service,
+  tokenizer: Tokenizer.Service,
+  options?: { readonly chatTemplate?: ChatTemplate.ChatTemplate | undefined } | undefined
+): Effect.Effect<Service> =>
+  Effect.gen(function*() {
+    const chatTemplate: Result.Result<ChatTemplate.ChatTemplate, TextError> = options?.chatTemplate !== undefined
+      ? Result.succeed(options.chatTemplate)
+      : yield* Effect.result(ChatTemplate.fromTokenizer(tokenizer))
+
+    const promptTokens = (
+      prompt: Prompt,
+      opts?: Pick<GenerateOptions, "addSpecialTokens"> | undefined
+    ): Effect.Effect<Array<number>, TextError> =>
+      Effect.suspend(() => {
+        if (typeof prompt === "string") {
+          return Effect.succeed(tokenizer.encode(prompt, { addSpecialTokens: opts?.addSpecialTokens ?? true }))
+        }
+        if (isChat(prompt)) {
+          if (Result.isFailure(chatTemplate)) return Effect.fail(chatTemplate.failure)
+          return chatTemplate.success.render(prompt.messages, {
+            ...prompt,
+            addGenerationPrompt: prompt.continueFinalMessage === true ? false : prompt.addGenerationPrompt ?? true
+          }).pipe(Effect.map((text) => tokenizer.encode(text, { addSpecialTokens: false })))
+        }
+        if (typeof prompt === "object" && prompt !== null && Array.isArray(prompt.tokens)) {
+          const ids = prompt.tokens
+          for (let i = 0; i < ids.length; i++) {
+            const id = ids[i]!
+            if (!Number.isSafeInteger(id) || id < 0 || id >= tokenizer.vocabSize) {
+              return Effect.fail(invalid(`prompt.tokens[${i}]`, `${String(id)} is not an id of the tokenizer (0..${tokenizer.vocabSize - 1})`))
+            }
+          }
+          return Effect.succeed(Array.from(ids))
+        }
+        return Effect.fail(invalid("prompt", "expected text, { tokens } or { messages }"))
+      })
+
+    const plan = (prompt: Prompt, opts: GenerateOptions | undefined): Effect.Effect<Plan, TextError> =>
+      Effect.gen(function*() {
+        const stop = opts?.stop ?? []
+        for (let i = 0; i < stop.length; i++) {
+          if (typeof stop[i] !== "string" || stop[i] === "") return yield* Effect.fail(invalid(`stop[${i}]`, "must be a non-empty string"))
+        }
+        const top = opts?.topLogProbs
+        if (top !== undefined && !(Number.isSafeInteger(top) && top >= 0)) {
+          return yield* Effect.fail(invalid("topLogProbs", "must be a non-negative integer"))
+        }
+        const promptIds = yield* promptTokens(prompt, opts)
+        if (promptIds.length === 0) return yield* Effect.fail(invalid("prompt", "encodes to no tokens"))
+        const params: Record<string, unknown> = { ...opts?.samplingParams }
+        if (params.termination_id === undefined && tokenizer.eosTokenIds.length > 0) {
+          params.termination_id = tokenizer.eosTokenIds[0]
+        }
+        if (stop.length > 0 && params.stop_words === undefined) params.stop_words = [...stop]
+        if (opts?.logProbs === true || (top !== undefined && top > 0)) {
+          params.return_log_probs = true
+          if (params.skip_prompt_log_probs === undefined) params.skip_prompt_log_probs = true
+        }
+        if (top !== undefined && top > 0) params.top_n_logprobs = top
+        const eos = new Set(tokenizer.eosTokenIds)
+        if (typeof params.termination_id === "number") eos.add(params.termination_id)
+        const budget = typeof params.num_tokens_to_generate === "number" ? params.num_tokens_to_generate : undefined
+        return {
+          promptIds,
+          params: params as SamplingParams.SamplingParamsInput,
+          stop,
+          eos,
+          skipSpecialTokens: opts?.skipSpecialTokens ?? true,
+          budget,
+          submit: { timeout: opts?.timeout }
+        }
+      })
+
+    const generate = (prompt: Prompt, opts?: GenerateOptions | undefined) =>
+      Effect.gen(function*() {
+        const p = yield* plan(prompt, opts)
+        const progress = new Progress(tokenizer, p)
+        const reply = yield* client.submit(p.promptIds, p.params, p.submit).pipe(
+          Effect.map((reply) => reply as InferenceClient.Reply | undefined),
+          Effect.catchIf(isRequestAborted, () => Effect.succeed(undefined))
+        )
+        if (reply === undefined) return progress.result(undefined, true)
+        const view = viewOf(reply)
+        progress.feed(view.generatedTokens)
+        progress.close()
+        return progress.result(view, false)
+      }).pipe(Effect.withSpan("TextGeneration.generate"))
+
+    const stream = (prompt: Prompt, opts?: GenerateOptions | undefined): Stream.Stream<StreamPart, TextError | ClientError.ClientError> =>
+      Stream.unwrap(Effect.map(plan(prompt, opts), (p) => {
+        const progress = new Progress(tokenizer, p)
+        let streamed = 0
+        const onEvent = (event: InferenceClient.StreamEvent): Array<StreamPart> => {
+          const step = stepOf(event)
+          const parts: Array<StreamPart> = []
+          if (!step.final) {
+            progress.requestId = step.requestId
+            streamed += step.tokens.length
+            const { ids, text } = progress.feed(step.tokens)
+            if (text !== "") parts.push({ _tag: "TextDelta", text, tokenIds: ids })
+            if (progress.ended) parts.push({ _tag: "Finish", ...progress.result(undefined, false) })
+            return parts
+          }
+          const view = viewOf(step.reply)
+          // The last step's tokens come only in the final reply.
+          const tail = view.generatedTokens.slice(streamed)
+          const { ids, text: fed } = progress.feed(tail)
+          const text = fed + progress.close()
+          if (text !== "") parts.push({ _tag: "TextDelta", text, tokenIds: ids })
+          parts.push({ _tag: "Finish", ...progress.result(view, false) })
+          return parts
+        }
+        return client.stream(p.promptIds, p.params, p.submit).pipe(
+          Stream.map(onEvent),
+          Stream.flattenIterable,
+          // An eos or stop string ends the text before the engine ends the request: stopping
+          // here ends the client's stream early, which aborts the request.
+          Stream.takeUntil((part) => part._tag === "Finish"),
+          Stream.catchIf(isRequestAborted, () =>
+            Stream.suspend(() => {
+              const rest = progress.close()
+              const finish: StreamPart = { _tag: "Finish", ...progress.result(undefined, true) }
+              return Stream.fromArray<StreamPart>(rest === "" ? [finish] : [{ _tag: "TextDelta", text: rest, tokenIds: [] }, finish])
+            }))
+        )
+      }))
+
+    return { tokenizer, chatTemplate, promptTokens, generate, stream } satisfies Service
+  })
+
+/**
+ * The service from the `InferenceClient` and `Tokenizer` services; chats are rendered with
+ * `chatTemplate` when given, else with the tokenizer's own.
+ *
+ * @since 0.1.0
+ */
+export const layer = (
+  options?: { readonly chatTemplate?: ChatTemplate.ChatTemplate | undefined } | undefined
+): Layer.Layer<TextGeneration, never, InferenceClient.InferenceClient | Tokenizer.Tokenizer> =>
+  Layer.effect(
+    TextGeneration,
+    Effect.gen(function*() {
+      const client = yield* InferenceClient.InferenceClient
+      const tokenizer = yield* Tokenizer.Tokenizer
+      return yield* make(client, tokenizer, options)
+    })
+  )
