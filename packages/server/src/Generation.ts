@@ -1,0 +1,184 @@
+/**
+ * What both generation endpoints do once a request is valid: run its choices (`n` per prompt,
+ * all at once), and answer with one JSON body or with an event stream. The endpoints differ only
+ * in how a choice, a delta and a chunk are shaped ({@link Format}).
+ *
+ * Streamed, the choices' events are merged as they come; each choice ends with a chunk carrying
+ * its `finish_reason`, then (with `stream_options.include_usage`) a chunk with no choices and the
+ * usage, then `data: [DONE]`. A failure after the headers went out (the coordinator lost, the
+ * deadline) is written as one error record, and the stream ends: the client sees an error, never
+ * a hang. A client that goes away interrupts the response, which ends every choice's stream,
+ * which aborts each request on the coordinator.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Stream from "effect/Stream"
+import { randomBytes } from "node:crypto"
+import * as Choice from "./Choice.ts"
+import type { Usage } from "./OpenAiSchema.ts"
+import * as Sse from "./Sse.ts"
+import { body, type ServerError } from "./ServerError.ts"
+
+/**
+ * How an endpoint shapes its chunks.
+ *
+ * @since 0.1.0
+ */
+export interface Format {
+  /** `object` of a chunk. */
+  readonly chunkObject: string
+  /** The choice of the chunk that opens choice `index`, if the endpoint sends one. */
+  readonly opening: ((index: number, prompt: Choice.Prompt) => unknown) | undefined
+  /** The choice of a chunk carrying `text`. */
+  readonly delta: (index: number, text: string) => unknown
+  /** The choice of the chunk that closes choice `index`. */
+  readonly closing: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => unknown
+}
+
+/**
+ * What identifies a response.
+ *
+ * @since 0.1.0
+ */
+export interface Meta {
+  readonly id: string
+  readonly created: number
+  readonly model: string
+}
+
+/**
+ * A response id with `prefix` (`chatcmpl-`, `cmpl-`).
+ *
+ * @since 0.1.0
+ */
+export const meta = (prefix: string, model: string): Meta => ({
+  id: prefix + randomBytes(12).toString("hex"),
+  created: Math.floor(Date.now() / 1000),
+  model
+})
+
+/**
+ * Usage of finished choices (`n` per prompt, in order): each prompt counted once, every
+ * generated token counted.
+ *
+ * @since 0.1.0
+ */
+export const usage = (finished: ReadonlyArray<Choice.Finished | undefined>, n: number): Usage => {
+  let prompt = 0
+  let completion = 0
+  let cached = 0
+  for (let i = 0; i < finished.length; i++) {
+    const choice = finished[i]
+    if (choice === undefined) continue
+    completion += choice.completionTokens
+    if (i % n === 0) {
+      prompt += choice.promptTokens
+      cached += choice.cachedTokens
+    }
+  }
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cached }
+  }
+}
+
+/**
+ * Runs every choice at once and waits for all (the first failure interrupts the rest, which
+ * aborts them). Choice `p * n + j` is the `j`th of prompt `p`.
+ *
+ * @since 0.1.0
+ */
+export const runAll = (
+  context: Choice.Context,
+  prompts: ReadonlyArray<Choice.Prompt>,
+  n: number
+): Effect.Effect<Array<Choice.Finished>, ServerError> => {
+  if (prompts.length === 1 && n === 1) return Effect.map(Choice.generate(context, prompts[0]!), (one) => [one])
+  const all: Array<Choice.Prompt> = []
+  for (const prompt of prompts) for (let j = 0; j < n; j++) all.push(prompt)
+  return Effect.forEach(all, (prompt) => Choice.generate(context, prompt), { concurrency: "unbounded" })
+}
+
+/**
+ * Counts an interrupted generation as an abort: by the client (it went away) or by shutdown.
+ *
+ * @since 0.1.0
+ */
+export const countAbort = (context: Choice.Context) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.onInterrupt(effect, () =>
+    Effect.sync(() => context.state.metrics.aborted(context.state.gate.isClosing ? "shutdown" : "disconnect")))
+
+/**
+ * The event stream of a request's choices, framed as SSE bytes.
+ *
+ * @since 0.1.0
+ */
+export const streamAll = (
+  context: Choice.Context,
+  prompts: ReadonlyArray<Choice.Prompt>,
+  n: number,
+  options: {
+    readonly format: Format
+    readonly meta: Meta
+    readonly includeUsage: boolean
+    readonly startedAt: number
+  }
+): Stream.Stream<Uint8Array> => {
+  const { format, includeUsage, meta: { created, id, model } } = options
+  const { metrics } = context.state
+  const chunk = (choice: unknown): Uint8Array =>
+    Sse.record(
+      includeUsage
+        ? { id, object: format.chunkObject, created, model, choices: [choice], usage: null }
+        : { id, object: format.chunkObject, created, model, choices: [choice] }
+    )
+  const count = prompts.length * n
+  const finished: Array<Choice.Finished> = new Array(count)
+  let firstContent = true
+  const choiceStream = (index: number): Stream.Stream<Uint8Array, ServerError> => {
+    const prompt = prompts[Math.floor(index / n)]!
+    const events = Choice.stream(context, prompt).pipe(
+      Stream.map((event) => {
+        if (event._tag === "Delta") {
+          if (firstContent) {
+            firstContent = false
+            metrics.firstToken(options.startedAt)
+          }
+          return chunk(format.delta(index, event.text))
+        }
+        finished[index] = event.finished
+        return chunk(format.closing(index, event.finished, prompt))
+      })
+    )
+    return format.opening === undefined ? events : Stream.concat(Stream.succeed(chunk(format.opening(index, prompt))), events)
+  }
+  const choices = count === 1
+    ? choiceStream(0)
+    : Stream.mergeAll(Array.from({ length: count }, (_, index) => choiceStream(index)), { concurrency: "unbounded" })
+  const ending = Stream.suspend(() => {
+    const tail: Array<Uint8Array> = []
+    const total = usage(finished, n)
+    metrics.tokens(total.prompt_tokens, total.completion_tokens)
+    if (includeUsage) tail.push(Sse.record({ id, object: format.chunkObject, created, model, choices: [], usage: total }))
+    tail.push(Sse.done)
+    return Stream.fromArray(tail)
+  })
+  return Stream.concat(choices, ending).pipe(
+    Stream.catchCause((cause) => {
+      const error = Cause.findErrorOption(cause)
+      return error._tag === "Some"
+        ? Stream.succeed(Sse.record(body(error.value)))
+        : Stream.failCause(cause as Cause.Cause<never>)
+    }),
+    Stream.onExit((exit) =>
+      Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)
+        ? Effect.sync(() => metrics.aborted(context.state.gate.isClosing ? "shutdown" : "disconnect"))
+        : Effect.void
+    )
+  ) as Stream.Stream<Uint8Array>
+}
