@@ -49,13 +49,17 @@ export interface Meta {
   readonly model: string
 }
 
+/** Ids are this process's random prefix and a counter: unique, and no system call per response. */
+const idPrefix = randomBytes(6).toString("hex")
+let nextId = 0
+
 /**
  * A response id with `prefix` (`chatcmpl-`, `cmpl-`).
  *
  * @since 0.1.0
  */
 export const meta = (prefix: string, model: string): Meta => ({
-  id: prefix + randomBytes(12).toString("hex"),
+  id: `${prefix}${idPrefix}${(nextId++).toString(16).padStart(8, "0")}`,
   created: Math.floor(Date.now() / 1000),
   model
 })

@@ -85,6 +85,26 @@ describe("Server over fetch", () => {
       expect(lp.tokens).toEqual(expected(3).split(" "))
       expect(lp.token_logprobs).toEqual(Generation.tokens(ids, 3).map(Generation.logProbOf))
       expect(lp.text_offset[0]).toBe(0)
+      // echo with logprobs (how evaluation harnesses score a text): the prompt's tokens first, the
+      // first with no log prob.
+      const scored = (yield* post(`${url}/v1/completions`, { prompt, max_tokens: 2, logprobs: 0, echo: true })).json()
+      const slp = scored.choices[0].logprobs
+      expect(scored.choices[0].text).toBe(prompt + expected(2))
+      expect(slp.tokens).toEqual([...prompt.split(" "), ...expected(2).split(" ")])
+      expect(slp.token_logprobs).toEqual([
+        null,
+        ...ids.slice(1).map(Generation.logProbOf),
+        ...Generation.tokens(ids, 2).map(Generation.logProbOf)
+      ])
+      // Chat log probs: one entry per generated token.
+      const chat = (yield* post(`${url}/v1/chat/completions`, {
+        messages: [{ role: "user", content: prompt }],
+        max_tokens: 3,
+        logprobs: true
+      })).json()
+      const content = chat.choices[0].logprobs.content
+      expect(content.map((c: any) => c.token).join(" ")).toBe(chat.choices[0].message.content)
+      expect(content.every((c: any) => c.logprob < 0 && Array.isArray(c.bytes))).toBe(true)
     }).pipe(isolated))
 
   it.live("chat: the template renders the messages; stop strings cut the text; the stream is read by hand", () =>
