@@ -53,15 +53,6 @@ export interface Finished {
 }
 
 /**
- * What one choice's stream gives: text deltas, then its end.
- *
- * @since 0.1.0
- */
-export type Event =
-  | { readonly _tag: "Delta"; readonly text: string }
-  | { readonly _tag: "Done"; readonly finished: Finished }
-
-/**
  * What generating a choice needs.
  *
  * @since 0.1.0
@@ -131,28 +122,46 @@ export const generate = (context: Context, prompt: Prompt): Effect.Effect<Finish
     )
 
 /**
- * Streams one choice: text deltas as tokens arrive, then `Done`. Ending consumption early (the
- * HTTP client went away) aborts the request on the coordinator.
+ * What one choice's stream gives: the text package's parts (text deltas, then `Finish`), or, for
+ * `echo` with `logprobs`, the scored result at once.
  *
  * @since 0.1.0
  */
-export const stream = (context: Context, prompt: Prompt): Stream.Stream<Event, ServerError> =>
+export type Part = TextGeneration.StreamPart | { readonly _tag: "Scored"; readonly finished: Finished }
+
+/**
+ * One choice as a stream of {@link Part}s. Ending consumption early (the HTTP client went away)
+ * aborts the request on the coordinator. Not mapped here: the server consumes it in one place,
+ * and every stream combinator costs about 1 KB per open stream (measured).
+ *
+ * @since 0.1.0
+ */
+export const parts = (
+  context: Context,
+  prompt: Prompt
+): Stream.Stream<Part, TextError.TextError | ClientError.ClientError | ServerError> =>
   context.promptLogprobs
-    ? Stream.fromEffect(Effect.map(scored(context, prompt), (done): Event => ({ _tag: "Done", finished: done }))).pipe(
-      Stream.flatMap((done) =>
-        done._tag === "Done" && done.finished.text !== ""
-          ? Stream.make<Array<Event>>({ _tag: "Delta", text: done.finished.text }, done)
-          : Stream.succeed(done)
-      )
-    )
-    : context.text.stream({ tokens: prompt.ids }, options(context)).pipe(
-      Stream.mapError(failure(context)),
-      Stream.map((part): Event => {
-        if (part._tag === "TextDelta") return { _tag: "Delta", text: part.text }
-        context.state.health.replied()
-        return { _tag: "Done", finished: finished(part) }
-      })
-    )
+    ? Stream.fromEffect(Effect.map(scored(context, prompt), (finished): Part => ({ _tag: "Scored", finished })))
+    : context.text.stream({ tokens: prompt.ids }, options(context))
+
+/**
+ * The server's error for a failure of {@link parts}.
+ *
+ * @since 0.1.0
+ */
+export const failed = (context: Context, error: TextError.TextError | ClientError.ClientError | ServerError): ServerError =>
+  error._tag === "ServerError" ? error : failure(context)(error)
+
+/**
+ * The finished choice of the last part of {@link parts}.
+ *
+ * @since 0.1.0
+ */
+export const finishedOf = (context: Context, part: Exclude<Part, TextGeneration.TextDelta>): Finished => {
+  if (part._tag === "Scored") return part.finished
+  context.state.health.replied()
+  return finished(part)
+}
 
 /** `echo` with `logprobs`: the reply read here for the prompt's log probs. */
 const scored = (context: Context, prompt: Prompt): Effect.Effect<Finished, ServerError> =>

@@ -17,7 +17,8 @@ import type { ServerError } from "./ServerError.ts"
 import { ServerState, type State } from "./ServerState.ts"
 
 /**
- * Answers with `work`'s response, or with the error response of its failure; counts either.
+ * Answers with `work`'s response, or with the error response of its failure; counts either, and
+ * a request whose client went away before the answer as 499 (nginx's "client closed request").
  *
  * @since 0.1.0
  */
@@ -26,7 +27,7 @@ export const answer = <R>(
   route: string,
   work: Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
-  Effect.matchEager(work, {
+  Effect.matchEager(Effect.onInterrupt(work, () => Effect.sync(() => state.metrics.answered(route, 499))), {
     onFailure: (failure) => {
       state.metrics.answered(route, failure.status)
       return JsonResponse.error(failure)

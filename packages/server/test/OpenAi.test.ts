@@ -188,5 +188,7 @@ describe("the openai SDK against the server", () => {
       // Still exactly two after a while: no second ABORT for either.
       yield* Effect.sleep("200 millis")
       expect(yield* aborts).toBe(2)
+      const metrics = yield* Effect.promise(() => fetch(`${baseURL.slice(0, -3)}/metrics`).then((r) => r.text()))
+      expect(metrics).toMatch(/mcore_server_aborts_total\{reason="disconnect"\} 2/)
     }).pipe(isolated))
 })

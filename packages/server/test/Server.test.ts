@@ -96,6 +96,18 @@ describe("Server over fetch", () => {
         ...ids.slice(1).map(Generation.logProbOf),
         ...Generation.tokens(ids, 2).map(Generation.logProbOf)
       ])
+      // The same streamed: the prompt opens the choice, the log probs close it.
+      const streamedScore = records((yield* post(`${url}/v1/completions`, {
+        prompt,
+        max_tokens: 2,
+        logprobs: 0,
+        echo: true,
+        stream: true
+      })).text)
+      expect(streamedScore.at(-1)).toBe("[DONE]")
+      const scoreChunks = streamedScore.slice(0, -1).map((d) => JSON.parse(d).choices[0])
+      expect(scoreChunks.map((c: any) => c.text).join("")).toBe(prompt + expected(2))
+      expect(scoreChunks.at(-1).logprobs.token_logprobs).toEqual(slp.token_logprobs)
       // Chat log probs: one entry per generated token.
       const chat = (yield* post(`${url}/v1/chat/completions`, {
         messages: [{ role: "user", content: prompt }],
