@@ -122,6 +122,11 @@ class ByteLevelDecoder implements Decoder {
 
   push(ids: ReadonlyArray<number>, from: number, to: number): string {
     const { added, tokens } = this.tokenizer.decoding
+    // One token (the streaming case): its bytes straight to the decoder, no copy.
+    if (to - from === 1 && !added.has(ids[from]!)) {
+      const bytes = this.bytesOf(ids[from]!, tokens)
+      return bytes === undefined ? "" : this.utf8.decode(bytes, STREAM)
+    }
     let text = ""
     let length = 0
     for (let i = from; i < to; i++) {
@@ -133,13 +138,8 @@ class ByteLevelDecoder implements Decoder {
         length = 0
         continue
       }
-      let bytes = this.bytes[id]
-      if (bytes === undefined) {
-        const token = tokens[id]
-        if (token === undefined) continue
-        bytes = tokenBytes(token)
-        this.bytes[id] = bytes
-      }
+      const bytes = this.bytesOf(id, tokens)
+      if (bytes === undefined) continue
       if (length + bytes.length > this.scratch.length) {
         const grown = new Uint8Array(Math.max(this.scratch.length * 2, length + bytes.length))
         grown.set(this.scratch.subarray(0, length))
@@ -153,6 +153,18 @@ class ByteLevelDecoder implements Decoder {
 
   finish(): string {
     return this.utf8.decode()
+  }
+
+  /** The bytes of a (non-added) id, computed on first sight; `undefined` for an unknown id. */
+  private bytesOf(id: number, tokens: ReadonlyArray<string | undefined>): Uint8Array | undefined {
+    let bytes = this.bytes[id]
+    if (bytes === undefined) {
+      const token = tokens[id]
+      if (token === undefined) return undefined
+      bytes = tokenBytes(token)
+      this.bytes[id] = bytes
+    }
+    return bytes
   }
 }
 
@@ -191,6 +203,8 @@ class WindowedDecoder implements Decoder {
   private readonly ids: Array<number> = []
   private prefixOffset = 0
   private readOffset = 0
+  /** Whether the last token the decoder sees is a byte-fallback token (`<0x41>`). */
+  private endsInByteToken = false
   private readonly options: Tokenizer.DecodeOptions
   constructor(
     private readonly tokenizer: Tokenizer.Service,
@@ -200,10 +214,18 @@ class WindowedDecoder implements Decoder {
   }
 
   push(ids: ReadonlyArray<number>, from: number, to: number): string {
-    for (let i = from; i < to; i++) this.ids.push(ids[i]!)
+    const { byteFallback, isByteToken, tokens } = this.tokenizer.decoding
+    for (let i = from; i < to; i++) {
+      const id = ids[i]!
+      this.ids.push(id)
+      // The last token the decoder sees: skipped special tokens and unknown ids do not end a run.
+      if (byteFallback && tokens[id] !== undefined && !(this.options.skipSpecialTokens === true && this.tokenizer.isSpecial(id))) {
+        this.endsInByteToken = isByteToken(id)
+      }
+    }
     const prefix = this.tokenizer.decode(this.ids.slice(this.prefixOffset, this.readOffset), this.options)
     const full = this.tokenizer.decode(this.ids.slice(this.prefixOffset), this.options)
-    if (full.length <= prefix.length || full.endsWith("\uFFFD")) return ""
+    if (full.length <= prefix.length || full.endsWith("\uFFFD") || this.inByteRun()) return ""
     this.prefixOffset = this.readOffset
     this.readOffset = this.ids.length
     // Older ids are never read again.
@@ -213,6 +235,14 @@ class WindowedDecoder implements Decoder {
       this.prefixOffset = 0
     }
     return full.slice(prefix.length)
+  }
+
+  /**
+   * With byte fallback, a run of byte tokens is text only once it ends: a later byte can turn the
+   * whole run into replacement characters (Python's semantics), so no window ends inside one.
+   */
+  private inByteRun(): boolean {
+    return this.endsInByteToken
   }
 
   finish(): string {

@@ -56,6 +56,13 @@ export interface DecodeOptions {
  */
 export interface Decoding {
   readonly kind: "byteLevel" | "joined" | "other"
+  /**
+   * The decoder turns byte tokens (`<0x41>`) into text (SentencePiece-style byte fallback): a run
+   * of them is only text once it ends, so the detokenizer holds it back until then.
+   */
+  readonly byteFallback: boolean
+  /** True for the id of a byte token (`<0x41>`) when the decoder has byte fallback. */
+  readonly isByteToken: (id: number) => boolean
   /** The token string of each id (added tokens included); `undefined` for an id with none. */
   readonly tokens: ReadonlyArray<string | undefined>
   /** The ids of added tokens, with whether each is special. */
@@ -276,7 +283,12 @@ export const fromFiles = (files: Files, source: string): Effect.Effect<Service, 
     for (const [token, id] of vocab) tokens[id] = token
     // transformers' default when the config does not say (the library's too).
     const cleanUp = config.clean_up_tokenization_spaces === undefined ? true : config.clean_up_tokenization_spaces === true
-    const decoding: Decoding = { kind: decodingKind(tokenizerJson, cleanUp), tokens, added }
+    const byteFallback = pythonByteFallback(hf.decoder as unknown as LibraryDecoder | null)
+    const isByteToken = (id: number) => {
+      const token = tokens[id]
+      return byteFallback && token !== undefined && BYTE_TOKEN.test(token)
+    }
+    const decoding: Decoding = { kind: decodingKind(tokenizerJson, cleanUp), byteFallback, isByteToken, tokens, added }
 
     const service: Service = {
       source,
@@ -301,6 +313,53 @@ export const fromFiles = (files: Files, source: string): Effect.Effect<Service, 
     }
     return Effect.succeed(service)
   })
+
+/** A decoder of the library, as far as {@link pythonByteFallback} reads it. */
+interface LibraryDecoder {
+  readonly config?: { readonly type?: unknown }
+  readonly decoders?: ReadonlyArray<LibraryDecoder>
+  decode_chain?: (tokens: Array<string>) => Array<string>
+}
+
+const BYTE_TOKEN = /^<0x([0-9A-Fa-f]{2})>$/
+
+/**
+ * Gives the library's `ByteFallback` decoders Python's semantics. The library decodes a run of
+ * byte tokens with a lossy `TextDecoder` (one U+FFFD per bad subsequence, the valid bytes kept);
+ * Python's `tokenizers` makes the whole run one U+FFFD per byte token when it is not valid UTF-8
+ * (`decoders/byte_fallback.rs`). Returns whether the tokenizer has one.
+ */
+const pythonByteFallback = (decoder: LibraryDecoder | null): boolean => {
+  if (decoder === null) return false
+  let found = false
+  for (const inner of decoder.decoders ?? []) found = pythonByteFallback(inner) || found
+  if (decoder.config?.type !== "ByteFallback") return found
+  const strict = new TextDecoder("utf-8", { fatal: true })
+  decoder.decode_chain = (tokens) => {
+    const out: Array<string> = []
+    let bytes: Array<number> = []
+    const flush = () => {
+      if (bytes.length === 0) return
+      try {
+        out.push(strict.decode(Uint8Array.from(bytes)))
+      } catch {
+        for (let i = 0; i < bytes.length; i++) out.push("\uFFFD")
+      }
+      bytes = []
+    }
+    for (const token of tokens) {
+      const byte = BYTE_TOKEN.exec(token)
+      if (byte !== null) bytes.push(parseInt(byte[1]!, 16))
+      else {
+        flush()
+        out.push(token)
+      }
+    }
+    flush()
+    return out
+  }
+  return true
+}
 
 const readText = (path: string): Effect.Effect<string | undefined, TextError> =>
   Effect.tryPromise({

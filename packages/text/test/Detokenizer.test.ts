@@ -9,7 +9,7 @@ import { WordTokenizer } from "@mcore-effect/testkit"
 import { Effect } from "effect"
 import * as fc from "fast-check"
 import { Detokenizer, Tokenizer } from "../src/index.ts"
-import { qwen3Vectors } from "./support/Fixtures.ts"
+import { qwen3Vectors, sentencePieceDirectory, sentencePieceVectors } from "./support/Fixtures.ts"
 import { qwen3, words } from "./support/Setup.ts"
 
 /** Pushes `ids` in the chunks `cuts` gives; returns the deltas and the rest `finish` returns. */
@@ -55,6 +55,18 @@ describe("Detokenizer", () => {
           const { deltas, rest } = run(tokenizer, vector.ids.slice(0, k), [])
           expect(deltas.join("") + rest).toBe(vector.decoded[k])
         })
+      }
+    }))
+
+  it.effect("Qwen3, random ids (invalid UTF-8 and special tokens included): Python's decode, token by token", () =>
+    Effect.gen(function*() {
+      const tokenizer = yield* qwen3
+      for (const vector of qwen3Vectors.sequences) {
+        for (const [skip, decoded] of [[false, vector.decoded], [true, vector.decodedSkipSpecial]] as const) {
+          expect(tokenizer.decode(vector.ids, { skipSpecialTokens: skip }), JSON.stringify(vector.ids)).toBe(decoded)
+          const { deltas, rest } = run(tokenizer, vector.ids, vector.ids.map((_, i) => i), { skipSpecialTokens: skip })
+          expect(deltas.join("") + rest, JSON.stringify(vector.ids)).toBe(decoded)
+        }
       }
     }))
 
@@ -140,6 +152,31 @@ describe("Detokenizer", () => {
           }
         }),
         { numRuns: 500 }
+      )
+    }))
+
+  it.effect("a SentencePiece-like tokenizer (byte fallback, decoded in windows): Python's decode, and the property", () =>
+    Effect.gen(function*() {
+      const tokenizer = yield* Tokenizer.fromDirectory(sentencePieceDirectory)
+      expect(tokenizer.decoding.kind).toBe("other")
+      for (const vector of sentencePieceVectors.encode) {
+        expect(tokenizer.encode(vector.text)).toEqual(vector.ids)
+        expect(tokenizer.decode(vector.ids)).toBe(vector.decoded)
+      }
+      for (const vector of sentencePieceVectors.sequences) {
+        for (const [skip, decoded] of [[false, vector.decoded], [true, vector.decodedSkipSpecial]] as const) {
+          expect(tokenizer.decode(vector.ids, { skipSpecialTokens: skip }), JSON.stringify(vector.ids)).toBe(decoded)
+          const { deltas, rest } = run(tokenizer, vector.ids, vector.ids.map((_, i) => i), { skipSpecialTokens: skip })
+          expect(deltas.join("") + rest, JSON.stringify(vector.ids)).toBe(decoded)
+        }
+      }
+      const ids = fc.array(fc.integer({ min: 0, max: tokenizer.vocabSize - 1 }), { maxLength: 30 })
+      fc.assert(
+        fc.property(withCuts(ids), fc.boolean(), ([seq, cuts], skip) => {
+          const { deltas, rest } = run(tokenizer, seq, cuts, { skipSpecialTokens: skip })
+          expect(deltas.join("") + rest).toBe(tokenizer.decode(seq, { skipSpecialTokens: skip }))
+        }),
+        { numRuns: 1000 }
       )
     }))
 })

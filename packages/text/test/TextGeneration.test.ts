@@ -57,7 +57,7 @@ describe("TextGeneration over the test cluster", () => {
       expect(result.requestId).toBe(submits[0]!.requestId)
     }).pipe(quiet))
 
-  it.live("generate: cached tokens come from num_cached_tokens; log probs pass through", () =>
+  it.live("generate: cached tokens come from num_cached_tokens; log probs (the prompt's too) pass through", () =>
     Effect.gen(function*() {
       const { text } = yield* setup({ engine: { blockSizeTokens: 2 } })
       const long = "the quick fox runs over the dog and the cat"
@@ -66,6 +66,10 @@ describe("TextGeneration over the test cluster", () => {
       expect(again.usage.cachedTokens).toBeGreaterThan(0)
       expect(again.usage.cachedTokens).toBeLessThanOrEqual(again.usage.promptTokens)
       expect(again.logProbs).toEqual(again.tokenIds.map(Generation.logProbOf))
+      expect(again.promptLogProbs).toBeUndefined()
+      const scored = yield* text.generate(prompt, { samplingParams: { num_tokens_to_generate: 2 }, promptLogProbs: true })
+      expect(scored.promptLogProbs).toEqual(promptIds.slice(1).map(Generation.logProbOf))
+      expect(scored.logProbs).toEqual(scored.tokenIds.map(Generation.logProbOf))
     }).pipe(quiet))
 
   it.live("stream: deltas as tokens arrive, the final reply's tail included, then one Finish", () =>
@@ -82,6 +86,24 @@ describe("TextGeneration over the test cluster", () => {
         expect(finish.finishReason).toBe("length")
         expect(finish.usage.completionTokens).toBe(n)
       }
+    }).pipe(quiet))
+
+  it.live("typed replies (deserialize: true) and many streams at once, each its own text", () =>
+    Effect.gen(function*() {
+      const { text } = yield* setup({ engines: 2, engine: { stepMs: 1 }, client: { deserialize: true } })
+      const generated = yield* text.generate(prompt, { samplingParams: { num_tokens_to_generate: 3 } })
+      expect(generated.text).toBe(expectedText(promptIds, 3))
+      const prompts = Array.from({ length: 40 }, (_, i) => `${Vocabulary.word(1 + (i % 60))} ${Vocabulary.word(1 + ((i * 7) % 60))} fox`)
+      const results = yield* Effect.forEach(
+        prompts,
+        (p, i) => Stream.runCollect(text.stream(p, { samplingParams: { num_tokens_to_generate: 1 + (i % 9) } })),
+        { concurrency: "unbounded" }
+      )
+      results.forEach((parts, i) => {
+        const expected = expectedText(Vocabulary.tokenize(prompts[i]!), 1 + (i % 9))
+        expect(deltasOf(parts).map((d) => d.text).join("")).toBe(expected)
+        expect(finishOf(parts).text).toBe(expected)
+      })
     }).pipe(quiet))
 
   it.live("chat: messages rendered with the template, encoded without extra specials, answered", () =>

@@ -29,6 +29,7 @@ interface ChatVector {
 export const qwen3Vectors = read("qwen3.json") as {
   readonly encode: ReadonlyArray<EncodeVector & { readonly decodedSkipSpecial: string }>
   readonly prefixes: ReadonlyArray<{ readonly text: string | null; readonly ids: ReadonlyArray<number>; readonly decoded: ReadonlyArray<string> }>
+  readonly sequences: ReadonlyArray<{ readonly ids: ReadonlyArray<number>; readonly decoded: string; readonly decodedSkipSpecial: string }>
   readonly chats: ReadonlyArray<ChatVector>
 }
 
@@ -37,3 +38,12 @@ export const wordVectors = read("word.json") as {
   readonly encode: ReadonlyArray<EncodeVector>
   readonly chats: ReadonlyArray<ChatVector>
 }
+
+/** A hand-made SentencePiece-like tokenizer (byte fallback; decoded in windows): encode/decode, random sequences. */
+export const sentencePieceVectors = read("sentencepiece_like.json") as {
+  readonly encode: ReadonlyArray<EncodeVector>
+  readonly sequences: ReadonlyArray<{ readonly ids: ReadonlyArray<number>; readonly decoded: string; readonly decodedSkipSpecial: string }>
+}
+
+/** The directory of the hand-made SentencePiece-like tokenizer. */
+export const sentencePieceDirectory: string = Path.join(import.meta.dirname, "..", "fixtures", "sentencepiece_like")
