@@ -7,7 +7,6 @@
  *
  * @since 0.1.0
  */
-import { InferenceClient } from "@mcore-effect/client"
 import { type ChatTemplate, TextGeneration, type Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -105,7 +104,7 @@ export const handle = (
 ): Effect.Effect<
   HttpServerResponse.HttpServerResponse,
   ServerError,
-  InferenceClient.InferenceClient | TextGeneration.TextGeneration | Scope.Scope
+  TextGeneration.TextGeneration | Scope.Scope
 > =>
   Effect.gen(function*() {
     const { state } = generation
@@ -120,7 +119,6 @@ export const handle = (
       promptLogprobs: false
     }))
     const text = yield* TextGeneration.TextGeneration
-    const client = yield* InferenceClient.InferenceClient
     const tokenizer = text.tokenizer
     if (Result.isFailure(text.chatTemplate)) {
       return yield* Effect.fail(badRequest("messages", `this model has no usable chat template (${text.chatTemplate.failure.message}); use /v1/completions`))
@@ -134,7 +132,6 @@ export const handle = (
     yield* generation.admit
     const context: Choice.Context = {
       text,
-      client,
       state,
       samplingParams: plan.samplingParams,
       stop: plan.stop,

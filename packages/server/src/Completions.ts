@@ -6,7 +6,6 @@
  *
  * @since 0.1.0
  */
-import { InferenceClient } from "@mcore-effect/client"
 import { TextGeneration, type Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -92,7 +91,7 @@ const choiceLogprobs = (
  */
 export const handle = (
   generation: Routes.Generation
-): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, InferenceClient.InferenceClient | TextGeneration.TextGeneration | Scope.Scope> =>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, TextGeneration.TextGeneration | Scope.Scope> =>
   Effect.gen(function*() {
     const { state } = generation
     const request = yield* Effect.fromResult(decode(generation.body))
@@ -110,7 +109,6 @@ export const handle = (
       promptLogprobs: echo && logprobs !== undefined
     }))
     const text = yield* TextGeneration.TextGeneration
-    const client = yield* InferenceClient.InferenceClient
     const tokenizer = text.tokenizer
     const all = yield* Effect.fromResult(prompts(tokenizer, request.prompt))
     if (all.length * n > OpenAiSchema.MAX_CHOICES) {
@@ -119,7 +117,6 @@ export const handle = (
     yield* generation.admit
     const context: Choice.Context = {
       text,
-      client,
       state,
       samplingParams: plan.samplingParams,
       stop: plan.stop,

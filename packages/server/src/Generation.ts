@@ -164,7 +164,6 @@ export const streamAll = (
           content(index, part.text)
         } else {
           const done = Choice.finishedOf(context, part)
-          if (part._tag === "Scored" && done.text !== "") content(index, done.text)
           finished[index] = done
           Queue.offerUnsafe(queue, chunk(format.closing(index, done, prompt)))
         }
