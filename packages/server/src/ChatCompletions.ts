@@ -14,13 +14,11 @@ import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as Choice from "./Choice.ts"
 import * as Generation from "./Generation.ts"
-import * as JsonResponse from "./JsonResponse.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { checkModel } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
-import * as Sse from "./Sse.ts"
 
 const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest)
 
@@ -76,7 +74,7 @@ const templateMessages = (
 const bytesOf = (token: string): Array<number> => Array.from(Buffer.from(token, "utf8"))
 
 /** OpenAI's chat log probs for a finished choice. */
-const logprobsOf = (
+const chatLogprobs = (
   tokenizer: Tokenizer.Service,
   finished: Choice.Finished,
   top: number
@@ -129,7 +127,6 @@ export const handle = (
     )
     if (ids.length === 0) return yield* Effect.fail(badRequest("messages", "render to an empty prompt"))
     const prompt: Choice.Prompt = { ids, text: "" }
-    yield* generation.admit
     const context: Choice.Context = {
       text,
       state,
@@ -138,41 +135,22 @@ export const handle = (
       logprobs,
       promptLogprobs: false
     }
-    const meta = Generation.meta("chatcmpl-", state.config.model)
-    const n = plan.n
-    if (plan.stream) {
-      return Sse.response(Generation.streamAll(context, [prompt], n, {
-        meta,
-        includeUsage: plan.includeUsage,
-        startedAt: generation.startedAt,
-        format: {
-          chunkObject: "chat.completion.chunk",
-          opening: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
-          delta: (index, content) => ({ index, delta: { content }, logprobs: null, finish_reason: null }),
-          closing: (index, finished) => ({
-            index,
-            delta: {},
-            logprobs: logprobs === undefined ? null : logprobsOf(tokenizer, finished, logprobs),
-            finish_reason: finished.finishReason
-          })
-        }
-      }))
-    }
-    const finished = yield* Generation.runAll(context, [prompt], n).pipe(Generation.countAbort(context))
-    const usage = Generation.usage(finished, n)
-    state.metrics.tokens(usage.prompt_tokens, usage.completion_tokens)
-    return JsonResponse.json({
-      id: meta.id,
+    const logprobsOf = (finished: Choice.Finished) =>
+      logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
+    return yield* Generation.respond(generation, context, [prompt], plan, {
+      idPrefix: "chatcmpl-",
       object: "chat.completion",
-      created: meta.created,
-      model: meta.model,
-      choices: finished.map((choice, index) => ({
+      format: {
+        chunkObject: "chat.completion.chunk",
+        opening: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
+        delta: (index, content) => ({ index, delta: { content }, logprobs: null, finish_reason: null }),
+        closing: (index, finished) => ({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: finished.finishReason })
+      },
+      choice: (index, finished) => ({
         index,
-        message: { role: "assistant", content: choice.text, refusal: null },
-        logprobs: logprobs === undefined ? null : logprobsOf(tokenizer, choice, logprobs),
-        finish_reason: choice.finishReason
-      })),
-      usage,
-      system_fingerprint: null
+        message: { role: "assistant", content: finished.text, refusal: null },
+        logprobs: logprobsOf(finished),
+        finish_reason: finished.finishReason
+      })
     })
   })

@@ -13,13 +13,11 @@ import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as Choice from "./Choice.ts"
 import * as Generation from "./Generation.ts"
-import * as JsonResponse from "./JsonResponse.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { checkModel, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
-import * as Sse from "./Sse.ts"
 
 const decode = OpenAiSchema.decode(OpenAiSchema.CompletionRequest)
 
@@ -114,7 +112,6 @@ export const handle = (
     if (all.length * n > OpenAiSchema.MAX_CHOICES) {
       return yield* Effect.fail(badRequest("n", `n times the prompts must be at most ${OpenAiSchema.MAX_CHOICES}`))
     }
-    yield* generation.admit
     const context: Choice.Context = {
       text,
       state,
@@ -123,43 +120,27 @@ export const handle = (
       logprobs,
       promptLogprobs: echo && logprobs !== undefined
     }
-    const meta = Generation.meta("cmpl-", state.config.model)
-    if (plan.stream) {
-      return Sse.response(Generation.streamAll(context, all, n, {
-        meta,
-        includeUsage: plan.includeUsage,
-        startedAt: generation.startedAt,
-        format: {
-          chunkObject: "text_completion",
-          opening: echo ? (index, prompt) => ({ index, text: prompt.text, logprobs: null, finish_reason: null }) : undefined,
-          delta: (index, text) => ({ index, text, logprobs: null, finish_reason: null }),
-          closing: (index, finished, prompt) => ({
-            index,
-            text: "",
-            logprobs: logprobs === undefined ? null : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0),
-            finish_reason: finished.finishReason
-          })
-        }
-      }))
-    }
-    const finished = yield* Generation.runAll(context, all, n).pipe(Generation.countAbort(context))
-    const usage = Generation.usage(finished, n)
-    state.metrics.tokens(usage.prompt_tokens, usage.completion_tokens)
-    return JsonResponse.json({
-      id: meta.id,
+    const logprobsOf = (finished: Choice.Finished, prompt: Choice.Prompt) =>
+      logprobs === undefined ? null : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0)
+    return yield* Generation.respond(generation, context, all, plan, {
+      idPrefix: "cmpl-",
       object: "text_completion",
-      created: meta.created,
-      model: meta.model,
-      choices: finished.map((choice, index) => {
-        const prompt = all[Math.floor(index / n)]!
-        return {
+      format: {
+        chunkObject: "text_completion",
+        opening: echo ? (index, prompt) => ({ index, text: prompt.text, logprobs: null, finish_reason: null }) : undefined,
+        delta: (index, text) => ({ index, text, logprobs: null, finish_reason: null }),
+        closing: (index, finished, prompt) => ({
           index,
-          text: echo ? prompt.text + choice.text : choice.text,
-          logprobs: logprobs === undefined ? null : choiceLogprobs(tokenizer, choice, prompt, echo, logprobs > 0),
-          finish_reason: choice.finishReason
-        }
-      }),
-      usage,
-      system_fingerprint: null
+          text: "",
+          logprobs: logprobsOf(finished, prompt),
+          finish_reason: finished.finishReason
+        })
+      },
+      choice: (index, finished, prompt) => ({
+        index,
+        text: echo ? prompt.text + finished.text : finished.text,
+        logprobs: logprobsOf(finished, prompt),
+        finish_reason: finished.finishReason
+      })
     })
   })

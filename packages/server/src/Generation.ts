@@ -17,8 +17,13 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import type * as Scope from "effect/Scope"
 import * as Choice from "./Choice.ts"
+import * as JsonResponse from "./JsonResponse.ts"
 import type { Usage } from "./OpenAiSchema.ts"
+import type * as Routes from "./Routes.ts"
+import type * as Sampling from "./Sampling.ts"
 import * as Sse from "./Sse.ts"
 import { body, Internal, serverError, type ServerError } from "./ServerError.ts"
 
@@ -37,6 +42,64 @@ export interface Format {
   /** The choice of the chunk that closes choice `index`. */
   readonly closing: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => unknown
 }
+
+/**
+ * How an endpoint shapes its answers: the chunks ({@link Format}), and the choice of a plain
+ * response.
+ *
+ * @since 0.1.0
+ */
+export interface Endpoint {
+  /** `cmpl-`, `chatcmpl-`. */
+  readonly idPrefix: string
+  /** `object` of a plain response. */
+  readonly object: string
+  readonly format: Format
+  /** A choice of a plain response. */
+  readonly choice: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => unknown
+}
+
+/**
+ * Answers a valid request: takes its place in flight, then streams its choices or waits for them
+ * all and answers with one JSON body.
+ *
+ * @since 0.1.0
+ */
+export const respond = (
+  generation: Routes.Generation,
+  context: Choice.Context,
+  prompts: ReadonlyArray<Choice.Prompt>,
+  plan: Sampling.Plan,
+  endpoint: Endpoint
+): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> =>
+  Effect.flatMap(generation.admit, () => {
+    const { n } = plan
+    const meta = makeMeta(endpoint.idPrefix, context.state.config.model)
+    if (plan.stream) {
+      return Effect.succeed(Sse.response(streamAll(context, prompts, n, {
+        meta,
+        includeUsage: plan.includeUsage,
+        startedAt: generation.startedAt,
+        format: endpoint.format
+      })))
+    }
+    return runAll(context, prompts, n).pipe(
+      countAbort(context),
+      Effect.map((finished) => {
+        const total = usage(finished, n)
+        context.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
+        return JsonResponse.json({
+          id: meta.id,
+          object: endpoint.object,
+          created: meta.created,
+          model: meta.model,
+          choices: finished.map((choice, index) => endpoint.choice(index, choice, prompts[Math.floor(index / n)]!)),
+          usage: total,
+          system_fingerprint: null
+        })
+      })
+    )
+  })
 
 /**
  * What identifies a response.
@@ -58,7 +121,7 @@ let nextId = 0
  *
  * @since 0.1.0
  */
-export const meta = (prefix: string, model: string): Meta => ({
+export const makeMeta = (prefix: string, model: string): Meta => ({
   id: `${prefix}${idPrefix}${(nextId++).toString(16).padStart(8, "0")}`,
   created: Math.floor(Date.now() / 1000),
   model
