@@ -99,18 +99,24 @@ export const routes = HttpRouter.addAll([
 ])
 
 /**
- * The server listening on `host:port`, serving `model` over the `InferenceClient` it is given.
- * Fails with `ServeError` when the port cannot be bound. Provides `HttpServer` (its `address`
- * says where it listens, for port 0).
+ * The server listening on `host:port`, serving `model` over the `InferenceClient` and the
+ * model's `Tokenizer` it is given (chats rendered with the tokenizer's template, or the
+ * `chatTemplate` file). Fails with `ServeError` when the port cannot be bound, `TextError` when
+ * the template file does not load. Provides `HttpServer` (its `address` says where it listens,
+ * for port 0).
  *
  * @example
  * ```ts
  * import { InferenceClient } from "@mcore-effect/client"
  * import { Server } from "@mcore-effect/server"
+ * import { Tokenizer } from "@mcore-effect/text"
  * import { Layer } from "effect"
  *
  * const Live = Server.layer({ model: "qwen3", port: 8000 }).pipe(
- *   Layer.provide(InferenceClient.layer({ address: "tcp://127.0.0.1:5555" }))
+ *   Layer.provide(Layer.merge(
+ *     InferenceClient.layer({ address: "tcp://127.0.0.1:5555" }),
+ *     Tokenizer.layer("./Qwen3-8B")
+ *   ))
  * )
  * // Layer.launch(Live) serves until interrupted
  * ```
