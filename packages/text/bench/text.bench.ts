@@ -151,11 +151,11 @@ export const run = async (): Promise<void> => {
 
   // The text layer over a client stream, against the client stream drained bare.
   const generated = ids.slice(0, STREAMED)
-  const events: Array<InferenceClient.StreamEvent> = generated.slice(0, -1).map((id) => ({
-    _tag: "Partial" as const,
-    requestId: 1,
-    newTokens: [id]
-  }))
+  // Token events (tagged "Partial" today, "Tokens" after the client's rename; the text layer
+  // names only "Final").
+  const events: Array<InferenceClient.StreamEvent> = generated.slice(0, -1).map((id) =>
+    ({ _tag: "Partial", requestId: 1, newTokens: [id] }) as unknown as InferenceClient.StreamEvent
+  )
   events.push({ _tag: "Final", reply: { latency: 0.01, request_id: 1, generated_tokens: generated, num_cached_tokens: 0, status: "COMPLETED" } })
   const client = standIn(events)
   const textGeneration = Effect.runSync(TextGeneration.make(client, tokenizer))

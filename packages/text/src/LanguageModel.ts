@@ -165,6 +165,7 @@ const finishPart = (generation: TextGeneration.Generation): Response.FinishPartE
   metadata: {
     mcore: {
       requestId: generation.requestId ?? null,
+      coordinatorRequestId: generation.coordinatorRequestId ?? null,
       finishReason: generation.finishReason,
       stopString: generation.stopString ?? null
     }

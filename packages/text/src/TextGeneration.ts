@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { type ClientError, InferenceClient } from "@mcore-effect/client"
+import { ClientError, InferenceClient } from "@mcore-effect/client"
 import { Reply, type SamplingParams } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
@@ -126,8 +126,16 @@ export interface Generation {
   readonly promptLogProbs: ReadonlyArray<number> | undefined
   /** The prompt's top tokens at each position, when asked for with `promptLogProbs` and `topLogProbs`. */
   readonly promptTopLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
-  /** The coordinator's id of the request (undefined when it was aborted before any reply). */
+  /**
+   * This client's id of the request, what `InferenceClient.abort` takes (undefined for a stream
+   * that ended before any token event reached it).
+   */
   readonly requestId: number | undefined
+  /**
+   * The coordinator's id of the request, the reply's `request_id` (what the engines log; undefined
+   * without a final reply).
+   */
+  readonly coordinatorRequestId: number | undefined
 }
 
 /**
@@ -218,13 +226,16 @@ export class TextGeneration extends Context.Service<TextGeneration, Service>()("
 // ---------------------------------------------------------------------------------------------
 // The client's stream events: the one place that names them.
 
-/** The new ids of a partial event of the client's stream; `undefined` for the final event. */
-const partialTokens = (event: InferenceClient.StreamEvent): ReadonlyArray<number> | undefined =>
-  event._tag === "Partial" ? event.newTokens : undefined
+// Only `Final` is named: every other event carries new tokens (`Partial`, to be renamed `Tokens`
+// with the same fields), so the rename needs no change here.
 
-/** The request id a partial event names. */
+/** The new ids of a token event of the client's stream; `undefined` for the final event. */
+const partialTokens = (event: InferenceClient.StreamEvent): ReadonlyArray<number> | undefined =>
+  event._tag === "Final" ? undefined : event.newTokens
+
+/** The request id a token event names. */
 const partialRequestId = (event: InferenceClient.StreamEvent): number | undefined =>
-  event._tag === "Partial" ? event.requestId : undefined
+  event._tag === "Final" ? undefined : event.requestId
 
 /** The reply of the final event. */
 const finalReply = (event: InferenceClient.StreamEvent): InferenceClient.Reply | undefined =>
@@ -239,7 +250,7 @@ const isChat = (prompt: Prompt): prompt is ChatPrompt =>
 
 /** The fields of a reply the text layer reads, whichever form the client hands over. */
 interface ReplyView {
-  readonly requestId: number | undefined
+  readonly coordinatorRequestId: number | undefined
   readonly generatedTokens: ReadonlyArray<number>
   readonly cachedTokens: number
   readonly logProbs: ReadonlyArray<number> | undefined
@@ -248,22 +259,19 @@ interface ReplyView {
   readonly promptTopLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
 }
 
-const viewOf = (reply: InferenceClient.Reply): ReplyView => {
+/**
+ * The fields the text layer reads, or why the reply cannot be read: a raw reply map (the client's
+ * default) is decoded here, and one whose known fields have the wrong types fails its request
+ * with the client's own `MalformedReply`, as a typed reply would have.
+ */
+const viewOf = (reply: InferenceClient.Reply, requestId: number | undefined): ReplyView | ClientError.ClientError => {
   const typed = InferenceClient.isDeserialized(reply) ? Result.succeed(reply) : Reply.decodeReply(reply)
   if (Result.isFailure(typed)) {
-    return {
-      requestId: undefined,
-      generatedTokens: [],
-      cachedTokens: 0,
-      logProbs: undefined,
-      topLogProbs: undefined,
-      promptLogProbs: undefined,
-      promptTopLogProbs: undefined
-    }
+    return ClientError.clientError(new ClientError.MalformedReply({ requestId: requestId ?? -1, why: typed.failure.message }))
   }
   const r = typed.success
   return {
-    requestId: r.request_id,
+    coordinatorRequestId: r.request_id,
     generatedTokens: r.generated_tokens ?? [],
     cachedTokens: r.num_cached_tokens ?? 0,
     logProbs: r.generated_log_probs ?? undefined,
@@ -366,7 +374,8 @@ class Progress {
       topLogProbs: view?.topLogProbs?.slice(0, count),
       promptLogProbs: view?.promptLogProbs,
       promptTopLogProbs: view?.promptTopLogProbs,
-      requestId: view?.requestId ?? this.requestId
+      requestId: this.requestId,
+      coordinatorRequestId: view?.coordinatorRequestId
     }
   }
 }
@@ -458,12 +467,20 @@ export const make = (
       Effect.gen(function*() {
         const p = yield* plan(prompt, opts)
         const progress = new Progress(tokenizer, p)
-        const reply = yield* client.submit(p.promptIds, p.params, p.submit).pipe(
+        // submitWithId for this client's id; uninterruptible until the wait for the reply starts,
+        // so an interruption always lands on that wait, which aborts the request.
+        const reply = yield* Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(client.submitWithId(p.promptIds, p.params, p.submit), (submitted) => {
+            progress.requestId = submitted.requestId
+            return restore(submitted.reply)
+          })
+        ).pipe(
           Effect.map((reply) => reply as InferenceClient.Reply | undefined),
           Effect.catchIf(isRequestAborted, () => Effect.succeed(undefined))
         )
         if (reply === undefined) return progress.result(undefined, true)
-        const view = viewOf(reply)
+        const view = viewOf(reply, progress.requestId)
+        if (view instanceof ClientError.ClientError) return yield* Effect.fail(view)
         progress.feed(view.generatedTokens)
         progress.close()
         return progress.result(view, false)
@@ -473,6 +490,7 @@ export const make = (
       Stream.unwrap(Effect.map(plan(prompt, opts), (p) => {
         const progress = new Progress(tokenizer, p)
         let streamed = 0
+        let failure: ClientError.ClientError | undefined
         /** Appends the parts an event of the client's stream gives (none, while a character is incomplete). */
         const onEvent = (event: InferenceClient.StreamEvent, parts: Array<StreamPart>): void => {
           if (progress.ended) return
@@ -485,7 +503,13 @@ export const make = (
             if (progress.ended) parts.push({ _tag: "Finish", ...progress.result(undefined, false) })
             return
           }
-          const view = viewOf(finalReply(event)!)
+          const view = viewOf(finalReply(event)!, progress.requestId)
+          if (view instanceof ClientError.ClientError) {
+            // Fails the stream once the client's stream has ended (below): no Finish for it.
+            progress.ended = true
+            failure = view
+            return
+          }
           // The last step's tokens come only in the final reply.
           progress.feed(view.generatedTokens.slice(streamed))
           const ids = progress.fedIds
@@ -504,6 +528,7 @@ export const make = (
           // An eos or stop string ends the text before the engine ends the request: stopping
           // here ends the client's stream early, which aborts the request.
           Stream.takeUntil((part) => part._tag === "Finish"),
+          Stream.concat(Stream.suspend(() => (failure === undefined ? Stream.empty : Stream.fail(failure)))),
           Stream.catchIf(isRequestAborted, () =>
             Stream.suspend(() => {
               const rest = progress.close()

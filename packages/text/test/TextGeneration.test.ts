@@ -4,8 +4,9 @@
  * engines generate is known (Generation.tokens), so the expected text is too.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { InferenceClient } from "@mcore-effect/client"
 import { Messages, Msgpack } from "@mcore-effect/protocol"
-import { Generation, type Trace, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
+import { Generation, type Trace, type TraceRecorder, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
 import { Effect, Fiber, Latch, Result, Stream } from "effect"
 import { TextGeneration } from "../src/index.ts"
 import { quiet, setup } from "./support/Setup.ts"
@@ -29,6 +30,19 @@ const sent = (entries: ReadonlyArray<Trace.Entry>) => {
   }
   return { submits, aborts }
 }
+
+/**
+ * After a last round trip (everything sent before it has then passed the recorder): exactly one
+ * ABORT went out, for the first request.
+ */
+const expectOneAbort = (text: TextGeneration.Service, recorder: TraceRecorder.Handle) =>
+  Effect.gen(function*() {
+    const barrier = yield* text.generate("one", { samplingParams: { num_tokens_to_generate: 1 } })
+    const { aborts, submits } = sent(
+      yield* recorder.waitFor("the barrier", (e) => sent(e).submits.some((s) => s.requestId === barrier.requestId))
+    )
+    expect(aborts).toEqual([submits[0]!.requestId])
+  })
 
 const deltasOf = (parts: ReadonlyArray<TextGeneration.StreamPart>) =>
   parts.flatMap((p) => (p._tag === "TextDelta" ? [p] : []))
@@ -55,6 +69,18 @@ describe("TextGeneration over the test cluster", () => {
       const { submits } = sent(yield* recorder.waitFor("the submit", (e) => sent(e).submits.length === 1))
       expect(submits[0]!.prompt).toEqual(promptIds)
       expect(result.requestId).toBe(submits[0]!.requestId)
+    }).pipe(quiet))
+
+  it.live("requestId is this client's id (what abort takes); coordinatorRequestId the reply's request_id", () =>
+    Effect.gen(function*() {
+      const { cluster, text } = yield* setup()
+      // Another client's request first: the coordinator's ids run ahead of this client's.
+      const other = yield* InferenceClient.make({ address: cluster.address })
+      yield* other.submit([1, 2], { num_tokens_to_generate: 1 })
+      const generated = yield* text.generate(prompt, { samplingParams: { num_tokens_to_generate: 2 } })
+      const streamed = finishOf(yield* Stream.runCollect(text.stream(prompt, { samplingParams: { num_tokens_to_generate: 3 } })))
+      expect([generated.requestId, streamed.requestId]).toEqual([0, 1])
+      expect([generated.coordinatorRequestId, streamed.coordinatorRequestId]).toEqual([1, 2])
     }).pipe(quiet))
 
   it.live("generate: cached tokens come from num_cached_tokens; log probs (the prompt's too) pass through", () =>
@@ -172,12 +198,17 @@ describe("TextGeneration over the test cluster", () => {
       yield* first.await
       yield* Fiber.interrupt(fiber)
       yield* cluster.engines[0]!.waitFor("the abort", (s) => s.aborted.length === 1)
-      // A last round trip: everything sent before it has passed the recorder.
-      const barrier = yield* text.generate("one", { samplingParams: { num_tokens_to_generate: 1 } })
-      const { aborts, submits } = sent(
-        yield* recorder.waitFor("the barrier", (e) => sent(e).submits.some((s) => s.requestId === barrier.requestId))
-      )
-      expect(aborts).toEqual([submits[0]!.requestId])
+      yield* expectOneAbort(text, recorder)
+    }).pipe(quiet))
+
+  it.live("interrupting generate sends exactly one ABORT", () =>
+    Effect.gen(function*() {
+      const { cluster, recorder, text } = yield* setup({ engine: { stepMs: 10 } })
+      const fiber = yield* Effect.forkChild(text.generate(prompt, { samplingParams: { num_tokens_to_generate: 500 } }))
+      yield* recorder.waitFor("the submit", (e) => sent(e).submits.length === 1)
+      yield* Fiber.interrupt(fiber)
+      yield* cluster.engines[0]!.waitFor("the abort", (s) => s.aborted.length === 1)
+      yield* expectOneAbort(text, recorder)
     }).pipe(quiet))
 
   it.live("taking a few deltas and stopping aborts the request once", () =>
@@ -187,11 +218,7 @@ describe("TextGeneration over the test cluster", () => {
         text.stream(prompt, { samplingParams: { num_tokens_to_generate: 100 } }).pipe(Stream.take(2))
       )
       expect(parts.map((p) => p._tag)).toEqual(["TextDelta", "TextDelta"])
-      const barrier = yield* text.generate("two", { samplingParams: { num_tokens_to_generate: 1 } })
-      const { aborts, submits } = sent(
-        yield* recorder.waitFor("the barrier", (e) => sent(e).submits.some((s) => s.requestId === barrier.requestId))
-      )
-      expect(aborts).toEqual([submits[0]!.requestId])
+      yield* expectOneAbort(text, recorder)
     }).pipe(quiet))
 
   it.live("a request aborted from elsewhere finishes its stream with finish reason aborted", () =>

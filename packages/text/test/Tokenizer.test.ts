@@ -81,6 +81,21 @@ describe("Tokenizer", () => {
       expect(Fs.existsSync(directory)).toBe(false)
     }))
 
+  it.effect("loading touches no network: fetch is never called", () =>
+    Effect.gen(function*() {
+      const fetch = globalThis.fetch
+      let calls = 0
+      globalThis.fetch = (() => {
+        calls++
+        return Promise.reject(new Error("no network in tests"))
+      }) as typeof globalThis.fetch
+      const tokenizer = yield* Tokenizer.fromDirectory(Path.join(fixtures, "word_tokenizer")).pipe(
+        Effect.ensuring(Effect.sync(() => (globalThis.fetch = fetch)))
+      )
+      expect(tokenizer.decode(tokenizer.encode("the fox"))).toBe("the fox")
+      expect(calls).toBe(0)
+    }))
+
   it.effect("a missing or malformed directory is a typed error naming the file", () =>
     Effect.gen(function*() {
       const dir = yield* tempDirectory
