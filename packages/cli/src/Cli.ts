@@ -19,6 +19,7 @@ import * as Control from "./commands/Control.ts"
 import * as Coordinator from "./commands/Coordinator.ts"
 import * as Demo from "./commands/Demo.ts"
 import * as Generate from "./commands/Generate.ts"
+import * as Serve from "./commands/Serve.ts"
 import * as Trace from "./commands/Trace.ts"
 import * as Failure from "./Failure.ts"
 import * as UsagePresenter from "./UsagePresenter.ts"
@@ -31,7 +32,7 @@ import { version } from "./Version.ts"
  */
 export const mcore = Command.make("mcore").pipe(
   Command.withDescription("Client tools for Megatron-LM Core's inference coordinator, and a test coordinator to try them on"),
-  Command.withSubcommands([Demo.command, Generate.command, Control.command, Coordinator.command, Trace.command])
+  Command.withSubcommands([Demo.command, Generate.command, Control.command, Coordinator.command, Trace.command, Serve.command])
 )
 
 /** The built-in flags, without `--wizard`: every command here runs unattended. */

@@ -1,0 +1,56 @@
+/**
+ * `mcore serve` as a subprocess, as a person would start it: `--embedded` answers OpenAI requests
+ * over plain HTTP seconds after a fresh clone, `--workers 2` shares the port between processes,
+ * SIGTERM ends everything, and a missing coordinator is one line, not a stack trace.
+ */
+import { beforeAll, describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { ensureBuilt } from "./support/Build.ts"
+import * as Mcore from "./support/Mcore.ts"
+
+beforeAll(ensureBuilt, 300_000)
+
+const completion = (url: string) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "the quick fox" }], max_tokens: 4 })
+    })
+    return { status: response.status, body: await response.json() as any }
+  })
+
+describe("mcore serve", () => {
+  it.live("--embedded: prints its URL first, answers chat completions, ends on SIGTERM", () =>
+    Effect.gen(function*() {
+      const process = yield* Mcore.start(["serve", "--embedded", "--port", "0", "--step-ms", "0"])
+      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      const { body, status } = yield* completion(url)
+      expect(status).toBe(200)
+      expect(body.model).toBe("embedded")
+      expect(body.choices[0].message.content.split(" ")).toHaveLength(4)
+      yield* process.kill("SIGTERM")
+      const ended = yield* process.exited()
+      expect(ended.code).toBe(130)
+      expect(ended.stdout).toBe(`${url}\n`)
+    }), 120_000)
+
+  it.live("--workers 2: two processes share the port; SIGTERM stops them all", () =>
+    Effect.gen(function*() {
+      const process = yield* Mcore.start(["serve", "--embedded", "--port", "0", "--step-ms", "0", "--workers", "2"])
+      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      const answers = yield* Effect.all(Array.from({ length: 6 }, () => completion(url)), { concurrency: "unbounded" })
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200])
+      yield* process.kill("SIGTERM")
+      const ended = yield* process.exited(30_000)
+      expect(ended.code).toBe(130)
+    }), 120_000)
+
+  it.live("without a coordinator or --embedded: one line, exit code 1", () =>
+    Effect.gen(function*() {
+      const ended = yield* Mcore.run(["serve", "--port", "0"], { env: { MCORE_COORDINATOR_ADDRESS: "" } })
+      expect(ended.code).toBe(1)
+      expect(ended.stderr).toMatch(/^mcore: --coordinator[^\n]*\n$/)
+    }), 60_000)
+})

@@ -1,0 +1,274 @@
+/**
+ * `pnpm bench server`: the OpenAI-compatible server against the bare client doing the same
+ * requests, every figure measured in the same run, on the workload Megatron's own server was
+ * measured on (a chat completion of 64 tokens, Qwen3's tokenizer and template, a coordinator
+ * answering at once).
+ *
+ * Separate processes, so that each figure belongs to one of them: the coordinator stand-in
+ * (`standIn.ts`), the server (`serverSubject.ts`, measuring its own CPU time and heap), the bare
+ * client (`clientSubject.ts`), and this one, the load generator (autocannon, over HTTP/1.1
+ * keep-alive connections). Server and client take turns, so that noise from the rest of the
+ * machine falls on both alike.
+ *
+ * Measured (medians of the rounds):
+ * - non-streaming requests/s at 64 and 256 connections; latency p50 / p99 and what the server
+ *   adds to the bare client's at the same concurrency; server CPU per request and what it adds;
+ * - streamed tokens/s, one stream at a time and 64 at once; server CPU per streamed token (a
+ *   chunk each) and what it adds over the client's stream; time to first token p50;
+ * - heap per open stream: 1,000 streams held open (the stand-in answers nothing), the server's
+ *   heap after a full GC against before;
+ * - requests/s with `workers: 2` against one process (64 connections).
+ *
+ * `--quick` (or `BENCH_QUICK=1`) runs 1 round of 3 s per figure instead of 3 of 8 s.
+ */
+import { type ChildProcess, fork } from "node:child_process"
+import { createRequire } from "node:module"
+import { fileURLToPath } from "node:url"
+import { ChatTemplate, Tokenizer } from "@mcore-effect/text"
+import { Effect } from "effect"
+import { chatBody, GENERATED_TOKENS, generatedTokens, messages, qwen3Directory, standInBodies } from "./fixture.ts"
+
+const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1"
+const ROUNDS = QUICK ? 1 : 3
+const SECONDS = QUICK ? 3 : 8
+const OPEN_STREAMS = 1_000
+
+interface AutocannonResult {
+  readonly requests: { readonly total: number }
+  readonly latency: { readonly p50: number; readonly p99: number }
+  readonly duration: number
+  readonly errors: number
+  readonly non2xx: number
+}
+type Autocannon = (options: Record<string, unknown>) => Promise<AutocannonResult>
+const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
+
+type Reply = Record<string, any>
+
+/** A forked process spoken to over IPC: `{ id, op }` in, `{ id, ... }` out. */
+class Child {
+  private nextId = 0
+  private readonly waiting = new Map<number, (reply: Reply) => void>()
+  private readonly first: Promise<Reply>
+
+  constructor(readonly name: string, readonly process: ChildProcess) {
+    let ready!: (reply: Reply) => void
+    this.first = new Promise((resolve, reject) => {
+      ready = resolve
+      process.once("exit", (code) => reject(new Error(`${name} exited (${code}) during start-up`)))
+    })
+    process.on("message", (message: Reply) => {
+      if (typeof message.id !== "number") return ready(message)
+      const resolve = this.waiting.get(message.id)
+      this.waiting.delete(message.id)
+      if (typeof message.error === "string") throw new Error(`${name}: ${message.error}`)
+      resolve?.(message)
+    })
+  }
+
+  ready(): Promise<Reply> {
+    return this.first
+  }
+
+  call(op: string, fields: Record<string, unknown> = {}): Promise<Reply> {
+    return new Promise((resolve) => {
+      const id = this.nextId++
+      this.waiting.set(id, resolve)
+      this.process.send({ id, op, ...fields })
+    })
+  }
+
+  async stop(): Promise<void> {
+    if (this.process.exitCode !== null) return
+    const gone = new Promise<void>((resolve) => this.process.once("exit", () => resolve()))
+    if (this.process.connected) this.process.disconnect()
+    const timer = setTimeout(() => this.process.kill("SIGKILL"), 3_000)
+    await gone
+    clearTimeout(timer)
+  }
+}
+
+const spawn = (name: string, file: string, args: ReadonlyArray<string>): Child => {
+  const flags = process.execArgv.filter((flag) => flag !== "--expose-gc")
+  if (!flags.some((flag) => flag.startsWith("--conditions"))) flags.unshift("--conditions=source")
+  return new Child(
+    name,
+    fork(fileURLToPath(new URL(file, import.meta.url)), [...args], {
+      execArgv: [...flags, "--expose-gc"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"]
+    })
+  )
+}
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+const fmt = (value: number, digits = 0): string =>
+  Number.isFinite(value) ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a"
+
+/** One autocannon run against the server, with the server's CPU time over it. */
+const load = async (server: Child, url: string, connections: number, stream: boolean, seconds: number) => {
+  const before = (await server.call("cpu")).cpuUs as number
+  const result = await autocannon({
+    url: `${url}/v1/chat/completions`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: chatBody(stream),
+    connections,
+    duration: seconds
+  })
+  const cpuUs = ((await server.call("cpu")).cpuUs as number) - before
+  const requests = result.requests.total
+  if (result.errors > 0 || result.non2xx > 0) {
+    console.error(`  (autocannon: ${result.errors} errors, ${result.non2xx} non-2xx responses)`)
+  }
+  return { requests, perSecond: requests / seconds, p50: result.latency.p50, p99: result.latency.p99, cpuUs }
+}
+
+/** Time to first content chunk, one stream at a time, read by hand. */
+const firstTokens = async (url: string, count: number): Promise<number> => {
+  const times: Array<number> = []
+  for (let i = 0; i < count; i++) {
+    const t0 = performance.now()
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: chatBody(true)
+    })
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    let text = ""
+    let seen = false
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      text += decoder.decode(value, { stream: true })
+      // The first chunk is the role; the first content chunk follows it.
+      if (!seen && (text.match(/"content":"[^"]/g)?.length ?? 0) > 0) {
+        seen = true
+        times.push(performance.now() - t0)
+      }
+    }
+  }
+  return median(times)
+}
+
+/** Heap per open stream: `count` streams whose replies never come, the server's heap before and with them. */
+const heapPerStream = async (server: Child, standIn: Child, url: string, count: number): Promise<number> => {
+  await standIn.call("hold")
+  const before = (await server.call("heap")).heapUsed as number
+  const controllers = Array.from({ length: count }, () => new AbortController())
+  const opened = await Promise.all(
+    controllers.map((controller) =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: chatBody(true),
+        signal: controller.signal
+      }).then((response) => response.body!.getReader().read().then(() => true), () => false)
+    )
+  )
+  const during = (await server.call("heap")).heapUsed as number
+  for (const controller of controllers) controller.abort()
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  await standIn.call("release")
+  return opened.every(Boolean) ? (during - before) / count : Number.NaN
+}
+
+export const run = async (): Promise<void> => {
+  console.log(`server benchmark${QUICK ? " (quick)" : ""}: chat completions of ${GENERATED_TOKENS} tokens, Qwen3 tokenizer and template`)
+  const tokenizer = await Effect.runPromise(Tokenizer.fromDirectory(qwen3Directory))
+  const template = await Effect.runPromise(ChatTemplate.fromTokenizer(tokenizer))
+  const promptLength = tokenizer.encode(
+    await Effect.runPromise(template.render(messages, { addGenerationPrompt: true })),
+    { addSpecialTokens: false }
+  ).length
+  const standIn = spawn("coordinator stand-in", "./standIn.ts", [])
+  standIn.process.send({ op: "init", ...standInBodies(generatedTokens(tokenizer), promptLength) })
+  const { port } = await standIn.ready()
+  const address = `tcp://127.0.0.1:${port}`
+  const server = spawn("server", "./serverSubject.ts", [address, "1"])
+  const client = spawn("bare client", "./clientSubject.ts", [address])
+  const children = [standIn, server, client]
+  try {
+    const { url } = await server.ready()
+    await client.ready()
+    // Warm-up: both paths, both kinds, until the JIT settles.
+    await load(server, url, 64, false, 2)
+    await load(server, url, 16, true, 2)
+    await client.call("run", { kind: "plain", concurrency: 64, millis: 2_000 })
+    await client.call("run", { kind: "stream", concurrency: 16, millis: 2_000 })
+
+    const rows: Array<string> = []
+    for (const connections of [64, 256]) {
+      const s: Array<Awaited<ReturnType<typeof load>>> = []
+      const c: Array<Reply> = []
+      for (let round = 0; round < ROUNDS; round++) {
+        s.push(await load(server, url, connections, false, SECONDS))
+        c.push(await client.call("run", { kind: "plain", concurrency: connections, millis: SECONDS * 1000 }))
+      }
+      const serverRps = median(s.map((r) => r.perSecond))
+      const clientRps = median(c.map((r) => r.requests / r.seconds))
+      const serverCpu = median(s.map((r) => r.cpuUs / r.requests))
+      const clientCpu = median(c.map((r) => r.cpuUs / r.requests))
+      const p50 = median(s.map((r) => r.p50))
+      const p99 = median(s.map((r) => r.p99))
+      const clientP50 = median(c.map((r) => r.p50Ms))
+      const clientP99 = median(c.map((r) => r.p99Ms))
+      rows.push(
+        `non-streaming, ${connections} connections: ${fmt(serverRps)} req/s (bare client ${fmt(clientRps)}, ratio ${fmt(serverRps / clientRps, 2)}); ` +
+          `p50 ${fmt(p50, 1)} ms / p99 ${fmt(p99, 1)} ms (bare client ${fmt(clientP50, 1)} / ${fmt(clientP99, 1)}: added ${fmt(p50 - clientP50, 1)} / ${fmt(p99 - clientP99, 1)} ms); ` +
+          `server CPU ${fmt(serverCpu)} µs/request (bare client ${fmt(clientCpu)}: added ${fmt(serverCpu - clientCpu)} µs, target <= 100)`
+      )
+    }
+    for (const connections of [1, 64]) {
+      const s: Array<Awaited<ReturnType<typeof load>>> = []
+      const c: Array<Reply> = []
+      for (let round = 0; round < ROUNDS; round++) {
+        s.push(await load(server, url, connections, true, SECONDS))
+        c.push(await client.call("run", { kind: "stream", concurrency: connections, millis: SECONDS * 1000 }))
+      }
+      const serverTps = median(s.map((r) => r.perSecond * GENERATED_TOKENS))
+      const clientTps = median(c.map((r) => (r.requests / r.seconds) * GENERATED_TOKENS))
+      const serverCpu = median(s.map((r) => r.cpuUs / (r.requests * GENERATED_TOKENS)))
+      const clientCpu = median(c.map((r) => r.cpuUs / (r.requests * GENERATED_TOKENS)))
+      rows.push(
+        `streaming, ${connections} at once: ${fmt(serverTps)} tokens/s (bare client ${fmt(clientTps)}, ratio ${fmt(serverTps / clientTps, 2)}); ` +
+          `server CPU ${fmt(serverCpu, 1)} µs/token (bare client ${fmt(clientCpu, 1)}: added ${fmt(serverCpu - clientCpu, 1)} µs, target <= 10)`
+      )
+      if (connections === 1) {
+        const ttft = await firstTokens(url, QUICK ? 50 : 200)
+        rows.push(`time to first token p50, one stream at a time: ${fmt(ttft, 2)} ms (bare client ${fmt(median(c.map((r) => r.ttftP50Ms)), 2)} ms)`)
+      }
+    }
+    const heap = await heapPerStream(server, standIn, url, OPEN_STREAMS)
+    rows.push(`heap per open stream (${OPEN_STREAMS} open): ${fmt(heap)} B (target <= 16,384)`)
+    await server.stop()
+
+    const workers = spawn("server, 2 workers", "./serverSubject.ts", [address, "2"])
+    children.push(workers)
+    const two = await workers.ready()
+    await load(workers, two.url, 64, false, 2)
+    const single: Array<number> = []
+    const double: Array<number> = []
+    const one = spawn("server, 1 process", "./serverSubject.ts", [address, "1"])
+    children.push(one)
+    const oneUrl = (await one.ready()).url
+    await load(one, oneUrl, 64, false, 2)
+    for (let round = 0; round < ROUNDS; round++) {
+      single.push((await load(one, oneUrl, 64, false, SECONDS)).perSecond)
+      double.push((await load(workers, two.url, 64, false, SECONDS)).perSecond)
+    }
+    rows.push(
+      `workers, 64 connections: 1 process ${fmt(median(single))} req/s, 2 workers ${fmt(median(double))} req/s (x${fmt(median(double) / median(single), 2)}; ${
+        (await import("node:os")).availableParallelism()
+      } cores, shared with the stand-in and the load generator)`
+    )
+    for (const row of rows) console.log(`  ${row}`)
+  } finally {
+    for (const child of children) await child.stop()
+  }
+}

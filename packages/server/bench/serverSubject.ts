@@ -1,0 +1,57 @@
+/**
+ * The server under measurement, in its own process (forked by `server.bench.ts`): `Server.layer`
+ * with Qwen3's tokenizer over an `InferenceClient` connected to the stand-in, on 127.0.0.1 port 0.
+ * With a worker count above 1 it is the primary of a Node cluster and its workers run this file
+ * too (`Workers.fork`), each with its own server and client.
+ *
+ * Argv: `address [workers]`. Reports `{ url }` once listening; then answers `{ id, op }` with op
+ * `cpu` (this process's CPU time, µs) or `heap` (heapUsed after a full GC, bytes).
+ */
+import { InferenceClient } from "@mcore-effect/client"
+import { Tokenizer } from "@mcore-effect/text"
+import { Context, Effect, Layer, type Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { Server, Workers } from "../src/index.ts"
+import { qwen3Directory } from "./fixture.ts"
+
+const [address, workersArg] = process.argv.slice(2)
+const workers = Number(workersArg ?? 1)
+
+const answer = (message: { readonly id?: number }, fields: Record<string, unknown>) => process.send?.({ id: message.id, ...fields })
+
+process.on("message", (message: { readonly id?: number; readonly op?: string }) => {
+  switch (message.op) {
+    case "cpu": {
+      const cpu = process.cpuUsage()
+      return answer(message, { cpuUs: cpu.user + cpu.system })
+    }
+    case "heap": {
+      globalThis.gc?.()
+      globalThis.gc?.()
+      return answer(message, { heapUsed: process.memoryUsage().heapUsed })
+    }
+  }
+})
+process.on("disconnect", () => process.exit(0))
+
+const serveHere = Effect.gen(function*() {
+  const context = yield* Layer.build(
+    Server.layer({ model: "bench", port: 0, maxConcurrentRequests: 1_000_000, shutdownGracePeriod: 0 }).pipe(
+      Layer.provide(Layer.merge(InferenceClient.layer({ address: address! }), Tokenizer.layer(qwen3Directory)))
+    )
+  )
+  const bound = Context.get(context, HttpServer.HttpServer).address
+  const url = "port" in bound ? `http://127.0.0.1:${bound.port}` : "?"
+  if (Workers.isWorker()) yield* Workers.reportListening(url)
+  else process.send?.({ url })
+  return yield* Effect.never
+})
+
+const primary = Effect.gen(function*() {
+  const url = yield* Workers.fork({ count: workers, graceMillis: 0, warn: (line) => console.error(line) })
+  process.send?.({ url })
+  return yield* Effect.never
+})
+
+const main: Effect.Effect<never, unknown, Scope.Scope> = workers > 1 && !Workers.isWorker() ? primary : serveHere
+Effect.runFork(Effect.scoped(main))

@@ -1,0 +1,132 @@
+/**
+ * Whether a request gets in, checked in the order that costs least first: the server is not
+ * shutting down, the API key (compared in constant time), the body's size (refused from its
+ * `Content-Length` before a byte is read, and again while reading for a chunked body), the
+ * JSON, and a place among the generation requests in flight.
+ *
+ * @since 0.1.0
+ */
+import { createHash, timingSafeEqual } from "node:crypto"
+import * as ByteSize from "effect/ByteSize"
+import * as Effect from "effect/Effect"
+import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as Redacted from "effect/Redacted"
+import {
+  badRequest,
+  BodyTooLarge,
+  Overloaded,
+  serverError,
+  type ServerError,
+  Unauthorized,
+  Unavailable
+} from "./ServerError.ts"
+
+const digest = (text: string): Buffer => createHash("sha256").update(text).digest()
+
+/**
+ * Checks `Authorization: Bearer <key>`. Both sides are hashed first so the comparison takes the
+ * same time whatever the length or content of what was sent.
+ *
+ * @example
+ * ```ts
+ * import { Admission } from "@mcore-effect/server"
+ * import { Redacted } from "effect"
+ *
+ * const check = Admission.apiKeyCheck(Redacted.make("secret"))
+ * check("Bearer secret") // undefined: let in
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const apiKeyCheck = (key: Redacted.Redacted<string> | undefined) => {
+  if (key === undefined) return (_authorization: string | undefined): ServerError | undefined => undefined
+  const expected = digest(Redacted.value(key))
+  const missing = serverError(new Unauthorized({ missing: true }))
+  const wrong = serverError(new Unauthorized({ missing: false }))
+  return (authorization: string | undefined): ServerError | undefined => {
+    if (authorization === undefined || authorization === "") return missing
+    const match = /^Bearer\s+(.+)$/i.exec(authorization.trim())
+    if (match === null) return wrong
+    return timingSafeEqual(digest(match[1]!), expected) ? undefined : wrong
+  }
+}
+
+/**
+ * Reads the body as JSON, refusing more than `maxBytes` (413) and what does not parse (400).
+ *
+ * @since 0.1.0
+ */
+export const readJson = (
+  request: HttpServerRequest.HttpServerRequest,
+  maxBytes: number
+): Effect.Effect<unknown, ServerError> => {
+  const declared = request.headers["content-length"]
+  if (declared !== undefined && Number(declared) > maxBytes) {
+    return Effect.fail(serverError(new BodyTooLarge({ limitBytes: maxBytes })))
+  }
+  return request.text.pipe(
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.fromInputUnsafe(maxBytes)),
+    Effect.mapError((error) =>
+      error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
+        ? serverError(new BodyTooLarge({ limitBytes: maxBytes }))
+        : badRequest(null, `the request body could not be read: ${error.message}`)
+    ),
+    Effect.flatMap((text) => {
+      if (text.length === 0) return Effect.fail(badRequest(null, "the request body is empty; expected a JSON object"))
+      try {
+        return Effect.succeed(JSON.parse(text) as unknown)
+      } catch (cause) {
+        return Effect.fail(badRequest(null, `the request body is not valid JSON: ${(cause as Error).message}`))
+      }
+    })
+  )
+}
+
+/**
+ * Places for generation requests in flight, and whether the server still takes new ones.
+ *
+ * @since 0.1.0
+ */
+export class Gate {
+  private inFlight = 0
+  private closing = false
+  private readonly overloaded: ServerError
+  private readonly shuttingDown = serverError(new Unavailable({ why: "the server is shutting down" }))
+
+  constructor(readonly limit: number) {
+    this.overloaded = serverError(new Overloaded({ limit }))
+  }
+
+  /** Requests holding a place. */
+  get size(): number {
+    return this.inFlight
+  }
+
+  /** True once shutdown started. */
+  get isClosing(): boolean {
+    return this.closing
+  }
+
+  /** Takes a place, or says why not. Give it back with {@link leave}. */
+  enter(): ServerError | undefined {
+    if (this.closing) return this.shuttingDown
+    if (this.inFlight >= this.limit) return this.overloaded
+    this.inFlight++
+    return undefined
+  }
+
+  leave(): void {
+    this.inFlight--
+  }
+
+  /** From now on, new requests are refused with 503. */
+  close(): void {
+    this.closing = true
+  }
+
+  /** The refusal for a request arriving during shutdown. */
+  closed(): ServerError | undefined {
+    return this.closing ? this.shuttingDown : undefined
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * `POST /v1/chat/completions`: the messages rendered with the model's chat template (with the
+ * generation prompt), `n` choices, `logprobs` / `top_logprobs`, streamed or not. Tool calls,
+ * structured output, audio and the like are not supported, and a request that asks for them is
+ * refused with a 400 naming the parameter: a client must never get plain text where it asked for
+ * a tool call or a JSON schema.
+ *
+ * @since 0.1.0
+ */
+import { type ChatTemplate, TextGeneration, type Tokenizer } from "@mcore-effect/text"
+import * as Effect from "effect/Effect"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import type * as Choice from "./Choice.ts"
+import * as Generation from "./Generation.ts"
+import * as OpenAiSchema from "./OpenAiSchema.ts"
+import { checkModel } from "./Prompts.ts"
+import type * as Routes from "./Routes.ts"
+import * as Sampling from "./Sampling.ts"
+import { badRequest, type ServerError } from "./ServerError.ts"
+
+const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest)
+
+const neutralChoice = (choice: unknown): boolean => choice == null || choice === "none" || choice === "auto"
+
+/** The first parameter asking for something not supported, as a 400. */
+const unsupported = (request: OpenAiSchema.ChatCompletionRequest): ServerError | undefined => {
+  if (request.tools != null && request.tools.length > 0) return badRequest("tools", "tool calls are not supported")
+  if (!neutralChoice(request.tool_choice)) return badRequest("tool_choice", "tool calls are not supported")
+  if (request.functions != null && request.functions.length > 0) return badRequest("functions", "function calls are not supported")
+  if (!neutralChoice(request.function_call)) return badRequest("function_call", "function calls are not supported")
+  if (request.response_format != null && request.response_format.type !== "text") {
+    return badRequest("response_format", `${JSON.stringify(request.response_format.type)} is not supported (only "text")`)
+  }
+  if (request.modalities != null && request.modalities.some((m) => m !== "text")) {
+    return badRequest("modalities", "only text is supported")
+  }
+  if (request.audio != null) return badRequest("audio", "not supported")
+  if (request.prediction != null) return badRequest("prediction", "not supported")
+  if (request.reasoning_effort != null) return badRequest("reasoning_effort", "not supported")
+  if (request.web_search_options != null) return badRequest("web_search_options", "not supported")
+  if (request.top_logprobs != null && request.logprobs !== true) {
+    return badRequest("top_logprobs", "requires logprobs to be true")
+  }
+  return undefined
+}
+
+/** The messages as the template takes them: text parts joined, anything else refused by name. */
+const templateMessages = (
+  messages: ReadonlyArray<OpenAiSchema.ChatMessage>
+): Result.Result<Array<ChatTemplate.Message>, ServerError> => {
+  const out: Array<ChatTemplate.Message> = []
+  for (let i = 0; i < messages.length; i++) {
+    const { content, refusal: _, ...rest } = messages[i]!
+    if (content == null || typeof content === "string") {
+      out.push({ ...rest, content: content ?? null })
+      continue
+    }
+    const texts: Array<string> = []
+    for (let j = 0; j < content.length; j++) {
+      const part = content[j]!
+      if (part.type !== "text") {
+        return Result.fail(badRequest(`messages[${i}].content[${j}].type`, `${JSON.stringify(part.type)} parts are not supported (only text)`))
+      }
+      if (part.text === undefined) return Result.fail(badRequest(`messages[${i}].content[${j}].text`, "missing"))
+      texts.push(part.text)
+    }
+    out.push({ ...rest, content: texts.join("\n") })
+  }
+  return Result.succeed(out)
+}
+
+const bytesOf = (token: string): Array<number> => Array.from(Buffer.from(token, "utf8"))
+
+/** OpenAI's chat log probs for a finished choice. */
+const chatLogprobs = (
+  tokenizer: Tokenizer.Service,
+  finished: Choice.Finished,
+  top: number
+): { readonly content: ReadonlyArray<OpenAiSchema.ChatLogprob> } => {
+  const content: Array<OpenAiSchema.ChatLogprob> = []
+  const values = finished.logprobs ?? []
+  const tops = finished.topLogprobs ?? []
+  for (let i = 0; i < finished.tokens.length; i++) {
+    const token = tokenizer.decode([finished.tokens[i]!])
+    const alternatives = top > 0 && tops[i] !== undefined
+      ? Object.entries(tops[i]!).slice(0, top).map(([t, logprob]) => ({ token: t, logprob, bytes: bytesOf(t) }))
+      : []
+    content.push({ token, logprob: values[i] ?? 0, bytes: bytesOf(token), top_logprobs: alternatives })
+  }
+  return { content }
+}
+
+/**
+ * The route's handler.
+ *
+ * @since 0.1.0
+ */
+export const handle = (
+  generation: Routes.Generation
+): Effect.Effect<
+  HttpServerResponse.HttpServerResponse,
+  ServerError,
+  TextGeneration.TextGeneration | Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const { state } = generation
+    const request = yield* Effect.fromResult(decode(generation.body))
+    yield* checkModel(state, request.model)
+    const refused = unsupported(request)
+    if (refused !== undefined) return yield* Effect.fail(refused)
+    const logprobs = request.logprobs === true ? request.top_logprobs ?? 0 : undefined
+    const plan = yield* Effect.fromResult(Sampling.plan(request, {
+      maxTokens: request.max_completion_tokens ?? request.max_tokens ?? null,
+      logprobs,
+      promptLogprobs: false
+    }))
+    const text = yield* TextGeneration.TextGeneration
+    const tokenizer = text.tokenizer
+    if (Result.isFailure(text.chatTemplate)) {
+      return yield* Effect.fail(badRequest("messages", `this model has no usable chat template (${text.chatTemplate.failure.message}); use /v1/completions`))
+    }
+    const messages = yield* Effect.fromResult(templateMessages(request.messages))
+    const ids = yield* text.promptTokens({ messages, addGenerationPrompt: true }).pipe(
+      Effect.mapError((error) => badRequest("messages", `the chat template refused them: ${error.reason.message}`))
+    )
+    if (ids.length === 0) return yield* Effect.fail(badRequest("messages", "render to an empty prompt"))
+    const prompt: Choice.Prompt = { ids, text: "" }
+    const context: Choice.Context = {
+      text,
+      state,
+      samplingParams: plan.samplingParams,
+      stop: plan.stop,
+      logprobs,
+      promptLogprobs: false
+    }
+    const logprobsOf = (finished: Choice.Finished) =>
+      logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
+    return yield* Generation.respond(generation, context, [prompt], plan, {
+      idPrefix: "chatcmpl-",
+      object: "chat.completion",
+      format: {
+        chunkObject: "chat.completion.chunk",
+        opening: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
+        delta: (index, content) => ({ index, delta: { content }, logprobs: null, finish_reason: null }),
+        closing: (index, finished) => ({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: finished.finishReason })
+      },
+      choice: (index, finished) => ({
+        index,
+        message: { role: "assistant", content: finished.text, refusal: null },
+        logprobs: logprobsOf(finished),
+        finish_reason: finished.finishReason
+      })
+    })
+  })

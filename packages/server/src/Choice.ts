@@ -1,0 +1,150 @@
+/**
+ * One choice: one request to the coordinator for one prompt, through the text package's
+ * `TextGeneration` (ids to text with its incremental detokenizer, the final reply's tail, stop
+ * strings and eos, finish reasons, usage with cached tokens). Streamed, a stop string or eos ends
+ * the stream early, which aborts the request on the coordinator.
+ *
+ * `echo` with `logprobs` (what evaluation harnesses send to score a text) asks for the prompt's
+ * log probs too (`promptLogProbs`).
+ *
+ * @since 0.1.0
+ */
+import type { ClientError } from "@mcore-effect/client"
+import type { SamplingParams } from "@mcore-effect/protocol"
+import type { TextError, TextGeneration } from "@mcore-effect/text"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { FinishReason } from "./OpenAiSchema.ts"
+import { badRequest, fromClientError, Internal, serverError, type ServerError } from "./ServerError.ts"
+import type { State } from "./ServerState.ts"
+
+/**
+ * A prompt, as token ids (what is sent) and as text (what `echo` repeats).
+ *
+ * @since 0.1.0
+ */
+export interface Prompt {
+  readonly ids: ReadonlyArray<number>
+  readonly text: string
+}
+
+/**
+ * A finished choice.
+ *
+ * @since 0.1.0
+ */
+export interface Finished {
+  /** The generated text, cut where a stop string begins. */
+  readonly text: string
+  /** The generated ids that made `text`. */
+  readonly tokens: ReadonlyArray<number>
+  readonly finishReason: FinishReason
+  readonly promptTokens: number
+  readonly completionTokens: number
+  readonly cachedTokens: number
+  /** Log prob of each of `tokens`, when asked for. */
+  readonly logprobs: ReadonlyArray<number> | undefined
+  readonly topLogprobs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
+  /** Log probs of the prompt's tokens after the first (`echo` with `logprobs` only). */
+  readonly promptLogprobs: ReadonlyArray<number> | undefined
+  readonly promptTopLogprobs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
+}
+
+/**
+ * What generating a choice needs.
+ *
+ * @since 0.1.0
+ */
+export interface Context {
+  readonly text: TextGeneration.Service
+  readonly state: State
+  readonly samplingParams: SamplingParams.SamplingParamsInput
+  readonly stop: ReadonlyArray<string>
+  /** Top log probs per token, when log probs are asked for at all. */
+  readonly logprobs: number | undefined
+  /** The prompt's log probs too (`echo` with `logprobs`). */
+  readonly promptLogprobs: boolean
+}
+
+const failure = (context: Context) => (error: TextError.TextError | ClientError.ClientError): ServerError => {
+  if (error._tag === "TextError") {
+    return error.reason._tag === "InvalidArgument"
+      ? badRequest(error.reason.name, error.reason.why)
+      : serverError(new Internal({ why: error.message }))
+  }
+  context.state.health.failed(error)
+  if (error.reason._tag === "RequestTimeout") context.state.metrics.aborted("deadline")
+  return fromClientError(error)
+}
+
+const options = (context: Context): TextGeneration.GenerateOptions => ({
+  samplingParams: context.samplingParams,
+  stop: context.stop,
+  skipSpecialTokens: true,
+  logProbs: context.logprobs !== undefined,
+  topLogProbs: context.logprobs,
+  promptLogProbs: context.promptLogprobs,
+  timeout: context.state.config.requestTimeoutMillis
+})
+
+const finishReason = (reason: TextGeneration.FinishReason): FinishReason => reason === "aborted" ? "abort" : reason
+
+const finished = (generation: TextGeneration.Generation): Finished => ({
+  text: generation.text,
+  tokens: generation.tokenIds,
+  finishReason: finishReason(generation.finishReason),
+  promptTokens: generation.usage.promptTokens,
+  completionTokens: generation.usage.completionTokens,
+  cachedTokens: generation.usage.cachedTokens,
+  logprobs: generation.logProbs,
+  topLogprobs: generation.topLogProbs,
+  promptLogprobs: generation.promptLogProbs,
+  promptTopLogprobs: generation.promptTopLogProbs
+})
+
+/**
+ * Generates one choice and waits for it. Interrupting the wait (the HTTP client went away)
+ * aborts the request on the coordinator.
+ *
+ * @since 0.1.0
+ */
+export const generate = (context: Context, prompt: Prompt): Effect.Effect<Finished, ServerError> =>
+  context.text.generate({ tokens: prompt.ids }, options(context)).pipe(
+    Effect.mapError(failure(context)),
+    Effect.map((generation) => {
+      context.state.health.replied()
+      return finished(generation)
+    })
+  )
+
+/**
+ * One choice as a stream of the text package's parts (text deltas, then `Finish`). Ending
+ * consumption early (the HTTP client went away) aborts the request on the coordinator. Not
+ * mapped here: the server consumes it in one place, and every stream combinator costs about 1 KB
+ * per open stream (measured).
+ *
+ * @since 0.1.0
+ */
+export const parts = (
+  context: Context,
+  prompt: Prompt
+): Stream.Stream<TextGeneration.StreamPart, TextError.TextError | ClientError.ClientError> =>
+  context.text.stream({ tokens: prompt.ids }, options(context))
+
+/**
+ * The server's error for a failure of {@link parts}.
+ *
+ * @since 0.1.0
+ */
+export const failed = (context: Context, error: TextError.TextError | ClientError.ClientError): ServerError =>
+  failure(context)(error)
+
+/**
+ * The finished choice of the last part of {@link parts}.
+ *
+ * @since 0.1.0
+ */
+export const finishedOf = (context: Context, part: TextGeneration.Finish): Finished => {
+  context.state.health.replied()
+  return finished(part)
+}

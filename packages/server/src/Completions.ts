@@ -1,0 +1,146 @@
+/**
+ * `POST /v1/completions`: a prompt as text, a list of texts, token ids or a list of token-id
+ * lists; `n` choices per prompt (choice `p * n + j` is the `j`th of prompt `p`); `echo` repeats
+ * the prompt before the completion; `logprobs: k` gives each token's log prob and its top `k`
+ * (with `echo`, the prompt's too, the first token's being `null` as OpenAI writes it).
+ *
+ * @since 0.1.0
+ */
+import { TextGeneration, type Tokenizer } from "@mcore-effect/text"
+import * as Effect from "effect/Effect"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import type * as Choice from "./Choice.ts"
+import * as Generation from "./Generation.ts"
+import * as OpenAiSchema from "./OpenAiSchema.ts"
+import { checkModel, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
+import type * as Routes from "./Routes.ts"
+import * as Sampling from "./Sampling.ts"
+import { badRequest, type ServerError } from "./ServerError.ts"
+
+const decode = OpenAiSchema.decode(OpenAiSchema.CompletionRequest)
+
+/** OpenAI's default `max_tokens` for completions. */
+const DEFAULT_MAX_TOKENS = 16
+
+const prompts = (
+  tokenizer: Tokenizer.Service,
+  input: OpenAiSchema.CompletionRequest["prompt"]
+): Result.Result<Array<Choice.Prompt>, ServerError> => {
+  if (typeof input === "string") return Result.map(tokenizePrompt(tokenizer, input, "prompt"), (p) => [p])
+  const first = input[0]
+  if (typeof first === "number") {
+    return Result.map(tokenPrompt(tokenizer, input as ReadonlyArray<number>, "prompt"), (p) => [p])
+  }
+  const out: Array<Choice.Prompt> = []
+  for (let i = 0; i < input.length; i++) {
+    const item = input[i]!
+    const prompt = typeof item === "string"
+      ? tokenizePrompt(tokenizer, item, `prompt[${i}]`)
+      : tokenPrompt(tokenizer, item as ReadonlyArray<number>, `prompt[${i}]`)
+    if (Result.isFailure(prompt)) return Result.fail(prompt.failure)
+    out.push(prompt.success)
+  }
+  return Result.succeed(out)
+}
+
+/** OpenAI's completions log probs for `ids`, whose texts start at `offset`. */
+const logprobsOf = (
+  tokenizer: Tokenizer.Service,
+  ids: ReadonlyArray<number>,
+  logprobs: ReadonlyArray<number | null>,
+  top: ReadonlyArray<Readonly<Record<string, number>> | null> | undefined,
+  offset: number
+): OpenAiSchema.CompletionLogprobs => {
+  const tokens: Array<string> = []
+  const offsets: Array<number> = []
+  let at = offset
+  for (const id of ids) {
+    const token = tokenizer.decode([id])
+    tokens.push(token)
+    offsets.push(at)
+    at += token.length
+  }
+  return { tokens, token_logprobs: logprobs, top_logprobs: top ?? null, text_offset: offsets }
+}
+
+const choiceLogprobs = (
+  tokenizer: Tokenizer.Service,
+  finished: Choice.Finished,
+  prompt: Choice.Prompt,
+  echo: boolean,
+  wantTop: boolean
+): OpenAiSchema.CompletionLogprobs => {
+  const generated = finished.logprobs ?? []
+  const top = wantTop ? finished.topLogprobs ?? [] : undefined
+  if (!echo) return logprobsOf(tokenizer, finished.tokens, generated, top, 0)
+  // The prompt's first token has no log prob (nothing precedes it).
+  const ids = [...prompt.ids, ...finished.tokens]
+  const values: Array<number | null> = [null, ...(finished.promptLogprobs ?? []).slice(0, prompt.ids.length - 1), ...generated]
+  const tops = top === undefined ? undefined : [null, ...(finished.promptTopLogprobs ?? []).slice(0, prompt.ids.length - 1), ...top]
+  return logprobsOf(tokenizer, ids, values, tops, 0)
+}
+
+/**
+ * The route's handler.
+ *
+ * @since 0.1.0
+ */
+export const handle = (
+  generation: Routes.Generation
+): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, TextGeneration.TextGeneration | Scope.Scope> =>
+  Effect.gen(function*() {
+    const { state } = generation
+    const request = yield* Effect.fromResult(decode(generation.body))
+    yield* checkModel(state, request.model)
+    if (request.suffix != null && request.suffix !== "") return yield* Effect.fail(badRequest("suffix", "not supported"))
+    const n = request.n ?? 1
+    if (request.best_of != null && request.best_of > n) {
+      return yield* Effect.fail(badRequest("best_of", "only best_of <= n is supported (the engines do not rank choices)"))
+    }
+    const echo = request.echo === true
+    const logprobs = request.logprobs ?? undefined
+    const plan = yield* Effect.fromResult(Sampling.plan(request, {
+      maxTokens: request.max_tokens ?? DEFAULT_MAX_TOKENS,
+      logprobs,
+      promptLogprobs: echo && logprobs !== undefined
+    }))
+    const text = yield* TextGeneration.TextGeneration
+    const tokenizer = text.tokenizer
+    const all = yield* Effect.fromResult(prompts(tokenizer, request.prompt))
+    if (all.length * n > OpenAiSchema.MAX_CHOICES) {
+      return yield* Effect.fail(badRequest("n", `n times the prompts must be at most ${OpenAiSchema.MAX_CHOICES}`))
+    }
+    const context: Choice.Context = {
+      text,
+      state,
+      samplingParams: plan.samplingParams,
+      stop: plan.stop,
+      logprobs,
+      promptLogprobs: echo && logprobs !== undefined
+    }
+    const logprobsOf = (finished: Choice.Finished, prompt: Choice.Prompt) =>
+      logprobs === undefined ? null : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0)
+    return yield* Generation.respond(generation, context, all, plan, {
+      idPrefix: "cmpl-",
+      object: "text_completion",
+      format: {
+        chunkObject: "text_completion",
+        opening: echo ? (index, prompt) => ({ index, text: prompt.text, logprobs: null, finish_reason: null }) : undefined,
+        delta: (index, text) => ({ index, text, logprobs: null, finish_reason: null }),
+        closing: (index, finished, prompt) => ({
+          index,
+          text: "",
+          logprobs: logprobsOf(finished, prompt),
+          finish_reason: finished.finishReason
+        })
+      },
+      choice: (index, finished, prompt) => ({
+        index,
+        text: echo ? prompt.text + finished.text : finished.text,
+        logprobs: logprobsOf(finished, prompt),
+        finish_reason: finished.finishReason
+      })
+    })
+  })

@@ -1,0 +1,252 @@
+/**
+ * OpenAI's request bodies for `/v1/chat/completions` and `/v1/completions` as Schema (what is
+ * validated, once), and the response and chunk shapes this server writes. A field of the wrong
+ * type, out of range or unknown is refused with a 400 naming it ({@link decode}); a parameter that
+ * would change the result and is not supported is refused by the handlers, never ignored.
+ *
+ * @since 0.1.0
+ */
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaParser from "effect/SchemaParser"
+import { badRequest, type ServerError } from "./ServerError.ts"
+
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+const optionalNullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
+
+/** Most choices one request may ask for (`n`, times the prompts of a completions request). */
+export const MAX_CHOICES = 128
+
+/** Most stop strings (OpenAI allows 4; engines cope with more). */
+export const MAX_STOP = 16
+
+/**
+ * `stop`: one string or a list of them.
+ *
+ * @since 0.1.0
+ */
+export const Stop = Schema.Union([
+  Schema.String,
+  Schema.Array(Schema.String).check(Schema.isMaxLength(MAX_STOP))
+])
+
+/**
+ * `stream_options`.
+ *
+ * @since 0.1.0
+ */
+export const StreamOptions = Schema.Struct({
+  include_usage: optionalNullable(Schema.Boolean),
+  continuous_usage_stats: optionalNullable(Schema.Boolean)
+})
+
+/** Fields both endpoints take, with OpenAI's ranges. */
+const sampling = {
+  model: Schema.optionalKey(Schema.String),
+  max_tokens: optionalNullable(NonNegativeInt),
+  temperature: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }))),
+  top_p: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }))),
+  /** Extension (vLLM's): 0 or -1 means no top-k. */
+  top_k: optionalNullable(Schema.Int.check(Schema.isGreaterThanOrEqualTo(-1))),
+  n: optionalNullable(PositiveInt.check(Schema.isLessThanOrEqualTo(MAX_CHOICES))),
+  stream: optionalNullable(Schema.Boolean),
+  stream_options: optionalNullable(StreamOptions),
+  stop: optionalNullable(Stop),
+  seed: optionalNullable(Schema.Int),
+  presence_penalty: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: -2, maximum: 2 }))),
+  frequency_penalty: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: -2, maximum: 2 }))),
+  logit_bias: optionalNullable(Schema.Record(Schema.String, Schema.Finite)),
+  // Accepted and ignored: they do not change what is generated.
+  user: optionalNullable(Schema.String),
+  metadata: optionalNullable(Schema.Record(Schema.String, Schema.String)),
+  store: optionalNullable(Schema.Boolean),
+  service_tier: optionalNullable(Schema.String),
+  prompt_cache_key: optionalNullable(Schema.String),
+  safety_identifier: optionalNullable(Schema.String)
+}
+
+/**
+ * A part of a message's content; only text is supported (an image part is refused by name).
+ *
+ * @since 0.1.0
+ */
+export const ContentPart = Schema.Struct({
+  type: Schema.String,
+  text: Schema.optionalKey(Schema.String)
+})
+
+/**
+ * One chat message. `content` may be null for an assistant turn that made tool calls.
+ *
+ * @since 0.1.0
+ */
+export const ChatMessage = Schema.Struct({
+  role: Schema.Literals(["system", "developer", "user", "assistant", "tool"]),
+  content: Schema.optionalKey(Schema.NullOr(Schema.Union([Schema.String, Schema.Array(ContentPart)]))),
+  name: Schema.optionalKey(Schema.String),
+  tool_call_id: Schema.optionalKey(Schema.String),
+  tool_calls: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.Unknown))),
+  refusal: optionalNullable(Schema.String)
+})
+
+/**
+ * @since 0.1.0
+ */
+export type ChatMessage = typeof ChatMessage.Type
+
+/**
+ * The body of `POST /v1/chat/completions`.
+ *
+ * @since 0.1.0
+ */
+export const ChatCompletionRequest = Schema.Struct({
+  ...sampling,
+  messages: Schema.Array(ChatMessage).check(Schema.isMinLength(1)),
+  max_completion_tokens: optionalNullable(NonNegativeInt),
+  logprobs: optionalNullable(Schema.Boolean),
+  top_logprobs: optionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20 }))),
+  // Refused unless empty or neutral (see ChatCompletions).
+  tools: optionalNullable(Schema.Array(Schema.Unknown)),
+  tool_choice: optionalNullable(Schema.Unknown),
+  functions: optionalNullable(Schema.Array(Schema.Unknown)),
+  function_call: optionalNullable(Schema.Unknown),
+  parallel_tool_calls: optionalNullable(Schema.Boolean),
+  response_format: optionalNullable(Schema.Struct({ type: Schema.String, json_schema: Schema.optionalKey(Schema.Unknown) })),
+  modalities: optionalNullable(Schema.Array(Schema.String)),
+  audio: optionalNullable(Schema.Unknown),
+  prediction: optionalNullable(Schema.Unknown),
+  reasoning_effort: optionalNullable(Schema.String),
+  web_search_options: optionalNullable(Schema.Unknown)
+})
+
+/**
+ * @since 0.1.0
+ */
+export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
+
+/**
+ * `prompt` of a completions request: a text, a list of texts, token ids, or a list of token-id
+ * lists.
+ *
+ * @since 0.1.0
+ */
+export const PromptInput = Schema.Union([
+  Schema.String,
+  Schema.Array(Schema.String).check(Schema.isMinLength(1)),
+  Schema.Array(NonNegativeInt).check(Schema.isMinLength(1)),
+  Schema.Array(Schema.Array(NonNegativeInt).check(Schema.isMinLength(1))).check(Schema.isMinLength(1))
+])
+
+/**
+ * The body of `POST /v1/completions`.
+ *
+ * @since 0.1.0
+ */
+export const CompletionRequest = Schema.Struct({
+  ...sampling,
+  prompt: PromptInput,
+  /** Top log probs per token, 0 to 5 (OpenAI's range); present asks for log probs at all. */
+  logprobs: optionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20 }))),
+  echo: optionalNullable(Schema.Boolean),
+  best_of: optionalNullable(PositiveInt),
+  suffix: optionalNullable(Schema.String)
+})
+
+/**
+ * @since 0.1.0
+ */
+export type CompletionRequest = typeof CompletionRequest.Type
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** `["messages", 0, "role"]` -> `messages[0].role`. */
+const pathName = (path: ReadonlyArray<PropertyKey>): string | null => {
+  let out = ""
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`
+    else out += out === "" ? String(key) : `.${String(key)}`
+  }
+  return out === "" ? null : out
+}
+
+/**
+ * A decoder for a request body that refuses unknown keys and turns the first issue into a 400
+ * naming the field.
+ *
+ * @example
+ * ```ts
+ * import { OpenAiSchema } from "@mcore-effect/server"
+ * import { Result } from "effect"
+ *
+ * const decode = OpenAiSchema.decode(OpenAiSchema.CompletionRequest)
+ * const refused = decode({ prompt: "hi", temperature: 7 })
+ * if (Result.isFailure(refused)) refused.failure.message // "temperature: Expected ..."
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
+  const parse = SchemaParser.decodeUnknownResult(schema as never, { onExcessProperty: "error", errors: "first" }) as (
+    input: unknown
+  ) => Result.Result<S["Type"], SchemaIssue.Issue>
+  return (input: unknown): Result.Result<S["Type"], ServerError> => {
+    if (typeof input !== "object" || input === null || Array.isArray(input)) {
+      return Result.fail(badRequest(null, "the request body must be a JSON object"))
+    }
+    const decoded = parse(input)
+    if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
+    const first = formatter(decoded.failure).issues[0]
+    const param = first?.path === undefined ? null : pathName(first.path as ReadonlyArray<PropertyKey>)
+    const message = first?.message ?? "invalid request"
+    return Result.fail(badRequest(param, message === "Unexpected key" ? "unknown parameter" : message))
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses (written by this server; plain shapes)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `finish_reason`.
+ *
+ * @since 0.1.0
+ */
+export type FinishReason = "stop" | "length" | "abort"
+
+/**
+ * `usage`, with cached prompt tokens.
+ *
+ * @since 0.1.0
+ */
+export interface Usage {
+  readonly prompt_tokens: number
+  readonly completion_tokens: number
+  readonly total_tokens: number
+  readonly prompt_tokens_details: { readonly cached_tokens: number }
+}
+
+/**
+ * A chat log prob entry (`choices[].logprobs.content[]`).
+ *
+ * @since 0.1.0
+ */
+export interface ChatLogprob {
+  readonly token: string
+  readonly logprob: number
+  readonly bytes: ReadonlyArray<number>
+  readonly top_logprobs: ReadonlyArray<{ readonly token: string; readonly logprob: number; readonly bytes: ReadonlyArray<number> }>
+}
+
+/**
+ * The log probs of a completions choice.
+ *
+ * @since 0.1.0
+ */
+export interface CompletionLogprobs {
+  readonly tokens: ReadonlyArray<string>
+  readonly token_logprobs: ReadonlyArray<number | null>
+  readonly top_logprobs: ReadonlyArray<Record<string, number> | null> | null
+  readonly text_offset: ReadonlyArray<number>
+}

@@ -1,0 +1,61 @@
+/**
+ * Prompts as the engines take them (token ids), from what requests carry: text (tokenized with
+ * the served model's tokenizer) or token ids (checked against its vocabulary); a chat is rendered
+ * through the text package's `TextGeneration`). Each refusal is a 400 naming the field.
+ *
+ * @since 0.1.0
+ */
+import type { Tokenizer } from "@mcore-effect/text"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import type * as Choice from "./Choice.ts"
+import { badRequest, ModelNotFound, serverError, type ServerError } from "./ServerError.ts"
+import type { State } from "./ServerState.ts"
+
+/**
+ * Refuses a request naming another model (404, as OpenAI answers); no name is the served model.
+ *
+ * @since 0.1.0
+ */
+export const checkModel = (state: State, model: string | undefined): Effect.Effect<void, ServerError> =>
+  model === undefined || model === state.config.model
+    ? Effect.void
+    : Effect.fail(serverError(new ModelNotFound({ model, served: state.config.model })))
+
+/**
+ * A text prompt, tokenized (special tokens added as the tokenizer's post-processor says).
+ *
+ * @since 0.1.0
+ */
+export const tokenizePrompt = (
+  tokenizer: Tokenizer.Service,
+  text: string,
+  param: string
+): Result.Result<Choice.Prompt, ServerError> => {
+  let ids: Array<number>
+  try {
+    ids = tokenizer.encode(text)
+  } catch (cause) {
+    return Result.fail(badRequest(param, `could not be tokenized: ${String(cause)}`))
+  }
+  if (ids.length === 0) return Result.fail(badRequest(param, "must not be empty"))
+  return Result.succeed({ ids, text })
+}
+
+/**
+ * A token-id prompt, checked against the vocabulary; its text (for `echo`) decoded.
+ *
+ * @since 0.1.0
+ */
+export const tokenPrompt = (
+  tokenizer: Tokenizer.Service,
+  ids: ReadonlyArray<number>,
+  param: string
+): Result.Result<Choice.Prompt, ServerError> => {
+  if (ids.length === 0) return Result.fail(badRequest(param, "must not be empty"))
+  const size = tokenizer.vocabSize
+  for (let i = 0; i < ids.length; i++) {
+    if (ids[i]! >= size) return Result.fail(badRequest(`${param}[${i}]`, `token id ${ids[i]} is outside the vocabulary (size ${size})`))
+  }
+  return Result.succeed({ ids, text: tokenizer.decode(ids) })
+}

