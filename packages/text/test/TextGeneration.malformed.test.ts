@@ -16,7 +16,7 @@ const standIn = {
   submitWithId: () => Effect.succeed({ requestId: 7, reply: Effect.succeed(malformed) }),
   stream: () =>
     Stream.fromArray<InferenceClient.StreamEvent>([
-      { _tag: "Partial", requestId: 7, newTokens: [1] } as unknown as InferenceClient.StreamEvent,
+      { _tag: "Tokens", requestId: 7, newTokens: [1] },
       { _tag: "Final", reply: malformed }
     ])
 } as unknown as InferenceClient.Service

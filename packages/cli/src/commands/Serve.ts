@@ -28,7 +28,7 @@ import { Command, Flag } from "effect/cli"
 import * as Path from "node:path"
 import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
-import { intAtLeast } from "../Positive.ts"
+import { integer } from "../Values.ts"
 
 /** How a worker learns what the primary set up (an embedded cluster's address, its tokenizer). */
 const WORKER_COORDINATOR = "MCORE_SERVE_COORDINATOR"
@@ -55,11 +55,11 @@ const flags = {
     Flag.withDefault(ServerConfig.defaults.host),
     Flag.withDescription("Interface to listen on (default 127.0.0.1: this machine only)")
   ),
-  port: intAtLeast("port", 0).pipe(
+  port: integer("port", 0).pipe(
     Flag.withDefault(ServerConfig.defaults.port),
     Flag.withDescription("Port (default 8000; 0: any free port)")
   ),
-  workers: intAtLeast("workers", 1).pipe(
+  workers: integer("workers", 1).pipe(
     Flag.withDefault(1),
     Flag.withDescription("Server processes sharing the port, each with its own coordinator connection (default 1)")
   ),
@@ -76,11 +76,11 @@ const flags = {
     Flag.withDescription("A Jinja chat template to use instead of the tokenizer's"),
     Flag.optional
   ),
-  maxBodyBytes: intAtLeast("max-body-bytes", 1).pipe(
+  maxBodyBytes: integer("max-body-bytes", 1).pipe(
     Flag.withDefault(ServerConfig.defaults.maxBodyBytes),
     Flag.withDescription("Largest request body, in bytes (default 4 MiB)")
   ),
-  maxConcurrent: intAtLeast("max-concurrent", 1).pipe(
+  maxConcurrent: integer("max-concurrent", 1).pipe(
     Flag.withDefault(ServerConfig.defaults.maxConcurrentRequests),
     Flag.withDescription("Generation requests served at once per process; more get 429 (default 1024)")
   ),
@@ -97,11 +97,11 @@ const flags = {
     Flag.withDefault(false),
     Flag.withDescription("Start a test coordinator, test engines and the word tokenizer in this process")
   ),
-  engines: intAtLeast("engines", 1).pipe(
+  engines: integer("engines", 1).pipe(
     Flag.withDefault(2),
     Flag.withDescription("With --embedded: test engines (default 2)")
   ),
-  stepMs: intAtLeast("step-ms", 0).pipe(
+  stepMs: integer("step-ms", 0).pipe(
     Flag.withDefault(10),
     Flag.withDescription("With --embedded: milliseconds between engine steps (default 10)")
   )
