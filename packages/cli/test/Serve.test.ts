@@ -32,7 +32,7 @@ describe("mcore serve", () => {
       expect(body.choices[0].message.content.split(" ")).toHaveLength(4)
       yield* process.kill("SIGTERM")
       const ended = yield* process.exited()
-      expect(ended.code).toBe(130)
+      expect(ended.code).toBe(143)
       expect(ended.stdout).toBe(`${url}\n`)
     }), 120_000)
 
@@ -44,7 +44,7 @@ describe("mcore serve", () => {
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200])
       yield* process.kill("SIGTERM")
       const ended = yield* process.exited(30_000)
-      expect(ended.code).toBe(130)
+      expect(ended.code).toBe(143)
     }), 120_000)
 
   it.live("without a coordinator or --embedded: one line, exit code 1", () =>

@@ -491,9 +491,10 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
     stopCudaProfiler: signal("InferenceClient.stopCudaProfiler", { _tag: "StopCudaProfiler" }),
     shutdownCoordinator: signal("InferenceClient.shutdownCoordinator", { _tag: "Shutdown" }),
     setGenerationEpoch: Effect.fn("InferenceClient.setGenerationEpoch")(function*(generationEpoch: number) {
-      if (!Number.isSafeInteger(generationEpoch)) {
+      // Epochs count up from 0 (the CLI refuses a negative one too): -1 is a mistake, not an epoch.
+      if (!Number.isSafeInteger(generationEpoch) || generationEpoch < 0) {
         return yield* Effect.fail(
-          invalidArgument("generationEpoch", `expected an integer, got ${String(generationEpoch)}`)
+          invalidArgument("generationEpoch", `expected a non-negative integer, got ${String(generationEpoch)}`)
         )
       }
       const error = connection.available()

@@ -120,6 +120,7 @@ describe("InferenceClient against a stub coordinator", () => {
       expect(yield* reasonOf(client.submitWithKvHandoff([1], {}, [] as never, [0]))).toBe("InvalidRequest")
       expect(yield* reasonOf(client.abort(-1))).toBe("InvalidArgument")
       expect(yield* reasonOf(client.setGenerationEpoch(1.5))).toBe("InvalidArgument")
+      expect(yield* reasonOf(client.setGenerationEpoch(-1))).toBe("InvalidArgument")
       expect(yield* client.pendingCount).toBe(0)
       const { requestId } = yield* client.submitWithId("ok")
       expect(requestId).toBe(0)

@@ -115,7 +115,7 @@ const textFlagsOf = (options: Options): Result.Result<void, CliError.InvalidValu
       new CliError.InvalidValue({
         option: options.chat ? "chat" : "chat-template",
         value: options.chat ? "true" : Option.getOrElse(options.chatTemplate, () => ""),
-        expected: "--tokenizer DIR as well (the chat template is the tokenizer's)",
+        expected: "needs --tokenizer DIR (the chat template is the tokenizer's)",
         kind: "flag"
       })
     )
