@@ -18,8 +18,9 @@ import * as Reader from "./internal/msgpackReader.ts"
 
 /**
  * Thrown by {@link encode} for a value that has no msgpack form a Python peer can read:
- * a function, a symbol, a class instance, an integer outside 64 bits, or nesting deeper than
- * Python's packer allows (which is also how a cycle shows up).
+ * a function, a symbol, a class instance, an integer outside 64 bits, a `Map` key that is not a
+ * string (Python's `unpackb` refuses those), or nesting deeper than Python's packer allows
+ * (which is also how a cycle shows up).
  *
  * @since 0.1.0
  */
@@ -558,8 +559,12 @@ export class Writer {
       if (this.sortKeys) keys.sort(compareKeys)
       this.mapHeader(keys.length)
       for (const key of keys) {
-        this.any(key, depth, path)
-        this.any(v.get(key), depth, path + "." + String(key))
+        // Python's unpackb refuses any other key (strict_map_key), and so does decode.
+        if (typeof key !== "string") {
+          throw new NotEncodableException(path, `a map key must be a string, got ${key === null ? "null" : typeof key}`)
+        }
+        this.string(key)
+        this.any(v.get(key), depth, path + "." + key)
       }
       return
     }

@@ -178,6 +178,15 @@ describe("Msgpack.decode", () => {
       )
     })
 
+    it("and encode writes none: a Map key that is not a string is NotEncodable, before any byte goes out", () => {
+      for (const key of [1, null, true, 1n, new Uint8Array([1]), ["a"]]) {
+        expect(() => Msgpack.encode({ meta: new Map<unknown, unknown>([["a", 1], [key, 2]]) })).toThrow(
+          new Msgpack.NotEncodableException("meta", `a map key must be a string, got ${key === null ? "null" : typeof key}`)
+        )
+      }
+      expect(Msgpack.decode(Msgpack.encode(new Map<string, unknown>([["a", 1], ["b", new Map([["c", 2]])]])))).toEqual({ a: 1, b: { c: 2 } })
+    })
+
     it("keeps every str key, inherited names included", () => {
       const map = { constructor: 1, toString: 2, hasOwnProperty: 3, valueOf: null, "": 4 }
       expect(Msgpack.decode(Msgpack.encode(map))).toEqual(map)

@@ -358,6 +358,9 @@ describe("frame 0 as the Python client writes it (sampling_params.json, Megatron
       .filter(([, schema]) => schema.ast._tag === "Number" && !JSON.stringify(schema.ast.checks?.map((c) => c.annotations)).includes("isInt"))
       .map(([key]) => key)
     expect(floats).toEqual(["temperature", "top_p"])
+    // An extra map with a key Python's unpackb refuses never goes out.
+    const refused = SamplingParams.make({ meta: new Map([[1, "x"]]) })
+    expect(Result.isFailure(refused) && refused.failure.reason).toMatchObject({ _tag: "NotEncodable", what: "sampling_params.meta" })
     // An extra key is not declared: a whole number there goes out as an integer (JavaScript cannot tell 1.0 from 1).
     expect(frame0(vectors[0]!, ok({ min_p: 1 }))).toContain("a56d696e5f7001")
   })
