@@ -3,6 +3,11 @@
  * `InferenceClient` (submit, stream, KV handoff, abort, control signals), with a typed error for
  * every failure, interruption as abort, and liveness instead of hanging.
  *
+ * This file is the service's surface: its interface, public types and layers, with their TSDoc
+ * (most of its length), and the small per-call effects. The machinery is below it: the
+ * connection (`Connection.ts`: socket, writer, listener, registry, state) and the batch
+ * scheduler (`SubmitAll.ts`).
+ *
  * @since 0.1.0
  */
 import { type Media, Messages, PrefixHashing, Prompt, type Reply as ProtocolReply, type SamplingParams, type WireTypes } from "@mcore-effect/protocol"
