@@ -1,7 +1,7 @@
 /**
  * The test coordinator's machinery: one ROUTER, its reader and its one writer (`FrameSocket`). It
- * decodes frame 0 of every message (and frame 2 of a submission when the policy routes on
- * prefixes), forwards bodies verbatim, and never lets a bad message take the loop down: every
+ * reads every message's envelope through the protocol's `Messages` codecs (and a submission's
+ * block hashes or prompt when the policy routes on prefixes), forwards bodies verbatim, and never lets a bad message take the loop down: every
  * rejection is counted and logged. `TestCoordinator` wraps it as a scoped Effect resource.
  *
  * Behaviour follows Megatron's `data_parallel_inference_coordinator` (`coordinator.py`,
