@@ -3,9 +3,14 @@
  * `InferenceClient` (submit, stream, KV handoff, abort, control signals), with a typed error for
  * every failure, interruption as abort, and liveness instead of hanging.
  *
+ * This file is the service's surface: its interface, public types and layers, with their TSDoc
+ * (most of its length), and the small per-call effects. The machinery is below it: the
+ * connection (`Connection.ts`: socket, writer, listener, registry, state) and the batch
+ * scheduler (`SubmitAll.ts`).
+ *
  * @since 0.1.0
  */
-import { type Media, Messages, PrefixHashing, Prompt, type SamplingParams, type WireTypes } from "@mcore-effect/protocol"
+import { type Media, Messages, PrefixHashing, Prompt, type Reply as ProtocolReply, type SamplingParams, type WireTypes } from "@mcore-effect/protocol"
 import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
@@ -15,6 +20,7 @@ import * as Effectable from "effect/Effectable"
 import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as Tracer from "effect/Tracer"
 import * as ClientConfig from "./ClientConfig.ts"
@@ -22,7 +28,7 @@ import { type ClientError, clientError, InvalidAddress, InvalidArgument, Invalid
 import { Recorder } from "./ClientMetrics.ts"
 import * as Connection from "./Connection.ts"
 import * as PendingRequests from "./PendingRequests.ts"
-import type { Reply, StreamEvent } from "./Reply.ts"
+import type { RawReply, Reply, StreamEvent } from "./Reply.ts"
 import { inScopeSpan, REQUEST_ID, tracing } from "./Spans.ts"
 import { submitAll } from "./SubmitAll.ts"
 
@@ -78,9 +84,9 @@ export interface KvHandoffOptions {
  *
  * @since 0.1.0
  */
-export interface Submitted {
+export interface Submitted<R extends Reply = Reply> {
   readonly requestId: number
-  readonly reply: Effect.Effect<Reply, ClientError>
+  readonly reply: Effect.Effect<R, ClientError>
 }
 
 /**
@@ -99,11 +105,11 @@ export interface BatchRequest extends SubmitOptions {
  *
  * @since 0.1.0
  */
-export interface BatchReply {
+export interface BatchReply<R extends Reply = Reply> {
   readonly index: number
   /** The client's id for the request (what `abort` takes), not the coordinator's `request_id`. */
   readonly requestId: number
-  readonly reply: Reply
+  readonly reply: R
 }
 
 /**
@@ -113,10 +119,10 @@ export interface BatchReply {
  *
  * @since 0.1.0
  */
-export interface BatchSettled {
+export interface BatchSettled<R extends Reply = Reply> {
   readonly index: number
   readonly requestId: number | undefined
-  readonly exit: Exit.Exit<Reply, ClientError>
+  readonly exit: Exit.Exit<R, ClientError>
 }
 
 /**
@@ -134,11 +140,13 @@ export interface SubmitAllOptions {
 }
 
 /**
- * The service.
+ * The service. `R` is what a finished request gives: `RawReply` for a client built with
+ * `deserialize: false`, `DynamicInferenceRequest` with `deserialize: true`, and the union of the
+ * two when that is not known statically (options read from configuration).
  *
  * @since 0.1.0
  */
-export interface Service {
+export interface Service<R extends Reply = Reply> {
   /**
    * Submits a request and waits for its reply. Interrupting the wait aborts the request on the
    * coordinator. Nothing is sent when the prompt, parameters or media are refused.
@@ -147,13 +155,13 @@ export interface Service {
     prompt: PromptInput,
     samplingParams?: SamplingParams.SamplingParamsInput | undefined,
     options?: SubmitOptions | undefined
-  ) => Effect.Effect<Reply, ClientError>
+  ) => Effect.Effect<R, ClientError>
   /** Submits a request and returns at once with its id and its reply to await. */
   readonly submitWithId: (
     prompt: PromptInput,
     samplingParams?: SamplingParams.SamplingParamsInput | undefined,
     options?: SubmitOptions | undefined
-  ) => Effect.Effect<Submitted, ClientError>
+  ) => Effect.Effect<Submitted<R>, ClientError>
   /**
    * Submits many requests and streams their replies as they finish (in completion order; `index`
    * tells which input each answers), keeping at most `concurrency` in flight. No fiber waits per
@@ -165,7 +173,7 @@ export interface Service {
   readonly submitAll: (
     requests: Iterable<BatchRequest>,
     options?: SubmitAllOptions | undefined
-  ) => Stream.Stream<BatchReply, ClientError>
+  ) => Stream.Stream<BatchReply<R>, ClientError>
   /**
    * {@link Service.submitAll} that never stops the batch: every request yields its `Exit`, in
    * completion order, whatever happens to the others (an invalid request, a deadline, the
@@ -192,7 +200,7 @@ export interface Service {
   readonly submitAllSettled: (
     requests: Iterable<BatchRequest>,
     options?: SubmitAllOptions | undefined
-  ) => Stream.Stream<BatchSettled, ClientError>
+  ) => Stream.Stream<BatchSettled<R>, ClientError>
   /**
    * A streamed request, submitted when the stream is run (with `streaming` forced on): its
    * partials in order, then its final reply, then the end. Ending consumption early aborts it.
@@ -201,7 +209,7 @@ export interface Service {
     prompt: PromptInput,
     samplingParams?: SamplingParams.SamplingParamsInput | undefined,
     options?: SubmitOptions | undefined
-  ) => Stream.Stream<StreamEvent, ClientError>
+  ) => Stream.Stream<StreamEvent<R>, ClientError>
   /**
    * A decode request carrying the prefill peer's KV metadata: the decode engine pulls the KV from
    * `srcBlockIds` on the peer `kvMeta` describes, then generates.
@@ -212,7 +220,7 @@ export interface Service {
     kvMeta: WireTypes.KvMeta,
     srcBlockIds: ReadonlyArray<number>,
     options?: KvHandoffOptions | undefined
-  ) => Effect.Effect<Reply, ClientError>
+  ) => Effect.Effect<R, ClientError>
   /** {@link Service.submitWithKvHandoff}, streamed. */
   readonly streamWithKvHandoff: (
     prompt: PromptInput,
@@ -220,7 +228,7 @@ export interface Service {
     kvMeta: WireTypes.KvMeta,
     srcBlockIds: ReadonlyArray<number>,
     options?: KvHandoffOptions | undefined
-  ) => Stream.Stream<StreamEvent, ClientError>
+  ) => Stream.Stream<StreamEvent<R>, ClientError>
   /**
    * Tells every engine to release the KV blocks pinned for a handed-off request
    * (fire-and-forget). `requestId` is the engine-side id the prefill reply names (its
@@ -404,26 +412,8 @@ const checkRequestId = (requestId: number): ClientError | undefined =>
     ? undefined
     : invalidArgument("requestId", `expected a non-negative integer, got ${String(requestId)}`)
 
-/**
- * Builds the client: opens the socket, performs the CONNECT / CONNECT_ACK handshake and starts
- * the listener, all owned by the current scope. Closing the scope fails every pending request
- * and stream with `ClientClosed`, stops the listener and closes the socket. {@link layer} is this
- * as a `Layer`.
- *
- * @example
- * ```ts
- * import { InferenceClient } from "@mcore-effect/client"
- * import { Effect } from "effect"
- *
- * const once = Effect.gen(function*() {
- *   const client = yield* InferenceClient.make({ address: "ipc:///tmp/coordinator.sock" })
- *   return yield* client.submit("Hello", { num_tokens_to_generate: 4 })
- * }).pipe(Effect.scoped) // the client closes here
- * ```
- *
- * @since 0.1.0
- */
-export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
+/** The client, its reply type the union of both (see {@link make}). */
+const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
   // Nothing is opened for an address or options the client does not accept.
   const badAddress = ClientConfig.addressProblem(options.address)
   if (badAddress !== undefined) {
@@ -458,7 +448,7 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
       send(requestId)
     })
 
-  return InferenceClient.of({
+  const service: Service = {
     submit: (prompt, samplingParams, options) =>
       new SingleRequest<Reply>(connection, "submit", prompt, samplingParams, options, undefined, undefined),
     submitWithId: (prompt, samplingParams, options) =>
@@ -508,8 +498,48 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
         return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, config.hashing, mediaCacheKey))
       }),
     pendingCount: Effect.sync(() => connection.pending.size)
-  })
+  }
+  return service
 })
+
+/**
+ * What {@link make} builds for these options: the reply type follows `deserialize` when it is
+ * known statically.
+ *
+ * @since 0.1.0
+ */
+export type ReplyFor<O extends ClientConfig.ClientOptions> = O extends { readonly deserialize: true } ?
+  ProtocolReply.DynamicInferenceRequest
+  : "deserialize" extends keyof O ? (O extends { readonly deserialize: false | undefined } ? RawReply : Reply)
+  : RawReply
+
+/**
+ * Builds the client: opens the socket, performs the CONNECT / CONNECT_ACK handshake and starts
+ * the listener, all owned by the current scope. Closing the scope fails every pending request
+ * and stream with `ClientClosed`, stops the listener and closes the socket. {@link layer} is this
+ * as a `Layer`.
+ *
+ * The reply type follows `deserialize`: with `deserialize: true` every operation returns a typed
+ * `DynamicInferenceRequest`, without it the raw map (`RawReply`).
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const once = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.make({ address: "ipc:///tmp/coordinator.sock", deserialize: true })
+ *   const reply = yield* client.submit("Hello", { num_tokens_to_generate: 4 })
+ *   return reply.generated_tokens // typed: no isDeserialized needed
+ * }).pipe(Effect.scoped) // the client closes here
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make = <const O extends ClientConfig.ClientOptions>(
+  options: O
+): Effect.Effect<Service<ReplyFor<O>>, ClientError, Scope.Scope> =>
+  makeService(options) as Effect.Effect<Service<any>, ClientError, Scope.Scope>
 
 /**
  * The client as a layer: acquiring it connects and performs the handshake (failing with
@@ -539,6 +569,39 @@ export const make = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
  */
 export const layer = (options: ClientConfig.ClientOptions): Layer.Layer<InferenceClient, ClientError> =>
   Layer.effect(InferenceClient, make(options))
+
+/**
+ * The client built with `deserialize: true`, as a service of its own whose replies are typed
+ * `DynamicInferenceRequest`s (no `isDeserialized` needed). Provided by {@link layerDeserialized}.
+ *
+ * @since 0.1.0
+ */
+export class DeserializedInferenceClient extends Context.Service<
+  DeserializedInferenceClient,
+  Service<ProtocolReply.DynamicInferenceRequest>
+>()("@mcore-effect/client/DeserializedInferenceClient") {}
+
+/**
+ * {@link layer} with `deserialize: true`, providing {@link DeserializedInferenceClient}.
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.DeserializedInferenceClient
+ *   const reply = yield* client.submit([1, 2, 3], { num_tokens_to_generate: 8 })
+ *   return reply.generated_tokens
+ * }).pipe(Effect.provide(InferenceClient.layerDeserialized({ address: "tcp://127.0.0.1:5555" })))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layerDeserialized = (
+  options: Omit<ClientConfig.ClientOptions, "deserialize">
+): Layer.Layer<DeserializedInferenceClient, ClientError> =>
+  Layer.effect(DeserializedInferenceClient, make({ ...options, deserialize: true as const }))
 
 /**
  * The client as a layer whose options are read from `Config` (by default

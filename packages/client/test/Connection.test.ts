@@ -8,7 +8,8 @@ import { TestSupport } from "@mcore-effect/testkit"
 import { Effect, Result } from "effect"
 import * as ClientConfig from "../src/ClientConfig.ts"
 import { Recorder } from "../src/ClientMetrics.ts"
-import { Connection, ConnectionState } from "../src/Connection.ts"
+import { Connection } from "../src/Connection.ts"
+import { ConnectionState } from "../src/ConnectionState.ts"
 import { Single } from "../src/PendingRequests.ts"
 
 describe("ConnectionState", () => {

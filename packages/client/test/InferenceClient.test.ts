@@ -3,6 +3,7 @@
  * ZeroMQ sockets on loopback.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { expectTypeOf } from "vitest"
 import { Msgpack, Reply } from "@mcore-effect/protocol"
 import { Faults, Generation, Vocabulary } from "@mcore-effect/testkit"
 import { Effect, Fiber, Metric, Result, Schedule, Stream, Tracer } from "effect"
@@ -93,6 +94,26 @@ describe("InferenceClient against the test coordinator and engines", () => {
       expect(streamed).toEqual(expected.slice(0, streamed.length))
       if (last._tag === "Final") expect(last.reply.generated_tokens).toEqual(expected)
       expect(yield* client.pendingCount).toBe(0)
+    }).pipe(withRegistry))
+
+  it.live("deserialize drives the reply type: make({ deserialize: true }) and layerDeserialized return typed replies", () =>
+    Effect.gen(function*() {
+      const { cluster } = yield* setup()
+      const typed = yield* InferenceClient.make({ address: cluster.address, deserialize: true })
+      const reply = yield* typed.submit(tokens, { num_tokens_to_generate: 2 })
+      expectTypeOf(reply).toEqualTypeOf<Reply.DynamicInferenceRequest>()
+      expect(reply).toBeInstanceOf(Reply.DynamicInferenceRequest)
+      expect(reply.generated_tokens).toHaveLength(2)
+      const raw = yield* InferenceClient.make({ address: cluster.address })
+      const map = yield* raw.submit(tokens, { num_tokens_to_generate: 1 })
+      type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+      expectTypeOf<Same<typeof map, InferenceClient.RawReply>>().toEqualTypeOf<true>()
+      expect(InferenceClient.isDeserialized(map)).toBe(false)
+      const viaLayer = yield* InferenceClient.DeserializedInferenceClient.use((client) =>
+        client.submit(tokens, { num_tokens_to_generate: 1 })
+      ).pipe(Effect.provide(InferenceClient.layerDeserialized({ address: cluster.address })))
+      expectTypeOf(viaLayer).toEqualTypeOf<Reply.DynamicInferenceRequest>()
+      expect(viaLayer.generated_length).toBe(1)
     }).pipe(withRegistry))
 
   it.live("KV handoff: prefill pins, the decode request carries kv_meta and block ids, release unpins", () =>

@@ -1,7 +1,7 @@
 /**
- * The test coordinator's machinery: one ROUTER, one plain async read loop, one writer. It
- * decodes frame 0 of every message (and frame 2 of a submission when the policy routes on
- * prefixes), forwards bodies verbatim, and never lets a bad message take the loop down: every
+ * The test coordinator's machinery: one ROUTER, its reader and its one writer (`FrameSocket`). It
+ * reads every message's envelope through the protocol's `Messages` codecs (and a submission's
+ * block hashes or prompt when the policy routes on prefixes), forwards bodies verbatim, and never lets a bad message take the loop down: every
  * rejection is counted and logged. `TestCoordinator` wraps it as a scoped Effect resource.
  *
  * Behaviour follows Megatron's `data_parallel_inference_coordinator` (`coordinator.py`,
@@ -10,6 +10,10 @@
  * from removed engines are still delivered, ABORT goes to the engine holding the request,
  * RELEASE_KV is broadcast verbatim, a duplicate CONNECT is ignored, replies flagged
  * `needs_detokenize` get `generated_text` filled here.
+ *
+ * Past 400 lines: one class whose handlers all read and write the same routing state (engines,
+ * requests in flight, hash ownership, held partials); split apart, they would pass it around.
+ * Decoding is the protocol's (`Messages` codecs), socket handling is `FrameSocket`'s.
  *
  * @since 0.1.0
  * @internal

@@ -1,5 +1,5 @@
 /**
- * A test engine's machinery: one DEALER, a plain async read loop, a step loop that advances
+ * A test engine's machinery: one DEALER, its reader, a step loop that advances
  * every active request by one token per step, and one writer. `TestEngine` wraps it as a scoped
  * Effect resource.
  *
@@ -9,6 +9,9 @@
  * plus one body per entry, partials as `[22, [id, ...]]` plus one body per id, an ABORT finishes
  * the request at the next step with what it has, SET_GENERATION_EPOCH stamps every active
  * request, STOP ends the engine (it sends DISCONNECT and stops), PAUSE outside RUNNING is ignored.
+ *
+ * Past 400 lines: the read side and the step loop share the active requests, pins and faults;
+ * decoding is the protocol's (`Messages` codecs), the socket's reader and writer `FrameSocket`'s.
  *
  * @since 0.1.0
  * @internal
