@@ -20,6 +20,27 @@ const completion = (url: string) =>
     return { status: response.status, body: await response.json() as any }
   })
 
+/** The pids of `count` distinct workers answering /health (excluding `not`), within 30 s (a replacement starts in seconds). */
+const workerPids = (url: string, count: number, not?: number) =>
+  Effect.promise(async () => {
+    const seen = new Set<number>()
+    const deadline = Date.now() + 30_000
+    while (seen.size < count && Date.now() < deadline) {
+      try {
+        const response = await fetch(`${url}/health`, {
+          headers: { connection: "close" },
+          signal: AbortSignal.timeout(2_000)
+        })
+        const { pid } = await response.json() as { pid: number }
+        if (pid !== not) seen.add(pid)
+      } catch {
+        // a connection handed to the worker just killed
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    return [...seen]
+  })
+
 describe("mcore serve", () => {
   it.live("--embedded: prints its URL first, answers chat completions, ends on SIGTERM", () =>
     Effect.gen(function*() {
@@ -36,12 +57,19 @@ describe("mcore serve", () => {
       expect(ended.stdout).toBe(`${url}\n`)
     }), 120_000)
 
-  it.live("--workers 2: two processes share the port; SIGTERM stops them all", () =>
+  it.live("--workers 2: two processes share the port; one killed is replaced; SIGTERM stops them all", () =>
     Effect.gen(function*() {
       const process = yield* Mcore.start(["serve", "--embedded", "--port", "0", "--step-ms", "0", "--workers", "2"])
       const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
       const answers = yield* Effect.all(Array.from({ length: 6 }, () => completion(url)), { concurrency: "unbounded" })
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200])
+      // Connections go to the workers in turn: a few health checks name both.
+      const pids = yield* workerPids(url, 2)
+      const [victim] = pids
+      globalThis.process.kill(victim!, "SIGKILL")
+      const after = yield* workerPids(url, 2, victim)
+      expect(after).not.toContain(victim)
+      expect((yield* completion(url)).status).toBe(200)
       yield* process.kill("SIGTERM")
       const ended = yield* process.exited(30_000)
       expect(ended.code).toBe(143)

@@ -52,6 +52,63 @@ export const apiKeyCheck = (key: Redacted.Redacted<string> | undefined) => {
   }
 }
 
+/** What a Node request body looks like, as far as reading it here needs. */
+interface NodeBody {
+  readonly readableEnded: boolean
+  on(event: "data", listener: (chunk: Buffer) => void): unknown
+  on(event: "end" | "error", listener: (error?: unknown) => void): unknown
+  off(event: string, listener: (...args: Array<any>) => void): unknown
+}
+
+const isNodeBody = (source: object): source is NodeBody =>
+  typeof (source as Partial<NodeBody>).on === "function" && (source as Partial<NodeBody>).readableEnded === false
+
+const parse = (text: string): Effect.Effect<unknown, ServerError> => {
+  if (text.length === 0) return Effect.fail(badRequest(null, "the request body is empty; expected a JSON object"))
+  try {
+    return Effect.succeed(JSON.parse(text) as unknown)
+  } catch (cause) {
+    return Effect.fail(badRequest(null, `the request body is not valid JSON: ${(cause as Error).message}`))
+  }
+}
+
+/**
+ * A Node request's body read from its events: the platform's reader builds an Effect stream per
+ * request for a body that nearly always arrives in one chunk (the difference did not rise clearly
+ * above the noise of the shared machine it was measured on; it allocates less).
+ */
+const readNode = (body: NodeBody, maxBytes: number, tooLarge: ServerError): Effect.Effect<string, ServerError> =>
+  Effect.callback<string, ServerError>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      body.off("data", onData)
+      body.off("end", onEnd)
+      body.off("error", onError)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > maxBytes) {
+        cleanup()
+        resume(Effect.fail(tooLarge))
+      } else {
+        chunks.push(chunk)
+      }
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")))
+    }
+    const onError = (error?: unknown) => {
+      cleanup()
+      resume(Effect.fail(badRequest(null, `the request body could not be read: ${String(error)}`)))
+    }
+    body.on("data", onData)
+    body.on("end", onEnd)
+    body.on("error", onError)
+    return Effect.sync(cleanup)
+  })
+
 /**
  * Reads the body as JSON, refusing more than `maxBytes` (413) and what does not parse (400).
  *
@@ -61,25 +118,18 @@ export const readJson = (
   request: HttpServerRequest.HttpServerRequest,
   maxBytes: number
 ): Effect.Effect<unknown, ServerError> => {
+  const tooLarge = serverError(new BodyTooLarge({ limitBytes: maxBytes }))
   const declared = request.headers["content-length"]
-  if (declared !== undefined && Number(declared) > maxBytes) {
-    return Effect.fail(serverError(new BodyTooLarge({ limitBytes: maxBytes })))
-  }
+  if (declared !== undefined && Number(declared) > maxBytes) return Effect.fail(tooLarge)
+  if (isNodeBody(request.source)) return Effect.flatMap(readNode(request.source, maxBytes, tooLarge), parse)
   return request.text.pipe(
     Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.fromInputUnsafe(maxBytes)),
     Effect.mapError((error) =>
       error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
-        ? serverError(new BodyTooLarge({ limitBytes: maxBytes }))
+        ? tooLarge
         : badRequest(null, `the request body could not be read: ${error.message}`)
     ),
-    Effect.flatMap((text) => {
-      if (text.length === 0) return Effect.fail(badRequest(null, "the request body is empty; expected a JSON object"))
-      try {
-        return Effect.succeed(JSON.parse(text) as unknown)
-      } catch (cause) {
-        return Effect.fail(badRequest(null, `the request body is not valid JSON: ${(cause as Error).message}`))
-      }
-    })
+    Effect.flatMap(parse)
   )
 }
 

@@ -55,12 +55,14 @@ const health = HttpRouter.route("GET", "/health", Effect.gen(function*() {
   const state = yield* ServerState.ServerState
   const closing = state.gate.isClosing
   const ready = state.health.ready && !closing
+  // `pid` tells which process answered (with --workers, each has its own connection).
   const body = ready
-    ? { status: "ok", model: state.config.model, in_flight: state.gate.size }
+    ? { status: "ok", model: state.config.model, in_flight: state.gate.size, pid: process.pid }
     : {
       status: closing ? "shutting_down" : "coordinator_lost",
       model: state.config.model,
       in_flight: state.gate.size,
+      pid: process.pid,
       ...(state.health.lostSeconds === undefined ? {} : { lost_seconds: state.health.lostSeconds })
     }
   return yield* answer(state, "/health", Effect.succeed(JsonResponse.json(body, ready ? 200 : 503)))

@@ -96,6 +96,11 @@ describe("Server over fetch", () => {
         ...ids.slice(1).map(Generation.logProbOf),
         ...Generation.tokens(ids, 2).map(Generation.logProbOf)
       ])
+      // Scoring alone, as lm-evaluation-harness asks for a log likelihood: nothing generated.
+      const only = (yield* post(`${url}/v1/completions`, { prompt, max_tokens: 0, logprobs: 0, echo: true })).json()
+      expect(only.choices[0].text).toBe(prompt)
+      expect(only.choices[0].logprobs.token_logprobs).toEqual([null, ...ids.slice(1).map(Generation.logProbOf)])
+      expect(only.usage.completion_tokens).toBe(0)
       // The same streamed: the prompt opens the choice, the log probs close it.
       const streamedScore = records((yield* post(`${url}/v1/completions`, {
         prompt,
