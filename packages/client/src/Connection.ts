@@ -42,7 +42,7 @@ import {
 } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
 import * as Listener from "./Listener.ts"
-import { type BatchSink, type Entry, PendingRequests } from "./PendingRequests.ts"
+import { type BatchSink, type Entry, PendingRequests, Single } from "./PendingRequests.ts"
 import { ConnectionState } from "./ConnectionState.ts"
 import * as Writer from "./Writer.ts"
 
@@ -106,6 +106,9 @@ export class Connection {
     this.pending = new PendingRequests(metrics)
     this.lostError = clientError(new CoordinatorLost({ address: config.address }))
   }
+
+  /** A new single-reply entry (not registered yet); one function per connection, not per request. */
+  readonly newSingle = (requestId: number, startedAt: number): Single => new Single(this, requestId, startedAt)
 
   /** Why nothing may be sent now (`ClientClosed`, `CoordinatorLost`), or `undefined` when it may. */
   available(): ClientError | undefined {

@@ -366,14 +366,12 @@ const startSingle = (request: SingleRequest<unknown>, fiber: Fiber.Fiber<unknown
   const then: (entry: PendingRequests.Single) => Effect.Effect<unknown, ClientError> = request.kind === "submitWithId"
     ? withId
     : awaitReply
-  const register = () =>
-    connection.register(request, false, (requestId, startedAt) => new PendingRequests.Single(connection, requestId, startedAt))
   if (!tracing(fiber)) {
-    const registered = register()
+    const registered = connection.register(request, false, connection.newSingle)
     return Result.isFailure(registered) ? Effect.fail(registered.failure) : then(registered.success)
   }
   return Effect.useSpan(SPAN_NAMES[request.kind], (span) => {
-    const registered = register()
+    const registered = connection.register(request, false, connection.newSingle)
     if (Result.isFailure(registered)) return Effect.fail(registered.failure)
     span.attribute(REQUEST_ID, registered.success.requestId)
     return then(registered.success)
