@@ -5,8 +5,8 @@
  * text layer over it.
  */
 import { type ClientError, type ClientConfig, InferenceClient } from "@mcore-effect/client"
-import { TestCluster, type TestkitError, TraceRecorder, type TraceError, WordTokenizer } from "@mcore-effect/testkit"
-import { Effect, References, type Scope } from "effect"
+import { TestCluster, type TestkitError, TestSupport, TraceRecorder, type TraceError, WordTokenizer } from "@mcore-effect/testkit"
+import { Effect, type Scope } from "effect"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { TextGeneration, Tokenizer } from "../../src/index.ts"
@@ -56,6 +56,5 @@ export const setup = (
     return { cluster, recorder, client, text }
   })
 
-/** Keeps the test cluster's informational logs out of a passing run. */
-export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.provideService(effect, References.MinimumLogLevel, "Warn")
+/** Keeps the test cluster's logs out of a passing run (the testkit's one helper for it). */
+export const quiet = TestSupport.quiet
