@@ -144,26 +144,20 @@ const floatKeysOf = (ast: SchemaAST.AST): ReadonlySet<string> | undefined => {
 }
 
 /**
- * A metadata map with its float fields marked {@link Msgpack.Float}, so they go out as float64,
- * whole or not: Python writes `temperature: 1.0` as `cb 3f f0 ..`, where a whole JavaScript
- * number is written as an integer (`01`); the schema says which fields are floats. A copy, in the
- * same key order; anything that is not a plain object is returned as it is. (Marked values, not
- * a writer of its own: a second `Msgpack.Writer` instance made the pool's writes polymorphic, and
- * the 8,192-token submitEncode bench fell from 1.36x to 1.18x of msgpackr.)
+ * A metadata map with its float fields marked ({@link Msgpack.FloatFields}), so they go out as
+ * float64, whole or not: Python writes `temperature: 1.0` as `cb 3f f0 ..`, where a whole
+ * JavaScript number is written as an integer (`01`); the schema says which fields are floats.
+ * (Marked, not written by a writer of its own: a second `Msgpack.Writer` instance made the pool's
+ * writes polymorphic, and the 8,192-token submitEncode bench fell from 1.36x to 1.18x of
+ * msgpackr; nor copied with `Msgpack.Float`s in it: a 512-token SUBMIT built and encoded at
+ * 1.07x main's CPU time so, 1.01x marked, paired medians.) Anything that is not
+ * a plain object is left as it is.
  */
 const withFloats = (value: unknown, floats: ReadonlySet<string>): unknown => {
   if (value === null || typeof value !== "object") return value
   const proto = Object.getPrototypeOf(value)
   if (proto !== Object.prototype && proto !== null) return value
-  const map = value as Record<string, unknown>
-  let copy: Record<string, unknown> | undefined
-  for (const key of floats) {
-    const v = map[key]
-    if (typeof v !== "number" || !Object.hasOwn(map, key)) continue
-    copy ??= { ...map }
-    copy[key] = new Msgpack.Float(v)
-  }
-  return copy ?? value
+  return new Msgpack.FloatFields(value as Record<string, unknown>, floats)
 }
 
 interface Compiled {
