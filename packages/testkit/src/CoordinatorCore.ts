@@ -34,6 +34,7 @@ import * as Result from "effect/Result"
 import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
 import * as Faults from "./Faults.ts"
+import { ConnectionCount } from "./ConnectionCount.ts"
 import { RecentLog } from "./RecentLog.ts"
 import * as Routing from "./Routing.ts"
 import * as Vocabulary from "./Vocabulary.ts"
@@ -254,9 +255,6 @@ export class CoordinatorCore {
   /** Messages that could not be delivered, by peer, since the last report. */
   private readonly undelivered = new Map<string, { readonly peer: string; count: number; readonly error: string }>()
   private undeliveredTimer: ReturnType<typeof setTimeout> | undefined = undefined
-  /** ZMTP connections up (handshake done), and accepted ones still in their handshake. */
-  private connections = 0
-  private handshaking = 0
   private readonly stopped: Promise<void>
   private resolveStopped!: () => void
 
@@ -264,9 +262,12 @@ export class CoordinatorCore {
     private readonly router: Zmq.Router,
     readonly address: string,
     readonly config: CoordinatorConfig,
-    firstRequestId: number
+    firstRequestId: number,
+    /** ZMTP connections up, counted from the ROUTER's events since before it bound. */
+    private readonly connections: ConnectionCount
   ) {
     this.nextRequestId = firstRequestId
+    connections.onChange = () => this.notify()
     this.writer = new FrameSocket.Writer(router, (error, message) => this.undeliverable(error, message))
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve))
   }
@@ -289,14 +290,14 @@ export class CoordinatorCore {
         ? {}
         : { curveServer: true, curvePublicKey: config.curve.publicKey, curveSecretKey: config.curve.secretKey })
     })
+    const connections = new ConnectionCount(router)
     try {
       await router.bind(address)
     } catch (error) {
       router.close()
       throw error
     }
-    const core = new CoordinatorCore(router, router.lastEndpoint ?? address, config, firstRequestId)
-    core.countConnections()
+    const core = new CoordinatorCore(router, router.lastEndpoint ?? address, config, firstRequestId, connections)
     core.startReading()
     return core
   }
@@ -361,7 +362,7 @@ export class CoordinatorCore {
    * sent CONNECT. A client that goes away leaves the count.
    */
   get clientCount(): number {
-    return Math.max(0, Math.min(this.knownClients.size, this.connections - this.engines.length))
+    return Math.max(0, Math.min(this.knownClients.size, this.connections.up - this.engines.length))
   }
 
   get inFlightCount(): number {
@@ -388,28 +389,6 @@ export class CoordinatorCore {
   // -------------------------------------------------------------------------------------------
   // The loop
   // -------------------------------------------------------------------------------------------
-
-  /**
-   * Counts connections from the ROUTER's events. Every accepted connection ends with
-   * `disconnect`, whether its handshake succeeded or not: one that closes while some are still
-   * in their handshake is counted as one of those (a failed CurveZMQ handshake, most likely).
-   */
-  private countConnections(): void {
-    const events = this.router.events
-    events.on("accept", () => {
-      this.handshaking++
-    })
-    events.on("handshake", () => {
-      if (this.handshaking > 0) this.handshaking--
-      this.connections++
-      this.notify()
-    })
-    events.on("disconnect", () => {
-      if (this.handshaking > 0) this.handshaking--
-      else if (this.connections > 0) this.connections--
-      this.notify()
-    })
-  }
 
   private startReading(): void {
     const { done } = FrameSocket.read(this.router, {
