@@ -133,8 +133,9 @@ describe("errors", () => {
         `mcore trace replay: invalid value "nowhere" for --address: only tcp://host:port and ipc://path are supported; ` +
           `see mcore trace replay --help`
       )
-      expect(yield* oneLine(["trace", "record", "--upstream", "tcp://127.0.0.1:1", "--out", "x", "--listen", "tcp://0.0.0.0:0"], 2))
-        .toMatch(/^mcore trace record: invalid value "tcp:\/\/0\.0\.0\.0:0" for --listen: expected a loopback address/)
+      // A documentation address (192.0.2.1): were the check ever lost, nothing could bind it.
+      expect(yield* oneLine(["trace", "record", "--upstream", "tcp://127.0.0.1:1", "--out", "x", "--listen", "tcp://192.0.2.1:0"], 2))
+        .toMatch(/^mcore trace record: invalid value "tcp:\/\/192\.0\.2\.1:0" for --listen: expected a loopback address/)
       expect(yield* oneLine(["trace", "replay", "x.trace.jsonl"], 2)).toBe(
         "mcore: give --address ADDR (a coordinator to replay the clients against) or --as-coordinator"
       )
