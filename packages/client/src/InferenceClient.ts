@@ -268,6 +268,11 @@ export interface Service<R extends Reply = Reply> {
   ) => Effect.Effect<BigUint64Array | null, ClientError>
   /** Requests in flight (submitted, neither finished nor aborted). */
   readonly pendingCount: Effect.Effect<number>
+  /**
+   * Whether the coordinator is connected now: it acknowledged this client's CONNECT and neither
+   * the socket nor the heartbeat has seen it go since. What a health check reports.
+   */
+  readonly connected: Effect.Effect<boolean>
 }
 
 /**
@@ -495,7 +500,8 @@ const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
         if (Result.isFailure(valid)) return Effect.fail(clientError(new InvalidRequest({ error: valid.failure })))
         return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, config.hashing, mediaCacheKey))
       }),
-    pendingCount: Effect.sync(() => connection.pending.size)
+    pendingCount: Effect.sync(() => connection.pending.size),
+    connected: Effect.sync(() => connection.state.phase === "ready")
   }
   return service
 })

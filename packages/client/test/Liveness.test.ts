@@ -22,6 +22,7 @@ describe("liveness", () => {
       const coordinator = yield* ChildCoordinator.make()
       const client = yield* InferenceClient.make({ address: coordinator.address, ...heartbeats })
       yield* client.submit([1])
+      expect(yield* client.connected).toBe(true)
       yield* coordinator.signal("SIGSTOP")
       const pending = yield* Effect.forkChild(
         Effect.forEach([1, 2, 3], (n) => client.submit([n]), { concurrency: "unbounded" })
@@ -32,6 +33,7 @@ describe("liveness", () => {
       expect((yield* Effect.flip(client.submit([4]))).reason._tag).toBe("CoordinatorLost")
       expect((yield* Effect.flip(client.pauseEngines())).reason._tag).toBe("CoordinatorLost")
       expect((yield* Metric.value(ClientMetrics.failed)).count).toBe(3)
+      expect(yield* client.connected).toBe(false)
       yield* coordinator.signal("SIGCONT")
     }).pipe(withRegistry), { timeout: 30_000 })
 
@@ -55,6 +57,7 @@ describe("liveness", () => {
         )
       )
       expect((reply as InferenceClient.RawReply).echo).toEqual([9, 9])
+      expect(yield* client.connected).toBe(true)
     }).pipe(withRegistry), { timeout: 30_000 })
 
   it.live("a program that closes its client exits by itself; what was pending failed with ClientClosed", () =>

@@ -72,7 +72,6 @@ const failure = (context: Context) => (error: TextError.TextError | ClientError.
       ? badRequest(error.reason.name, error.reason.why)
       : serverError(new Internal({ why: error.message }))
   }
-  context.state.health.failed(error)
   if (error.reason._tag === "RequestTimeout") context.state.metrics.aborted("deadline")
   return fromClientError(error)
 }
@@ -111,10 +110,7 @@ const finished = (generation: TextGeneration.Generation): Finished => ({
 export const generate = (context: Context, prompt: Prompt): Effect.Effect<Finished, ServerError> =>
   context.text.generate({ tokens: prompt.ids }, options(context)).pipe(
     Effect.mapError(failure(context)),
-    Effect.map((generation) => {
-      context.state.health.replied()
-      return finished(generation)
-    })
+    Effect.map(finished)
   )
 
 /**
@@ -144,7 +140,4 @@ export const failed = (context: Context, error: TextError.TextError | ClientErro
  *
  * @since 0.1.0
  */
-export const finishedOf = (context: Context, part: TextGeneration.Finish): Finished => {
-  context.state.health.replied()
-  return finished(part)
-}
+export const finishedOf = (part: TextGeneration.Finish): Finished => finished(part)

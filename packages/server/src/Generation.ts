@@ -226,7 +226,7 @@ export const streamAll = (
         if (part._tag === "TextDelta") {
           content(index, part.text)
         } else {
-          const done = Choice.finishedOf(context, part)
+          const done = Choice.finishedOf(part)
           finished[index] = done
           Queue.offerUnsafe(queue, chunk(format.closing(index, done, prompt)))
         }

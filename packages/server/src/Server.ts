@@ -14,7 +14,7 @@
  * @since 0.1.0
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type { InferenceClient } from "@mcore-effect/client"
+import { InferenceClient } from "@mcore-effect/client"
 import { ChatTemplate, TextGeneration, type TextError, Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
@@ -53,8 +53,9 @@ const model = authenticated("GET", "/v1/models/:model", (_request, state) =>
 
 const health = HttpRouter.route("GET", "/health", Effect.gen(function*() {
   const state = yield* ServerState.ServerState
+  const client = yield* InferenceClient.InferenceClient
   const closing = state.gate.isClosing
-  const ready = state.health.ready && !closing
+  const ready = !closing && (yield* client.connected)
   // `pid` tells which process answered (with --workers, each has its own connection).
   const body = ready
     ? { status: "ok", model: state.config.model, in_flight: state.gate.size, pid: process.pid }
@@ -62,8 +63,7 @@ const health = HttpRouter.route("GET", "/health", Effect.gen(function*() {
       status: closing ? "shutting_down" : "coordinator_lost",
       model: state.config.model,
       in_flight: state.gate.size,
-      pid: process.pid,
-      ...(state.health.lostSeconds === undefined ? {} : { lost_seconds: state.health.lostSeconds })
+      pid: process.pid
     }
   return yield* answer(state, "/health", Effect.succeed(JsonResponse.json(body, ready ? 200 : 503)))
 }))
