@@ -60,6 +60,9 @@ describe("Msgpack.decode", () => {
       fc.property(pythonValue, (value) => {
         const bytes = Buffer.from(Msgpack.encode(value))
         const a = ours(bytes)
+        // A Python dict may hold both `__proto__` and `__proto_`: msgpackr reads the first as the
+        // second and keeps one value; we refuse rather than merge (found by this property).
+        if (breaksPythonRules(bytes)) return expect(a.ok).toBe(false)
         const b = theirs(bytes)
         expect(a).toEqual(b)
         expect(a.ok).toBe(true)
