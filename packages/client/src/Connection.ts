@@ -245,6 +245,9 @@ const openDealer = (config: ClientConfig.ResolvedOptions): Zmq.Dealer =>
     // Unbounded, as in the reference: a burst of submissions never blocks the writer.
     sendHighWaterMark: 0,
     receiveHighWaterMark: 0,
+    // Never wait to send (the queue is unbounded): zeromq.js then completes every send before
+    // returning, and the writer sends each request from `register` itself (`immediate`).
+    sendTimeout: 0,
     // No linger until the release sets one: a socket closed any other way (a refused
     // address, the process's own teardown) keeps nothing queued and nothing alive.
     linger: 0,

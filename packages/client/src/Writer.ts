@@ -29,7 +29,11 @@ export type Writer = FrameSocket.Writer<number | undefined>
 export const make = (
   dealer: FrameSocket.Writable,
   onError: (requestId: number | undefined, cause: unknown) => void
-): Writer => new FrameSocket.Writer<number | undefined>(dealer, (cause, _message, requestId) => onError(requestId, cause))
+): Writer =>
+  new FrameSocket.Writer<number | undefined>(dealer, (cause, _message, requestId) => onError(requestId, cause), {
+    // The DEALER has `sendTimeout: 0` and no high-water mark (see `Connection.openDealer`).
+    immediate: true
+  })
 
 /**
  * What {@link closeAfterFlush} needs to know of the connection.

@@ -45,6 +45,22 @@ export interface Writable {
 const EMPTY: Array<never> = []
 
 /**
+ * Options of {@link Writer}.
+ *
+ * @since 0.1.0
+ */
+export interface WriterOptions {
+  /**
+   * The socket completes each send before `send` returns (zeromq.js with `sendTimeout: 0`, whose
+   * queue is unbounded with `sendHighWaterMark: 0`): a message with nothing queued ahead of it
+   * goes to the socket from {@link Writer.send} itself, with no promise loop and no await per
+   * message. Measured in the side-by-side burst (20,000 in flight), this took a quarter of the
+   * client's send-side CPU. Default false: every message goes through the loop.
+   */
+  readonly immediate?: boolean | undefined
+}
+
+/**
  * The one writer of a socket: a FIFO drained by a single promise loop, so messages queued from
  * anywhere go out in order and never overlap. Each message may carry a `tag` (the client's
  * request id), handed back with a send failure. Queued messages are held in two parallel arrays
@@ -78,15 +94,21 @@ export class Writer<Tag = undefined> {
   private onIdle: Array<() => void> | undefined = undefined
   /** Messages the socket refused. */
   failed = 0
+  /** The last send made by {@link Writer.sendNow} (immediate mode). */
+  private lastSent: Promise<void> | undefined = undefined
 
   constructor(
     private readonly socket: Writable,
-    private readonly onError: (cause: unknown, message: Message, tag: Tag) => void = () => {}
+    private readonly onError: (cause: unknown, message: Message, tag: Tag) => void = () => {},
+    private readonly options?: WriterOptions
   ) {}
 
   /** Queues a message after every message queued before it. Never blocks, never throws. */
   send(message: Message, tag?: Tag): void {
     if (this.closed) return
+    if (this.options?.immediate === true && !this.running && !this.paused && this.queued.length === 0) {
+      return this.sendNow(message, tag as Tag)
+    }
     this.queued.push(message)
     this.queuedTags.push(tag as Tag)
     if (!this.running && !this.paused) void this.drain()
@@ -143,6 +165,39 @@ export class Writer<Tag = undefined> {
     this.batchTags = EMPTY
     this.index = 0
     this.onIdle = undefined
+  }
+
+  /**
+   * Hands a message to a socket that completes every send before returning (see
+   * {@link WriterOptions.immediate}): no loop, no await; the settled promise only reports a
+   * refusal. A send that throws (the socket is busy after all) queues the message instead.
+   */
+  private sendNow(message: Message, tag: Tag): void {
+    let sent: Promise<void>
+    try {
+      sent = this.socket.send(message as Array<Uint8Array>)
+    } catch {
+      // Busy: the socket deferred the previous send after all. The loop takes over once it is out.
+      this.queued.push(message)
+      this.queuedTags.push(tag)
+      const previous = this.lastSent
+      if (previous === undefined) return void this.drain()
+      this.running = true
+      previous.then(this.resumeAfterBusy, this.resumeAfterBusy)
+      return
+    }
+    this.lastSent = sent
+    sent.then(undefined, (cause) => {
+      if (this.closed) return
+      this.failed++
+      this.onError(cause, message, tag)
+    })
+  }
+
+  private readonly resumeAfterBusy = (): void => {
+    this.running = false
+    this.lastSent = undefined
+    void this.drain()
   }
 
   private async drain(): Promise<void> {

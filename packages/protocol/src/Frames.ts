@@ -275,7 +275,9 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
       for (let i = 0; i < spec.metadataKeys.length; i++) {
         const value = values[spec.metadataKeys[i]!]
         const floats = compiled.floatKeys[i]
-        head.push(floats === undefined ? value : withFloats(value, floats))
+        // Validated sampling parameters reused request after request are encoded once.
+        const bytes = Msgpack.rememberedBytes(value)
+        head.push(bytes !== undefined ? new Msgpack.Raw(bytes) : floats === undefined ? value : withFloats(value, floats))
       }
       const frames = [Msgpack.encode(head)]
       for (const key of spec.bodyKeys) {

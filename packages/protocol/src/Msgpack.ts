@@ -96,6 +96,31 @@ export class FloatFields {
   constructor(readonly map: Readonly<Record<string, unknown>>, readonly floats: ReadonlySet<string>) {}
 }
 
+const remembered = new WeakMap<object, Uint8Array>()
+
+/**
+ * Remembers the bytes a frozen value encodes to, as its declaration writes it (float fields as
+ * float64): `Frames` writes them for that value, as a metadata value, instead of encoding it
+ * again. Only frozen values: a value that cannot change cannot go stale. Its nested objects must
+ * be frozen too (the caller's promise).
+ *
+ * @since 0.1.0
+ * @internal
+ */
+export const remember = (value: object, bytes: Uint8Array): void => {
+  if (!Object.isFrozen(value)) throw new globalThis.TypeError("only a frozen value's bytes can be remembered")
+  remembered.set(value, bytes)
+}
+
+/**
+ * The bytes {@link remember}ed for `value`, or `undefined`.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+export const rememberedBytes = (value: unknown): Uint8Array | undefined =>
+  value !== null && typeof value === "object" ? remembered.get(value) : undefined
+
 /** Python's `msgpack.Packer` refuses deeper nesting than this; a cycle ends here too. */
 const MAX_DEPTH = 511
 

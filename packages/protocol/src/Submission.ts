@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import * as Result from "effect/Result"
+import * as EncodedParams from "./internal/encodedParams.ts"
 import * as Media from "./Media.ts"
 import type * as Messages from "./Messages.ts"
 import type * as MessageSpec from "./MessageSpec.ts"
@@ -49,13 +50,11 @@ export interface SubmitInput {
   readonly streaming?: boolean | undefined
 }
 
+/** Validated parameters, from the per-object cache (see `internal/encodedParams.ts`). */
 const params = (
   input: SamplingParams.SamplingParamsInput | undefined,
   streaming: boolean | undefined
-): Result.Result<SamplingParams.SamplingParams, ProtocolError> => {
-  const made = SamplingParams.make(input)
-  return streaming === true && Result.isSuccess(made) ? Result.succeed(SamplingParams.withStreaming(made.success)) : made
-}
+): Result.Result<SamplingParams.SamplingParams, ProtocolError> => EncodedParams.make(input, streaming === true)
 
 /**
  * Builds a five-frame SUBMIT_REQUEST: validates the prompt and parameters, serializes the media

@@ -107,6 +107,83 @@ describe("FrameSocket.Writer", () => {
   })
 })
 
+/**
+ * A socket like zeromq.js with `sendTimeout: 0`: each send is done before `send` returns (its
+ * promise already settled); `busyAfter` makes it defer one send as zeromq.js can, after which a
+ * second send throws synchronously (EBUSY) until the deferred one is out.
+ */
+class SyncSocket implements FrameSocket.Writable {
+  readonly sent: Array<number> = []
+  calls = 0
+  refuse = new Set<number>()
+  busyAfter = Infinity
+  private busy = false
+
+  send(message: Array<Uint8Array>): Promise<void> {
+    if (this.busy) throw new Error("Socket is busy writing")
+    this.calls++
+    const n = message[0]![0]!
+    if (this.calls === this.busyAfter) {
+      this.busy = true
+      return new Promise((resolve) =>
+        setImmediate(() => {
+          this.busy = false
+          this.sent.push(n)
+          resolve()
+        })
+      )
+    }
+    if (this.refuse.has(n)) return Promise.reject(new Error(`refused ${n}`))
+    this.sent.push(n)
+    return Promise.resolve()
+  }
+}
+
+describe("FrameSocket.Writer, immediate", () => {
+  it("hands each message to the socket from send itself, in order, and reports refusals with their tags", async () => {
+    const socket = new SyncSocket()
+    socket.refuse.add(3)
+    const failed: Array<number> = []
+    const writer = new FrameSocket.Writer<number>(socket, (_cause, _message, tag) => failed.push(tag), { immediate: true })
+    for (let i = 0; i < 6; i++) writer.send(frame(i), 100 + i)
+    expect(socket.sent).toEqual([0, 1, 2, 4, 5]) // synchronously
+    expect(writer.idle).toBe(true)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(failed).toEqual([103])
+    expect(writer.failed).toBe(1)
+  })
+
+  it("falls back to the loop, in order, when the socket defers a send and is busy", async () => {
+    const socket = new SyncSocket()
+    socket.busyAfter = 3
+    const writer = new FrameSocket.Writer<number>(socket, () => expect.unreachable(), { immediate: true })
+    for (let i = 0; i < 10; i++) writer.send(frame(i), i)
+    expect(socket.sent).toEqual([0, 1])
+    expect(writer.idle).toBe(false)
+    await idle(writer)
+    expect(socket.sent).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    writer.send(frame(10), 10) // immediate again
+    expect(socket.sent.at(-1)).toBe(10)
+  })
+
+  it("queues while paused, and ignores refusals after close", async () => {
+    const socket = new SyncSocket()
+    socket.refuse.add(1)
+    const failed: Array<number> = []
+    const writer = new FrameSocket.Writer<number>(socket, (_c, _m, tag) => failed.push(tag), { immediate: true })
+    writer.pause()
+    writer.send(frame(0), 0)
+    expect(socket.sent).toEqual([])
+    writer.resume()
+    await idle(writer)
+    expect(socket.sent).toEqual([0])
+    writer.send(frame(1), 1)
+    writer.close()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(failed).toEqual([])
+  })
+})
+
 describe("FrameSocket.read", () => {
   it("hands every message over; a throwing handler does not end the loop; closing ends it", async () => {
     const socket = new MemorySocket()
