@@ -98,6 +98,10 @@ describe("errors", () => {
       expect(yield* generate("--set", "top_k=-2", "hi")).toBe(
         `mcore generate: invalid value "top_k=-2" for --set: top_k: expected a non-negative integer${see}`
       )
+      // A key that is not a SamplingParams field goes to extra on purpose, where Python sets it as an attribute.
+      expect(yield* generate("--set", "_private=1", "hi")).toMatch(
+        /^mcore generate: invalid value "_private=1" for --set: extra\._private: is not usable as an extra key: /
+      )
       expect(yield* generate("--token-ids", "1 2 x")).toBe(
         `mcore generate: invalid value "1 2 x" for <prompt>: "x" (at index 2) is not a token id; with --token-ids, ` +
           `expected non-negative integers such as "1 2 3" or "1,2,3"${see}`

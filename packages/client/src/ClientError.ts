@@ -122,8 +122,10 @@ export class RequestTimeout extends Schema.Class<RequestTimeout>("@mcore-effect/
 }
 
 /**
- * The request was refused before anything was sent: a bad prompt, bad sampling parameters,
- * unsupported media, or offload params with no msgpack form. `error.reason` says which.
+ * The request was refused before anything was sent: a bad prompt, bad sampling parameters (a
+ * key that is not a `SamplingParams` field is an `UnknownSamplingParam` naming the field it
+ * resembles; engine extras go in `extra`), unsupported media, or offload params with no msgpack
+ * form. `error.reason` says which.
  *
  * @since 0.1.0
  */

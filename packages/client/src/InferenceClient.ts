@@ -149,7 +149,9 @@ export interface SubmitAllOptions {
 export interface Service<R extends Reply = Reply> {
   /**
    * Submits a request and waits for its reply. Interrupting the wait aborts the request on the
-   * coordinator. Nothing is sent when the prompt, parameters or media are refused.
+   * coordinator. Nothing is sent when the prompt, parameters or media are refused. The sampling
+   * parameters are Megatron's `SamplingParams` fields; engine parameters beyond them go in
+   * `extra` (see `SamplingParams.SamplingParamsInput`).
    */
   readonly submit: (
     prompt: PromptInput,

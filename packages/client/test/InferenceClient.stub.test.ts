@@ -4,10 +4,10 @@
  * sockets on loopback.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Msgpack } from "@mcore-effect/protocol"
+import { Msgpack, SamplingParams } from "@mcore-effect/protocol"
 import { TestSupport } from "@mcore-effect/testkit"
 import { Effect, Exit, Fiber, Metric, References, Result, Scope, Stream } from "effect"
-import { ClientMetrics, InferenceClient } from "../src/index.ts"
+import { type ClientError, ClientMetrics, InferenceClient } from "../src/index.ts"
 import * as StubCoordinator from "./support/StubCoordinator.ts"
 
 const { withRegistry } = TestSupport
@@ -128,6 +128,53 @@ describe("InferenceClient against a stub coordinator", () => {
       const next = yield* takeMessage(stub)
       expect(tagOf(next)).toBe("SubmitRequest")
       expect(next.frames.length).toBe(5)
+    }).pipe(withRegistry))
+
+  it.live("refuses an unknown sampling parameter, naming it, with nothing sent; extra goes on the wire on purpose", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make()
+      const client = yield* InferenceClient.make({ address: stub.address })
+      const refusal = <A>(effect: Effect.Effect<A, ClientError.ClientError>) =>
+        Effect.flip(effect).pipe(Effect.map((error) =>
+          error.reason._tag === "InvalidRequest" ? error.reason.error.reason : error.reason
+        ))
+      // @ts-expect-error: a typo does not compile
+      const typo = yield* refusal(client.submit("x", { temprature: 0.5 }))
+      expect(typo).toMatchObject({ _tag: "UnknownSamplingParam", field: "temprature", didYouMean: "temperature" })
+      // @ts-expect-error: OpenAI's name
+      expect(yield* refusal(client.submitWithId("x", { max_tokens: 16 })))
+        .toMatchObject({ _tag: "UnknownSamplingParam", field: "max_tokens", didYouMean: "num_tokens_to_generate" })
+      // Untyped input (JSON from elsewhere) is refused the same way, through every entry point.
+      const untyped = JSON.parse("{\"temperature\": 0.5, \"seed\": 7}")
+      expect(yield* refusal(Stream.runDrain(client.stream("x", untyped))))
+        .toMatchObject({ _tag: "UnknownSamplingParam", field: "seed", didYouMean: null })
+      expect(yield* refusal(client.submitWithKvHandoff([1], untyped, { agent: "p" }, [0])))
+        .toMatchObject({ _tag: "UnknownSamplingParam", field: "seed" })
+      expect(yield* refusal(Stream.runDrain(client.submitAll([{ prompt: "y", samplingParams: untyped }, { prompt: "x" }]))))
+        .toMatchObject({ _tag: "UnknownSamplingParam", field: "seed" })
+      // A known field in extra collides: set it at the top level.
+      expect(yield* refusal(client.submit("x", { extra: { temperature: 0.5 } })))
+        .toMatchObject({ _tag: "InvalidSamplingParams", field: "extra.temperature" })
+      expect(yield* client.pendingCount).toBe(0)
+
+      const { requestId } = yield* client.submitWithId("ok", {
+        temperature: 1,
+        num_tokens_to_generate: 4,
+        extra: { seed: 7, eod_id: 153, meta: { a: [1, "x"] } }
+      })
+      expect(requestId).toBe(0)
+      // The single writer keeps order: had anything been sent for the refused ones, it would come first.
+      const next = yield* takeMessage(stub)
+      expect(tagOf(next)).toBe("SubmitRequest")
+      const last = Msgpack.decode(next.frames[0]!) as [number, number, Record<string, unknown>, unknown]
+      const params = last[2]
+      expect(Object.keys(params)).toEqual([...Object.keys(SamplingParams.defaults), "seed", "eod_id", "meta"])
+      expect(params).toMatchObject({ temperature: 1, num_tokens_to_generate: 4, seed: 7, eod_id: 153, meta: { a: [1, "x"] } })
+      expect(params).not.toHaveProperty("extra")
+      // Python-exact: temperature 1 stays a float64 (cb 3ff0...); the extras' whole numbers are integers.
+      const frame = next.frames[0]!.toString("hex")
+      expect(frame).toContain(Buffer.from("\xabtemperature\xcb\x3f\xf0", "latin1").toString("hex"))
+      expect(frame).toContain(Buffer.from("\xa4seed\x07\xa6eod_id\xcc\x99", "latin1").toString("hex"))
     }).pipe(withRegistry))
 
   it.live("a burst from many fibers reaches the coordinator complete and in id order", () =>

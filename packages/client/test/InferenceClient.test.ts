@@ -52,7 +52,7 @@ describe("InferenceClient against the test coordinator and engines", () => {
     Effect.gen(function*() {
       const { cluster, client } = yield* setup({ engines: 1 })
       const offload = { stage: [1, 2], tag: "x" }
-      yield* client.submit(tokens, { num_tokens_to_generate: 2, temperature: 0.5, seed: 7 }, { offloadParams: offload })
+      yield* client.submit(tokens, { num_tokens_to_generate: 2, temperature: 0.5, extra: { seed: 7 } }, { offloadParams: offload })
       const engine = yield* cluster.engines[0]!.snapshot
       const submit = engine.received.find((m) => m.name === "SUBMIT_REQUEST")!
       expect(submit.frames.length).toBe(5)

@@ -85,6 +85,39 @@ export class InvalidSamplingParams extends Schema.Class<InvalidSamplingParams>(
 }
 
 /**
+ * A sampling-parameter key that is not a field of the Python `SamplingParams` (`temprature`,
+ * OpenAI's `max_tokens`), refused before anything is sent, as Python's `SamplingParams(**kwargs)`
+ * refuses it. `didYouMean` is the known field it resembles, when one does. An engine parameter
+ * meant on purpose goes in `extra` (see `SamplingParams.SamplingParamsInput`).
+ *
+ * @example
+ * ```ts
+ * import { SamplingParams } from "@mcore-effect/protocol"
+ * import { Result } from "effect"
+ *
+ * const made = SamplingParams.make(JSON.parse('{"temprature": 0.5}'))
+ * if (Result.isFailure(made) && made.failure.reason._tag === "UnknownSamplingParam") {
+ *   made.failure.reason.didYouMean // "temperature"
+ * }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class UnknownSamplingParam extends Schema.Class<UnknownSamplingParam>(
+  "@mcore-effect/protocol/UnknownSamplingParam"
+)({
+  _tag: Schema.tag("UnknownSamplingParam"),
+  field: Schema.String,
+  didYouMean: Schema.NullOr(Schema.String)
+}) {
+  get message(): string {
+    const hint = this.didYouMean === null ? "" : ` (did you mean ${this.didYouMean}?)`
+    return `invalid sampling params: ${formatValue(this.field)} is not a SamplingParams field${hint}; ` +
+      "to send an extra engine parameter on purpose, put it in `extra`"
+  }
+}
+
+/**
  * A `multi_modal_data` key other than `image` and `video` (audio included).
  *
  * @since 0.1.0
@@ -158,6 +191,7 @@ export const ProtocolErrorReason = Schema.Union([
   MalformedFrame,
   InvalidPrompt,
   InvalidSamplingParams,
+  UnknownSamplingParam,
   UnsupportedModality,
   InvalidMedia,
   InvalidKvHandoff,

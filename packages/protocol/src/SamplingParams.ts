@@ -10,13 +10,27 @@
  * client's path (defaults, the derived field, plain-loop validation); the {@link SamplingParams}
  * Schema describes the same data for the receiving side and for arbitraries.
  *
+ * What a caller writes ({@link SamplingParamsInput}) is stricter than the wire map: like Python's
+ * `SamplingParams(**kwargs)`, which raises `TypeError` on a keyword it does not declare, it takes
+ * only the known fields, so `{ temprature: 0.5 }` or OpenAI's `{ max_tokens: 16 }` is a type
+ * error and, from untyped code, an `UnknownSamplingParam` failure. Engine parameters beyond the
+ * dataclass (Python's `add_attributes`) are passed on purpose in `extra`, whose keys join the
+ * wire map after the known ones.
+ *
  * @since 0.1.0
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Msgpack from "./Msgpack.ts"
-import { InvalidSamplingParams, NotEncodable, type ProtocolError, protocolError } from "./ProtocolError.ts"
-import { describeValue } from "./internal/values.ts"
+import {
+  InvalidSamplingParams,
+  NotEncodable,
+  type ProtocolError,
+  protocolError,
+  UnknownSamplingParam
+} from "./ProtocolError.ts"
+import { closest } from "./internal/closest.ts"
+import { describeValue, isPlainObject } from "./internal/values.ts"
 
 /**
  * Extra keys ride along after the known ones, and the Python side sets each as an attribute. So
@@ -105,14 +119,41 @@ export type SamplingParams = typeof SamplingParams.Type
 type Known = typeof KnownFields.Type
 
 /**
- * What {@link make} takes: any subset of the known fields (`undefined` means "the default"), plus
- * extra keys.
+ * What {@link make} takes: any subset of the known fields (`undefined` means "the default"), and
+ * nothing else at the top level, so a misspelt or foreign key (`temprature`, `max_tokens`) does not
+ * compile, and from untyped code fails with `UnknownSamplingParam` naming the field it resembles.
+ *
+ * `extra` holds engine parameters the Python dataclass does not declare, passed on purpose (what
+ * Python's `SamplingParams.add_attributes` does): its keys go on the wire after the known ones, in
+ * the order written, and the engine sets each as an attribute. So an extra key must be an ASCII
+ * identifier starting with a letter, not a `SamplingParams` method, and not a known field (set
+ * that at the top level, where it is typed and checked); its value may be anything msgpack can
+ * hold, and a whole number there goes out as an integer (only `temperature` and `top_p` are
+ * declared float). An `undefined` extra value is left out.
+ *
+ * @example
+ * ```ts
+ * import { SamplingParams } from "@mcore-effect/protocol"
+ *
+ * const input: SamplingParams.SamplingParamsInput = {
+ *   temperature: 0.7,
+ *   num_tokens_to_generate: 64,
+ *   extra: { min_length: 4, eod_id: 153 } // engine-specific, on purpose
+ * }
+ * SamplingParams.make(input) // wire map: the 18 known fields, then min_length, eod_id
+ *
+ * // @ts-expect-error: a typo does not compile
+ * SamplingParams.make({ temprature: 0.5 }) // and fails (UnknownSamplingParam, did you mean temperature?)
+ * ```
  *
  * @since 0.1.0
  */
 export type SamplingParamsInput =
   & { readonly [K in keyof Known]?: Known[K] | undefined }
-  & { readonly [key: string]: unknown }
+  & {
+    /** Engine parameters beyond the known fields, sent on purpose (see above). */
+    readonly extra?: Readonly<Record<string, unknown>> | undefined
+  }
 
 /**
  * The Python defaults, in wire order (frozen; {@link make} returns copies).
@@ -147,7 +188,22 @@ export const defaults: SamplingParams = Object.freeze({
   do_kv_handoff: false
 })
 
-const KNOWN: ReadonlySet<string> = new Set(Object.keys(defaults))
+const KNOWN_KEYS: ReadonlyArray<string> = Object.keys(defaults)
+const KNOWN: ReadonlySet<string> = new Set(KNOWN_KEYS)
+
+/** Other APIs' names for known fields, for "did you mean" (keys compared without case or `_`). */
+const ALIASES: Readonly<Record<string, string>> = {
+  max_tokens: "num_tokens_to_generate",
+  max_new_tokens: "num_tokens_to_generate",
+  max_completion_tokens: "num_tokens_to_generate",
+  stop: "stop_words",
+  stream: "streaming"
+}
+
+const unknownKey = (key: string): Result.Result<never, ProtocolError> =>
+  Result.fail(protocolError(
+    new UnknownSamplingParam({ field: key, didYouMean: closest(key, [...KNOWN_KEYS, "extra"], ALIASES) })
+  ))
 
 const fail = (field: string, why: string): Result.Result<never, ProtocolError> =>
   Result.fail(protocolError(new InvalidSamplingParams({ field, why })))
@@ -156,12 +212,15 @@ const isNonNegativeInt = (v: unknown): v is number => Number.isSafeInteger(v) &&
 
 /**
  * Builds the wire map from user input: fills the Python defaults, derives
- * `return_prompt_top_n_logprobs`, validates every known field (plain checks, no Schema pass), and
- * checks that extra values are msgpack-encodable. The result is a fresh object whose keys are in
- * wire order (known keys, then extra keys in input order); the input is never mutated.
+ * `return_prompt_top_n_logprobs`, validates every known field (plain checks, no Schema pass),
+ * refuses any other top-level key, and merges `extra` after the known keys once its keys are
+ * checked and its values are msgpack-encodable. The result is a fresh object whose keys are in
+ * wire order (known keys, then `extra`'s keys in input order); the input is never mutated.
  * `undefined` means "not given": a known field takes its default, an extra key is left out.
  *
- * Fails with `InvalidSamplingParams` (naming the field) or `NotEncodable` (an extra value).
+ * Fails with `UnknownSamplingParam` (a top-level key that is not a field, with the field it
+ * resembles), `InvalidSamplingParams` (naming the field, `extra.<key>` for an extra key that
+ * collides with a known field or that Python cannot set), or `NotEncodable` (an extra value).
  *
  * @example
  * ```ts
@@ -172,6 +231,8 @@ const isNonNegativeInt = (v: unknown): v is number => Number.isSafeInteger(v) &&
  * if (Result.isSuccess(params)) params.success.streaming_interval // 1
  *
  * SamplingParams.make({ num_tokens_to_generate: 8, num_tokens_total: 64 }) // Failure: InvalidSamplingParams
+ * SamplingParams.make({ extra: { seed: 7 } }) // Success: the known fields, then seed: 7
+ * SamplingParams.make({ extra: { temperature: 0 } }) // Failure: a known field goes at the top level
  * ```
  *
  * @since 0.1.0
@@ -182,6 +243,11 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
     return fail("sampling_params", `must be an object, got ${describeValue(input)}`)
   }
   const i = input as Record<string, unknown>
+  // One pass over the caller's keys, first, so a typo is named before any check of what it left
+  // at its default. (Known keys are read by name below; `extra`'s keys are merged at the end.)
+  for (const key of Object.keys(i)) {
+    if (!KNOWN.has(key) && key !== "extra") return unknownKey(key)
+  }
   // `undefined` means "not given"; an explicit null is kept (and refused where null is not allowed).
   const get = (key: keyof Known): unknown => {
     const v = i[key]
@@ -292,30 +358,41 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
     do_kv_handoff
   }
 
-  for (const key of Object.keys(i)) {
-    if (KNOWN.has(key)) continue
-    const value = i[key]
-    if (value === undefined) continue
-    if (!EXTRA_KEY.test(key) || PYTHON_METHODS.has(key)) {
-      return fail(
-        key,
-        "is not usable as an extra key: the Python side sets extra keys as attributes, so a key must be " +
-          "an ASCII identifier starting with a letter and not a SamplingParams method"
-      )
+  const extra = i.extra
+  if (extra !== undefined) {
+    if (!isPlainObject(extra)) {
+      return fail("extra", `must be an object of extra engine parameters, got ${describeValue(extra)}`)
     }
-    try {
-      Msgpack.encode(value)
-    } catch (cause) {
-      const known = cause instanceof Msgpack.NotEncodableException
-      return Result.fail(protocolError(
-        new NotEncodable({
-          what: `sampling_params.${key}`,
-          path: known ? cause.path : "",
-          why: known ? cause.reason : String(cause)
-        })
-      ))
+    for (const key of Object.keys(extra)) {
+      if (KNOWN.has(key)) {
+        return fail(
+          `extra.${key}`,
+          "is a SamplingParams field: set it at the top level, where it is typed and checked, not in extra"
+        )
+      }
+      const value = extra[key]
+      if (value === undefined) continue
+      if (!EXTRA_KEY.test(key) || PYTHON_METHODS.has(key)) {
+        return fail(
+          `extra.${key}`,
+          "is not usable as an extra key: the Python side sets extra keys as attributes, so a key must be " +
+            "an ASCII identifier starting with a letter and not a SamplingParams method"
+        )
+      }
+      try {
+        Msgpack.encode(value)
+      } catch (cause) {
+        const known = cause instanceof Msgpack.NotEncodableException
+        return Result.fail(protocolError(
+          new NotEncodable({
+            what: `sampling_params.extra.${key}`,
+            path: known ? cause.path : "",
+            why: known ? cause.reason : String(cause)
+          })
+        ))
+      }
+      out[key] = value
     }
-    out[key] = value
   }
   return Result.succeed(out as SamplingParams)
 }
@@ -339,3 +416,29 @@ const notBoolean = (field: string, value: unknown): Result.Result<never, Protoco
 export const withStreaming = (params: SamplingParams): SamplingParams =>
   // Spreading keeps the key order: `streaming` is already in its wire position.
   params.streaming ? params : { ...params, streaming: true }
+
+/**
+ * The input that {@link make} turns back into this wire map: the known fields as they are, every
+ * other key moved into `extra` (in wire order). For a map that came off the wire or out of a
+ * trace (a replay, a coordinator forwarding what it received), where extra keys sit at the top
+ * level as Python's `__dict__` has them.
+ *
+ * @example
+ * ```ts
+ * import { SamplingParams } from "@mcore-effect/protocol"
+ *
+ * const input = SamplingParams.toInput({ ...SamplingParams.defaults, seed: 7 })
+ * input.extra // { seed: 7 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const toInput = (params: SamplingParams): SamplingParamsInput => {
+  const known: Record<string, unknown> = {}
+  let extra: Record<string, unknown> | undefined
+  for (const key of Object.keys(params)) {
+    if (KNOWN.has(key)) known[key] = params[key]
+    else (extra ??= {})[key] = params[key]
+  }
+  return extra === undefined ? known : { ...known, extra }
+}

@@ -177,15 +177,82 @@ describe("SamplingParams.make", () => {
   })
 
   it("treats undefined as not given", () => {
-    expect(ok({ temperature: undefined, stop_words: undefined, seed: undefined })).toEqual(SamplingParams.defaults)
+    expect(ok({ temperature: undefined, stop_words: undefined, extra: { seed: undefined } })).toEqual(SamplingParams.defaults)
+    expect(ok({ extra: undefined })).toEqual(SamplingParams.defaults)
   })
 
   it("refuses a non-object", () => {
     for (const input of [3, "x", [1], true]) expect(invalid(input).field).toBe("sampling_params")
   })
 
+  it("does not compile an unknown key, and refuses it at run time naming the field it resembles", () => {
+    // Type-level checks (`tsc -b` fails if any of these compiles again).
+    // @ts-expect-error: a typo
+    const typo = SamplingParams.make({ temprature: 0.5 })
+    // @ts-expect-error: OpenAI's name, not Megatron's
+    const foreign = SamplingParams.make({ max_tokens: 16 })
+    // @ts-expect-error: an engine parameter at the top level instead of in `extra`
+    const seed = SamplingParams.make({ temperature: 0.5, seed: 7 })
+    // @ts-expect-error: extra is a map, not a value
+    SamplingParams.make({ extra: 7 })
+
+    const unknown = (made: Result.Result<SamplingParams.SamplingParams, ProtocolError>) => {
+      if (Result.isSuccess(made)) throw new Error("expected a failure")
+      const reason = made.failure.reason
+      if (reason._tag !== "UnknownSamplingParam") throw new Error(`expected UnknownSamplingParam, got ${reason._tag}`)
+      return reason
+    }
+    expect(unknown(typo)).toMatchObject({ field: "temprature", didYouMean: "temperature" })
+    expect(unknown(typo).message).toBe(
+      "invalid sampling params: \"temprature\" is not a SamplingParams field (did you mean temperature?); " +
+        "to send an extra engine parameter on purpose, put it in `extra`"
+    )
+    expect(unknown(foreign)).toMatchObject({ field: "max_tokens", didYouMean: "num_tokens_to_generate" })
+    expect(unknown(seed)).toMatchObject({ field: "seed", didYouMean: null })
+    expect(unknown(seed).message).not.toContain("did you mean")
+
+    // A variable is not checked for excess keys by TypeScript once it has a known one: run time catches it.
+    const fromElsewhere = { temperature: 0.5, top_n_logprob: 2 }
+    expect(unknown(SamplingParams.make(fromElsewhere))).toMatchObject({ field: "top_n_logprob", didYouMean: "top_n_logprobs" })
+    // Case and separators do not hide a field; a near miss is named even with a value left undefined.
+    expect(unknown(SamplingParams.make(JSON.parse("{\"topK\": 5}")))).toMatchObject({ didYouMean: "top_k" })
+    expect(unknown(SamplingParams.make(JSON.parse("{\"add_bos\": true}")))).toMatchObject({ didYouMean: "add_BOS" })
+    expect(unknown(SamplingParams.make({ extras: { seed: 1 } } as never))).toMatchObject({ didYouMean: "extra" })
+    expect(unknown(SamplingParams.make({ stream: true } as never))).toMatchObject({ didYouMean: "streaming" })
+    expect(unknown(SamplingParams.make({ temprature: undefined } as never)).field).toBe("temprature")
+    // Nothing close: no guess.
+    expect(unknown(SamplingParams.make({ tk: 1 } as never)).didYouMean).toBe(null)
+    // The key is named before any other check: a typo next to a bad value is reported as the typo.
+    expect(unknown(SamplingParams.make({ top_k: -1, temprature: 0.5 } as never)).field).toBe("temprature")
+  })
+
+  it("refuses an extra key that is a known field: it goes at the top level", () => {
+    for (const key of Object.keys(SamplingParams.defaults)) {
+      const reason = invalid({ extra: { [key]: SamplingParams.defaults[key] } })
+      expect(reason.field).toBe(`extra.${key}`)
+      expect(reason.why).toContain("top level")
+    }
+    // Even when its value would be the default, or left out: the key is the mistake.
+    expect(invalid({ temperature: 0.5, extra: { temperature: 0.5 } }).field).toBe("extra.temperature")
+    expect(invalid({ extra: { top_p: undefined } }).field).toBe("extra.top_p")
+  })
+
+  it("refuses an extra that is not a plain object", () => {
+    for (const extra of [7, "seed=7", [["seed", 7]], null, new Map([["seed", 7]]), new Date(0)]) {
+      const reason = invalid({ extra })
+      expect(reason.field).toBe("extra")
+      expect(reason.why).toContain("object")
+    }
+  })
+
+  it("takes an extra key named extra, and keys that only resemble known fields, as written", () => {
+    const params = ok({ extra: { extra: 1, temprature: 0.5 } })
+    expect(Object.keys(params)).toEqual([...WIRE_ORDER, "extra", "temprature"])
+    expect(params.temperature).toBe(1)
+  })
+
   it("lets extra keys ride along after the known ones, in input order", () => {
-    const params = ok({ seed: 7, temperature: 0.2, detokenize_generations: false, meta: { a: [1, "x"] } })
+    const params = ok({ extra: { seed: 7, detokenize_generations: false, meta: { a: [1, "x"] } }, temperature: 0.2 })
     expect(Object.keys(params)).toEqual([...WIRE_ORDER, "seed", "detokenize_generations", "meta"])
     expect(params.seed).toBe(7)
     const decoded = Msgpack.decode(Msgpack.encode(params)) as Record<string, unknown>
@@ -193,31 +260,31 @@ describe("SamplingParams.make", () => {
   })
 
   it("refuses an extra value msgpack cannot hold", () => {
-    const reason = failure({ seed: 1, callback: () => 1 }).reason
+    const reason = failure({ extra: { seed: 1, callback: () => 1 } }).reason
     expect(reason._tag).toBe("NotEncodable")
-    if (reason._tag === "NotEncodable") expect(reason.what).toBe("sampling_params.callback")
+    if (reason._tag === "NotEncodable") expect(reason.what).toBe("sampling_params.extra.callback")
 
-    const nested = failure({ meta: { when: new Date(0) } }).reason
+    const nested = failure({ extra: { meta: { when: new Date(0) } } }).reason
     expect(nested._tag).toBe("NotEncodable")
     if (nested._tag === "NotEncodable") expect(nested.path).toBe("when")
 
     const cycle: Record<string, unknown> = {}
     cycle.self = cycle
-    expect(failure({ meta: cycle }).reason._tag).toBe("NotEncodable")
-    expect(failure({ big: 2n ** 64n }).reason._tag).toBe("NotEncodable")
+    expect(failure({ extra: { meta: cycle } }).reason._tag).toBe("NotEncodable")
+    expect(failure({ extra: { big: 2n ** 64n } }).reason._tag).toBe("NotEncodable")
   })
 
   it("refuses extra keys the Python side could not set as attributes", () => {
     for (const key of ["__class__", "_private", "0", "42", "has space", "x-y", "", "serialize", "add_attributes"]) {
-      expect(invalid(JSON.parse(JSON.stringify({ [key]: 1 }))).field).toBe(key)
+      expect(invalid({ extra: JSON.parse(JSON.stringify({ [key]: 1 })) }).field).toBe(`extra.${key}`)
     }
     // `__proto__` written as an own key (as JSON.parse does) is refused too, not turned into a prototype.
-    expect(invalid(JSON.parse("{\"__proto__\": {\"x\": 1}}")).field).toBe("__proto__")
+    expect(invalid({ extra: JSON.parse("{\"__proto__\": {\"x\": 1}}") }).field).toBe("extra.__proto__")
   })
 
   it("returns a fresh object and never touches the input", () => {
     const stop_words = ["END"]
-    const input = { temperature: 0.3, stop_words, top_n_logprobs: 2, extra_flag: true }
+    const input = { temperature: 0.3, stop_words, top_n_logprobs: 2, extra: { extra_flag: true } }
     const snapshot = structuredClone(input)
     const params = ok(input)
     expect(input).toEqual(snapshot)
@@ -226,10 +293,11 @@ describe("SamplingParams.make", () => {
     expect(params.stop_words).toEqual(["END"])
   })
 
-  it.prop("accepts every value of the Schema and gives it back unchanged", [SamplingParams.SamplingParams], ([p]) => {
-    const made = ok(p)
+  it.prop("accepts every value of the Schema (through toInput) and gives it back unchanged", [SamplingParams.SamplingParams], ([p]) => {
+    const made = ok(SamplingParams.toInput(p))
     expect(made).toEqual(p)
-    expect(ok(made)).toEqual(made)
+    expect(Object.keys(made)).toEqual(Object.keys(p))
+    expect(ok(SamplingParams.toInput(made))).toEqual(made)
   })
 
   it("builds a value the Schema decodes, for any valid partial input", () => {
@@ -245,7 +313,7 @@ describe("SamplingParams.make", () => {
         stop_words: fc.option(fc.array(fc.string()), { nil: null }),
         streaming: fc.boolean(),
         streaming_interval: fc.integer({ min: 1, max: 64 }),
-        seed: fc.nat()
+        extra: fc.record({ seed: fc.nat() })
       },
       { requiredKeys: [] }
     )
@@ -260,9 +328,21 @@ describe("SamplingParams.make", () => {
   })
 })
 
+describe("SamplingParams.toInput", () => {
+  it("moves the wire map's extra keys into extra, in order, and leaves the known fields", () => {
+    const wire = ok({ temperature: 0.5, extra: { seed: 3, tag: "x" } })
+    const input = SamplingParams.toInput(wire)
+    expect(input.extra).toEqual({ seed: 3, tag: "x" })
+    expect(Object.keys(input.extra!)).toEqual(["seed", "tag"])
+    expect(input.temperature).toBe(0.5)
+    expect(Object.keys(input)).toEqual([...WIRE_ORDER, "extra"])
+    expect(SamplingParams.toInput(SamplingParams.defaults)).not.toHaveProperty("extra")
+  })
+})
+
 describe("SamplingParams.withStreaming", () => {
   it("forces streaming on without touching the input or the key order", () => {
-    const params = ok({ temperature: 0.5, seed: 3 })
+    const params = ok({ temperature: 0.5, extra: { seed: 3 } })
     const streaming = SamplingParams.withStreaming(params)
     expect(streaming.streaming).toBe(true)
     expect(params.streaming).toBe(false)
@@ -359,10 +439,13 @@ describe("frame 0 as the Python client writes it (sampling_params.json, Megatron
       .map(([key]) => key)
     expect(floats).toEqual(["temperature", "top_p"])
     // An extra map with a key Python's unpackb refuses never goes out.
-    const refused = SamplingParams.make({ meta: new Map([[1, "x"]]) })
-    expect(Result.isFailure(refused) && refused.failure.reason).toMatchObject({ _tag: "NotEncodable", what: "sampling_params.meta" })
+    const refused = SamplingParams.make({ extra: { meta: new Map([[1, "x"]]) } })
+    expect(Result.isFailure(refused) && refused.failure.reason).toMatchObject({
+      _tag: "NotEncodable",
+      what: "sampling_params.extra.meta"
+    })
     // An extra key is not declared: a whole number there goes out as an integer (JavaScript cannot tell 1.0 from 1).
-    expect(frame0(vectors[0]!, ok({ min_p: 1 }))).toContain("a56d696e5f7001")
+    expect(frame0(vectors[0]!, ok({ extra: { min_p: 1 } }))).toContain("a56d696e5f7001")
   })
 })
 

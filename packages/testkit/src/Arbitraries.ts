@@ -222,8 +222,8 @@ const RESERVED_PARAM_KEYS: ReadonlySet<string> = new Set([...KNOWN_PARAMS, "seri
 /**
  * Sampling parameters that satisfy the protocol's validation: random known fields (the others
  * left to their Python defaults; `num_tokens_to_generate` and `num_tokens_total` never both set;
- * `return_prompt_top_n_logprobs` derived) and sometimes extra keys, all built by
- * `SamplingParams.make`.
+ * `return_prompt_top_n_logprobs` derived) and sometimes extra keys (given in `extra`, so they
+ * follow the known ones on the wire), all built by `SamplingParams.make`.
  *
  * @example
  * ```ts
@@ -265,7 +265,7 @@ const buildSamplingParams = (options: Options): fc.Arbitrary<SamplingParams.Samp
       if (input.num_tokens_to_generate != null && input.num_tokens_total != null) {
         input[keepTotal ? "num_tokens_to_generate" : "num_tokens_total"] = null
       }
-      for (const [key, value] of extra) input[key] = value
+      if (extra.length > 0) input.extra = Object.fromEntries(extra)
       const made = SamplingParams.make(input)
       if (Result.isFailure(made)) {
         throw new globalThis.Error(`Arbitraries.samplingParams built invalid input: ${made.failure.message}`)

@@ -34,7 +34,7 @@ import * as TextGeneration from "./TextGeneration.ts"
  * @since 0.1.0
  */
 export interface ConfigShape {
-  /** The engine's sampling parameters (`num_tokens_to_generate`, `temperature`...). */
+  /** The engine's sampling parameters (`num_tokens_to_generate`, `temperature`...; engine extras in `extra`). */
   readonly samplingParams?: SamplingParams.SamplingParamsInput | undefined
   readonly stop?: ReadonlyArray<string> | undefined
   /** Leave special tokens out of the text (default true). */

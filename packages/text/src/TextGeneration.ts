@@ -27,6 +27,7 @@ import * as Layer from "effect/Layer"
 import type * as Pull from "effect/Pull"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
+import type * as Types from "effect/Types"
 import * as ChatTemplate from "./ChatTemplate.ts"
 import * as Detokenizer from "./Detokenizer.ts"
 import { InvalidArgument, type TextError, textError } from "./TextError.ts"
@@ -56,8 +57,9 @@ export type Prompt = string | { readonly tokens: ReadonlyArray<number> } | ChatP
  */
 export interface GenerateOptions {
   /**
-   * The engine's sampling parameters (`num_tokens_to_generate`, `temperature`, `top_p`...),
-   * validated by the client. `termination_id` defaults to the tokenizer's first eos id.
+   * The engine's sampling parameters (`num_tokens_to_generate`, `temperature`, `top_p`...; an
+   * engine parameter Megatron's `SamplingParams` does not declare goes in `extra`), validated by
+   * the client. `termination_id` defaults to the tokenizer's first eos id.
    */
   readonly samplingParams?: SamplingParams.SamplingParamsInput | undefined
   /**
@@ -446,7 +448,8 @@ export const make = (
         }
         const promptIds = yield* promptTokens(prompt, opts)
         if (promptIds.length === 0) return yield* Effect.fail(invalid("prompt", "encodes to no tokens"))
-        const params: Record<string, unknown> = { ...opts?.samplingParams }
+        // Typed as the input, so a field set here is checked too; `extra` passes through as given.
+        const params: Types.Mutable<SamplingParams.SamplingParamsInput> = { ...opts?.samplingParams }
         if (params.termination_id === undefined && tokenizer.eosTokenIds.length > 0) {
           params.termination_id = tokenizer.eosTokenIds[0]
         }
@@ -461,7 +464,7 @@ export const make = (
         const budget = typeof params.num_tokens_to_generate === "number" ? params.num_tokens_to_generate : undefined
         return {
           promptIds,
-          params: params as SamplingParams.SamplingParamsInput,
+          params,
           stop,
           eos,
           skipSpecialTokens: opts?.skipSpecialTokens ?? true,

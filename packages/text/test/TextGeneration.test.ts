@@ -261,6 +261,10 @@ describe("TextGeneration over the test cluster", () => {
       ])
       const invalidParams = yield* Effect.flip(text.generate(prompt, { samplingParams: { temperature: -1 } }))
       expect(invalidParams._tag === "ClientError" && invalidParams.reason._tag).toBe("InvalidRequest")
+      // @ts-expect-error: a misspelt field does not compile, and is refused at run time too
+      const typo = yield* Effect.flip(text.generate(prompt, { samplingParams: { temprature: 0.5 } }))
+      expect(typo._tag === "ClientError" && typo.reason._tag === "InvalidRequest" && typo.reason.error.reason)
+        .toMatchObject({ _tag: "UnknownSamplingParam", field: "temprature", didYouMean: "temperature" })
       const engine = yield* cluster.engines[0]!.snapshot
       expect(engine.received.filter((m) => m.name === "SUBMIT_REQUEST")).toHaveLength(0)
       expect(sent((yield* recorder.trace).entries).submits).toHaveLength(0)

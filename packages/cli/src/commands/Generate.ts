@@ -51,7 +51,11 @@ const flags = {
   ),
   terminationId: integer("termination-id").pipe(Flag.withDescription("termination_id"), Flag.optional),
   set: keyValues("set", "top_n_logprobs=3").pipe(
-    Flag.withDescription("Any other SamplingParams field, KEY=VALUE with VALUE as JSON (e.g. --set top_n_logprobs=3)")
+    Flag.withDescription(
+      "Any other sampling parameter, KEY=VALUE with VALUE as JSON (e.g. --set top_n_logprobs=3). A SamplingParams " +
+        "field is set and checked; any other KEY is sent on purpose as an extra engine parameter (SamplingParams " +
+        "extra, what Python's add_attributes sets), after the known fields"
+    )
   ),
   timeout: Flags.duration("timeout").pipe(
     Flag.withDescription("Abort the request if it has not finished by then"),
@@ -93,9 +97,17 @@ const setValue = (text: string): unknown => {
   }
 }
 
+/** The SamplingParams fields: a `--set` key among them sets it, any other goes to `extra`. */
+const KNOWN: ReadonlySet<string> = new Set(Object.keys(SamplingParams.defaults))
+
 const samplingParams = (options: Options): SamplingParams.SamplingParamsInput => {
   const params: Record<string, unknown> = {}
-  for (const [key, value] of options.set) params[key] = setValue(value)
+  const extra: Record<string, unknown> = {}
+  for (const [key, value] of options.set) {
+    if (KNOWN.has(key)) params[key] = setValue(value)
+    else extra[key] = setValue(value)
+  }
+  if (Object.keys(extra).length > 0) params.extra = extra
   const put = (key: string, value: Option.Option<unknown>) => {
     if (Option.isSome(value)) params[key] = value.value
   }
@@ -176,7 +188,9 @@ const paramsOf = (options: Options): Result.Result<SamplingParams.SamplingParams
   if (flag !== undefined && Option.isSome(flag[1])) {
     return Result.fail(new CliError.InvalidValue({ option: flag[0], value: String(flag[1].value), expected: why, kind: "flag" }))
   }
-  const set = options.set.filter(([key]) => key === field).at(-1)
+  // An extra key's failures name it `extra.KEY`; --set wrote it as KEY.
+  const key = field.startsWith("extra.") ? field.slice("extra.".length) : field
+  const set = options.set.filter(([k]) => k === key).at(-1)
   return Result.fail(new CliError.InvalidValue({
     option: "set",
     value: set === undefined ? field : `${set[0]}=${set[1]}`,
