@@ -34,9 +34,9 @@ const freshFrame0 = (input: SamplingParams.SamplingParamsInput | undefined, stre
   } as never))[0]!
 }
 
-/** A caller's own object with the same content as `p` (its stop_words array its own too). */
+/** A caller's own object with the same content as `p` (its stop_words array its own too; extras in `extra`). */
 const inputOf = (p: SamplingParams.SamplingParams): Record<string, unknown> => {
-  const input: Record<string, unknown> = { ...p }
+  const input: Record<string, unknown> = { ...SamplingParams.toInput(p) }
   if (Array.isArray(p.stop_words)) input.stop_words = [...p.stop_words]
   return input
 }
