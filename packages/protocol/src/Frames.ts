@@ -136,8 +136,10 @@ const isFloatField = (ast: SchemaAST.AST): boolean =>
  * The keys of a metadata map that its schema declares as numbers, not integers (the sampling
  * parameters' `temperature` and `top_p`, as Megatron's `SamplingParams` declares them `float`).
  * `undefined` when the value is not a map or has none.
+ *
+ * @internal
  */
-const floatKeysOf = (ast: SchemaAST.AST): ReadonlySet<string> | undefined => {
+export const floatKeysOf = (ast: SchemaAST.AST): ReadonlySet<string> | undefined => {
   if (ast._tag !== "Objects") return undefined
   const keys = ast.propertySignatures.filter((ps) => isFloatField(ps.type)).map((ps) => String(ps.name))
   return keys.length === 0 ? undefined : new Set(keys)

@@ -18,6 +18,7 @@
  * @internal
  */
 import * as Result from "effect/Result"
+import * as Frames from "../Frames.ts"
 import * as Msgpack from "../Msgpack.ts"
 import type { ProtocolError } from "../ProtocolError.ts"
 import * as SamplingParams from "../SamplingParams.ts"
@@ -74,14 +75,14 @@ const matches = (entry: Entry, input: object): boolean => {
   return true
 }
 
+/** The float fields, as the schema declares them and as `Frames` marks them when it encodes. */
+const floatFields: ReadonlySet<string> = Frames.floatKeysOf(SamplingParams.SamplingParams.ast) ?? new Set()
+
 /** The frozen value and its bytes, as `Frames` would write it (float fields as float64). */
 const freeze = (params: SamplingParams.SamplingParams): SamplingParams.SamplingParams => {
   if (Array.isArray(params.stop_words)) Object.freeze(params.stop_words)
   const frozen = Object.freeze(params)
-  Msgpack.remember(
-    frozen,
-    Msgpack.encode({ ...frozen, temperature: new Msgpack.Float(frozen.temperature), top_p: new Msgpack.Float(frozen.top_p) })
-  )
+  Msgpack.remember(frozen, Msgpack.encode(new Msgpack.FloatFields(frozen, floatFields)))
   return frozen
 }
 
