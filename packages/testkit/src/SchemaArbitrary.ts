@@ -49,6 +49,10 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import * as fc from "fast-check"
+import { collectChecks, type MutableConstraint } from "./SchemaConstraints.ts"
+import { entriesToObject, mapKey, SMALL_INT, unknownValue } from "./UnknownValue.ts"
+
+export { unknownValue } from "./UnknownValue.ts"
 
 /**
  * The annotation key under which a schema carries its own fast-check arbitrary factory.
@@ -203,124 +207,6 @@ export const make = <S extends Schema.Top>(schema: S, options?: Options): fc.Arb
  */
 export const fromAST = (ast: SchemaAST.AST, options?: Options): fc.Arbitrary<unknown> =>
   new Deriver(options).derive(ast, [])
-
-// -------------------------------------------------------------------------------------------------
-// unknown values
-// -------------------------------------------------------------------------------------------------
-
-const SMALL_INT = 0x7fff_ffff
-
-/** Map keys: short strings, never `__proto__` (assigning it would set the prototype). */
-const mapKey: fc.Arbitrary<string> = fc
-  .oneof(
-    { weight: 3, arbitrary: fc.string({ unit: "grapheme-ascii", maxLength: 8 }) },
-    { weight: 1, arbitrary: fc.string({ unit: "grapheme", maxLength: 4 }) }
-  )
-  .filter((k) => k !== "__proto__")
-
-const unknownLeaf: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constant(null),
-  fc.boolean(),
-  fc.integer({ min: -SMALL_INT - 1, max: SMALL_INT }),
-  fc.maxSafeInteger(),
-  fc.string({ unit: "grapheme", maxLength: 12 })
-)
-
-/**
- * A small msgpack-encodable JSON-like value: `null`, a boolean, a safe integer, a well-formed
- * string, or arrays and string-keyed plain objects of those, nested a few levels. What
- * `Schema.Unknown` and `Schema.Any` generate: such values survive a msgpack round trip unchanged
- * (no floats, no `undefined`, no lone surrogates, no integers beyond 2^53).
- *
- * @example
- * ```ts
- * import { SchemaArbitrary } from "@mcore-effect/testkit"
- * import * as fc from "fast-check"
- *
- * fc.sample(SchemaArbitrary.unknownValue(), 5)
- * ```
- *
- * @since 0.1.0
- */
-export const unknownValue = (options?: { readonly maxDepth?: number; readonly maxLength?: number }): fc.Arbitrary<unknown> => {
-  const maxDepth = options?.maxDepth ?? 3
-  const maxLength = Math.min(options?.maxLength ?? 4, 4)
-  const build = (depth: number): fc.Arbitrary<unknown> =>
-    depth <= 0
-      ? unknownLeaf
-      : fc.oneof(
-        { weight: 4, arbitrary: unknownLeaf },
-        { weight: 1, arbitrary: fc.array(build(depth - 1), { maxLength }) },
-        { weight: 1, arbitrary: entriesToObject(fc.uniqueArray(fc.tuple(mapKey, build(depth - 1)), { selector: (e) => e[0], maxLength })) }
-      )
-  return build(maxDepth)
-}
-
-const entriesToObject = (entries: fc.Arbitrary<Array<[string, unknown]>>): fc.Arbitrary<Record<string, unknown>> =>
-  entries.map((es) => {
-    const out: Record<string, unknown> = {}
-    for (const [k, v] of es) out[k] = v
-    return out
-  })
-
-// -------------------------------------------------------------------------------------------------
-// constraints
-// -------------------------------------------------------------------------------------------------
-
-interface MutableConstraint {
-  minimum?: unknown
-  exclusiveMinimum?: boolean
-  maximum?: unknown
-  exclusiveMaximum?: boolean
-  minLength?: number
-  maxLength?: number
-  patterns?: Array<{ readonly source: string; readonly flags: string }>
-  number?: "finite" | "integer"
-}
-
-const lessThan = (a: unknown, b: unknown): boolean =>
-  (typeof a === "number" || typeof a === "bigint") && (typeof b === "number" || typeof b === "bigint") && a < b
-
-const mergeConstraint = (into: MutableConstraint, c: Schema.Annotations.ToArbitrary.FilterConstraint<unknown>): void => {
-  if (c.minimum !== undefined) {
-    if (into.minimum === undefined || lessThan(into.minimum, c.minimum)) {
-      into.minimum = c.minimum
-      into.exclusiveMinimum = c.exclusiveMinimum === true
-    } else if (into.minimum === c.minimum && c.exclusiveMinimum === true) {
-      into.exclusiveMinimum = true
-    }
-  }
-  if (c.maximum !== undefined) {
-    if (into.maximum === undefined || lessThan(c.maximum, into.maximum)) {
-      into.maximum = c.maximum
-      into.exclusiveMaximum = c.exclusiveMaximum === true
-    } else if (into.maximum === c.maximum && c.exclusiveMaximum === true) {
-      into.exclusiveMaximum = true
-    }
-  }
-  if (c.minLength !== undefined) into.minLength = Math.max(into.minLength ?? 0, c.minLength)
-  if (c.maxLength !== undefined) into.maxLength = Math.min(into.maxLength ?? Infinity, c.maxLength)
-  if (c.patterns !== undefined) into.patterns = [...(into.patterns ?? []), ...c.patterns]
-  if (c.number === "integer" || (c.number === "finite" && into.number === undefined)) into.number = c.number
-}
-
-interface CollectedChecks {
-  readonly constraint: MutableConstraint
-  readonly filters: ReadonlyArray<SchemaAST.Filter<unknown>>
-}
-
-const collectChecks = (checks: SchemaAST.Checks | undefined): CollectedChecks => {
-  const constraint: MutableConstraint = {}
-  const filters: Array<SchemaAST.Filter<unknown>> = []
-  const visit = (check: SchemaAST.Check<unknown>): void => {
-    const c = check.annotations?.arbitraryConstraint
-    if (c !== undefined) mergeConstraint(constraint, c)
-    if (check._tag === "Filter") filters.push(check)
-    else check.checks.forEach(visit)
-  }
-  checks?.forEach(visit)
-  return { constraint, filters }
-}
 
 // -------------------------------------------------------------------------------------------------
 // derivation
