@@ -12,33 +12,30 @@
  * `needs_detokenize` get `generated_text` filled here.
  *
  * Past 400 lines: one class whose handlers all read and write the same routing state (engines,
- * requests in flight, hash ownership, held partials); split apart, they would pass it around.
- * Decoding is the protocol's (`Messages` codecs), socket handling is `FrameSocket`'s.
+ * requests in flight, hash ownership, control state); split apart, they would pass it around.
+ * What stands on its own lives beside it: decoding is the protocol's (`Messages` codecs), socket
+ * handling `FrameSocket`'s, the way to clients through the faults `ClientOutbox`, the requests in
+ * flight `InFlightRequests`, the routing hashes `SubmissionHashes`, `generated_text`
+ * `GeneratedText`, the warnings about undeliverable messages `UndeliveredReport`.
  *
  * @since 0.1.0
  * @internal
  */
-import {
-  BlockHashes,
-  FrameSocket,
-  type Frames,
-  Headers,
-  type Media,
-  Messages,
-  MessageSpec,
-  Msgpack,
-  MsgpackScan,
-  Values
-} from "@mcore-effect/protocol"
+import { FrameSocket, type Frames, Headers, Messages, MessageSpec } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
-import * as Faults from "./Faults.ts"
+import { ClientOutbox } from "./ClientOutbox.ts"
 import { ConnectionCount } from "./ConnectionCount.ts"
+import { type CoordinatorConfig, type Counters, newCounters } from "./CoordinatorConfig.ts"
+import * as Faults from "./Faults.ts"
+import * as GeneratedText from "./GeneratedText.ts"
+import { InFlightRequests } from "./InFlightRequests.ts"
 import { RecentLog } from "./RecentLog.ts"
 import * as Routing from "./Routing.ts"
-import * as Vocabulary from "./Vocabulary.ts"
-import { headerOf, identityKey, NIL, packHeader, packHeaderInt, showIdentity, tryDecode, withRequestId } from "./WireFrames.ts"
+import * as SubmissionHashes from "./SubmissionHashes.ts"
+import { UndeliveredReport } from "./UndeliveredReport.ts"
+import { headerOf, identityKey, NIL, packHeader, packHeaderInt, showIdentity, withRequestId } from "./WireFrames.ts"
 
 const H = Headers.values
 
@@ -60,95 +57,6 @@ const REPLIES_FRAME = MessageSpec.frameIndex(Messages.EngineReplyBatch, "replies
 const PARTIALS_FRAME = MessageSpec.frameIndex(Messages.EngineReplyPartialBatch, "partials")
 
 type Outgoing = FrameSocket.Message
-
-const { isPlainObject: isMap } = Values
-
-const KEY_GENERATED_TEXT = Msgpack.encode("generated_text")
-const KEY_GENERATED_TOKENS = Msgpack.encode("generated_tokens")
-const KEY_SAMPLING_PARAMS = Msgpack.encode("sampling_params")
-const KEY_DETOKENIZE_STOP_SEQUENCE = Msgpack.encode("detokenize_stop_sequence")
-
-/**
- * The reply with `generated_text` replaced by the detokenized `generated_tokens`, or `undefined`
- * when the body is not a map holding both keys with a token array.
- */
-const fillGeneratedText = (body: Uint8Array): Uint8Array | undefined => {
-  const found = MsgpackScan.findInMap(body, 0, [KEY_GENERATED_TEXT, KEY_GENERATED_TOKENS, KEY_SAMPLING_PARAMS])
-  if (found === undefined || found.end !== body.length) return undefined
-  const [text, tokens, params] = found.values
-  if (text === undefined || tokens === undefined) return undefined
-  const ids = Msgpack.decode(body.subarray(tokens[0], tokens[1]))
-  if (!Array.isArray(ids) || !ids.every((id) => typeof id === "number")) return undefined
-  let keepStopSequence = false
-  if (params !== undefined) {
-    const inner = MsgpackScan.findInMap(body, params[0], [KEY_DETOKENIZE_STOP_SEQUENCE])
-    const flag = inner?.values[0]
-    keepStopSequence = flag !== undefined && body[flag[0]] === 0xc3
-  }
-  const encoded = Msgpack.encode(Vocabulary.detokenize(ids, { removeEod: !keepStopSequence }))
-  const out = new Uint8Array(body.length - (text[1] - text[0]) + encoded.length)
-  out.set(body.subarray(0, text[0]), 0)
-  out.set(encoded, text[0])
-  out.set(body.subarray(text[1]), text[0] + encoded.length)
-  return out
-}
-
-/** Severity of a log line from the loop. */
-export type LogLevel = "Debug" | "Info" | "Warn" | "Error"
-
-/** How the loop reports what it drops (bridged to Effect's logger by `TestCoordinator`). */
-export type Log = (level: LogLevel, message: string) => void
-
-/**
- * What the coordinator was configured with.
- */
-export interface CoordinatorConfig {
-  readonly policy: Routing.Policy
-  readonly beta: number
-  readonly blockSizeTokens: number
-  /** How many messages per engine are kept for inspection (oldest dropped first). */
-  readonly recordLimit: number
-  readonly log: Log
-  /**
-   * Whether debug lines are wanted: a request's start, completion and abort are logged at debug
-   * only then, so that a coordinator whose logs stop at info does not format a line per request.
-   */
-  readonly debug?: boolean | undefined
-  /** CurveZMQ: the coordinator's key pair (Z85); clients and engines must then hold its public key. */
-  readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
-}
-
-/**
- * Why messages were dropped, by kind.
- *
- * @since 0.1.0
- */
-export interface Counters {
-  /** Messages from a client that never sent CONNECT (ignored, as Megatron does). */
-  neverConnected: number
-  /** A second CONNECT from a known client (ignored, no second ACK). */
-  duplicateConnect: number
-  /** Messages with the wrong number of frames (a SUBMIT that is not five, a KV handoff not three, ...). */
-  badArity: number
-  /** Frame 0 not decodable, not an array, or with metadata of the wrong shape. */
-  malformed: number
-  /** Frame 0's header is not in the protocol's table, or not one this side handles. */
-  unknownHeader: number
-  /** Engine replies or partials for a request id the coordinator does not hold. */
-  unknownRequest: number
-  /** Replies or partials from a peer that never registered as an engine. */
-  notFromEngine: number
-  /** ABORT_REQUEST for a request that is not in flight (dropped, as Megatron does). */
-  abortsDropped: number
-  /** Control signals not allowed in the current state (dropped with a warning). */
-  controlRejected: number
-  /** Control signals redundant in the current state (dropped silently). */
-  controlIdempotent: number
-  /** Messages that could not be delivered (peer gone). */
-  unreachable: number
-  /** Exceptions caught in the loop (a bug: the message is dropped, the loop goes on). */
-  internalErrors: number
-}
 
 /**
  * A message the coordinator sent to an engine, kept for inspection.
@@ -193,27 +101,6 @@ interface Waiting {
   readonly hashes: ReadonlyArray<bigint>
 }
 
-interface HeldPartial {
-  readonly message: Outgoing
-  readonly client: string
-  readonly requestId: number
-}
-
-const newCounters = (): Counters => ({
-  neverConnected: 0,
-  duplicateConnect: 0,
-  badArity: 0,
-  malformed: 0,
-  unknownHeader: 0,
-  unknownRequest: 0,
-  notFromEngine: 0,
-  abortsDropped: 0,
-  controlRejected: 0,
-  controlIdempotent: 0,
-  unreachable: 0,
-  internalErrors: 0
-})
-
 const nameOf = (header: number): Headers.HeaderName => Headers.nameOf(header as Headers.Header)
 
 const isKnownHeader = (header: unknown): header is Headers.Header =>
@@ -246,15 +133,12 @@ export class CoordinatorCore {
   private readonly engineByKey = new Map<string, EngineEntry>()
   private readonly removedEngines = new Set<string>()
   private readonly knownClients = new Set<string>()
-  private readonly inFlight = new Map<number, InFlight>()
-  private readonly byClient = new Map<string, Map<number, number>>()
+  private readonly inFlight = new InFlightRequests<InFlight>()
   private readonly ownership = new Routing.HashOwnership()
   private backlog: Array<Waiting> = []
-  private held: Array<HeldPartial> = []
+  private readonly toClients: ClientOutbox
   private readonly changeListeners = new Set<() => void>()
-  /** Messages that could not be delivered, by peer, since the last report. */
-  private readonly undelivered = new Map<string, { readonly peer: string; count: number; readonly error: string }>()
-  private undeliveredTimer: ReturnType<typeof setTimeout> | undefined = undefined
+  private readonly undelivered: UndeliveredReport
   private readonly stopped: Promise<void>
   private resolveStopped!: () => void
 
@@ -267,8 +151,10 @@ export class CoordinatorCore {
     private readonly connections: ConnectionCount
   ) {
     this.nextRequestId = firstRequestId
+    this.undelivered = new UndeliveredReport(config.log, UNDELIVERED_WINDOW_MILLIS)
     connections.onChange = () => this.notify()
     this.writer = new FrameSocket.Writer(router, (error, message) => this.undeliverable(error, message))
+    this.toClients = new ClientOutbox(this.writer, this.faults)
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve))
   }
 
@@ -318,8 +204,8 @@ export class CoordinatorCore {
     if (!this.running && this.router.closed) return
     this.running = false
     this.writer.close()
-    this.held = []
-    this.reportUndelivered()
+    this.toClients.clear()
+    this.undelivered.flush()
     if (!this.router.closed) this.router.close()
     // A loop parked on a hang sees that the coordinator is gone.
     this.faults.clear("Hang")
@@ -335,7 +221,7 @@ export class CoordinatorCore {
   clearFaults(tag?: Faults.FaultTag): void {
     this.faults.clear(tag)
     if (!this.faults.hung) this.writer.resume()
-    if (this.faults.reorderWindow === 0) this.flushHeld(undefined)
+    if (this.faults.reorderWindow === 0) this.toClients.flushHeld(undefined)
   }
 
   // -------------------------------------------------------------------------------------------
@@ -566,23 +452,7 @@ export class CoordinatorCore {
     if (code === "EHOSTUNREACH" && this.engineByKey.has(key)) return this.removeEngine(key, "it is unreachable")
     // A client that went away leaves every reply to it undeliverable (a thousand after a batch):
     // one line per peer and window, with the count, not one per message.
-    const known = this.undelivered.get(key)
-    if (known !== undefined) {
-      known.count++
-      return
-    }
-    this.undelivered.set(key, { peer: showIdentity(message[0]!), count: 1, error: String(error) })
-    this.undeliveredTimer ??= setTimeout(() => this.reportUndelivered(), UNDELIVERED_WINDOW_MILLIS).unref()
-  }
-
-  /** Logs what could not be delivered since the last report: one line per peer. */
-  private reportUndelivered(): void {
-    if (this.undeliveredTimer !== undefined) clearTimeout(this.undeliveredTimer)
-    this.undeliveredTimer = undefined
-    for (const { count, error, peer } of this.undelivered.values()) {
-      this.config.log("Warn", `coordinator: could not deliver ${count} message(s) to ${peer}: ${error}`)
-    }
-    this.undelivered.clear()
+    this.undelivered.add(key, showIdentity(message[0]!), error)
   }
 
   // -------------------------------------------------------------------------------------------
@@ -604,29 +474,11 @@ export class CoordinatorCore {
     const clientRequestId = envelope.metadata.requestId as number
     let hashes: ReadonlyArray<bigint> = []
     if (envelope.spec.tag === "SubmitRequest" && this.config.policy !== "load_balanced") {
-      const media = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null
-      const computed = this.hashesOf(envelope, media?.media_cache_key ?? null)
+      const computed = SubmissionHashes.routingHashes(envelope, this.config.policy, this.config.blockSizeTokens)
       if (typeof computed === "string") return this.reject("malformed", identity, computed)
-      hashes = Routing.routingHashes(this.config.policy, computed)
+      hashes = computed
     }
     this.dispatch({ envelope, client: identity, clientKey: key, clientRequestId, hashes })
-  }
-
-  /** The request's block hashes: the client's (the `blockHashes` body), or the prompt's own when it is nil. */
-  private hashesOf(envelope: Envelope, mediaKey: string | null): ReadonlyArray<bigint> | string {
-    const given = Messages.Client.decodeBody(envelope, "blockHashes")
-    if (Result.isFailure(given)) return given.failure.message
-    if (given.success !== null) return Array.from(given.success as BigUint64Array)
-    const prompt = Messages.Client.decodeBody(envelope, "prompt")
-    if (Result.isFailure(prompt)) return prompt.failure.message
-    const tokens = typeof prompt.success === "string"
-      ? Vocabulary.tokenize(prompt.success)
-      : prompt.success as ReadonlyArray<number>
-    try {
-      return Array.from(BlockHashes.blockHashes(tokens, this.config.blockSizeTokens, mediaKey))
-    } catch (error) {
-      return `cannot hash the prompt: ${String(error)}`
-    }
   }
 
   /** Re-numbers a submission and sends it to the engine the policy picks (or holds it until one registers). */
@@ -657,19 +509,13 @@ export class CoordinatorCore {
       return this.reject("malformed", w.client, `cannot re-number the metadata frame: ${String(error)}`)
     }
     this.nextRequestId++
-    this.inFlight.set(requestId, {
+    this.inFlight.add(requestId, {
       client: w.client,
       clientKey: w.clientKey,
       clientRequestId: w.clientRequestId,
       engine,
       hashes: w.hashes
     })
-    let ids = this.byClient.get(w.clientKey)
-    if (ids === undefined) {
-      ids = new Map()
-      this.byClient.set(w.clientKey, ids)
-    }
-    ids.set(w.clientRequestId, requestId)
     engine.load++
     if (w.hashes.length > 0) this.ownership.claim(engine.key, w.hashes)
     // The bodies as they came, but the client's block hashes: they were for routing only, and the
@@ -685,7 +531,7 @@ export class CoordinatorCore {
   }
 
   private abort(identity: Buffer, key: string, clientRequestId: number): void {
-    const requestId = this.byClient.get(key)?.get(clientRequestId)
+    const requestId = this.inFlight.idOf(key, clientRequestId)
     const request = requestId === undefined ? undefined : this.inFlight.get(requestId)
     if (request === undefined) {
       // Not yet routed: it never reaches an engine. Otherwise unknown or finished: dropped.
@@ -743,16 +589,10 @@ export class CoordinatorCore {
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!
       const requestId = entry[0]
-      const request = this.inFlight.get(requestId)
+      const request = this.inFlight.remove(requestId)
       if (request === undefined) {
         this.reject("unknownRequest", identity, `ENGINE_REPLY for request ${requestId}, which is not in flight`)
         continue
-      }
-      this.inFlight.delete(requestId)
-      const ids = this.byClient.get(request.clientKey)
-      if (ids?.get(request.clientRequestId) === requestId) {
-        ids.delete(request.clientRequestId)
-        if (ids.size === 0) this.byClient.delete(request.clientKey)
       }
       request.engine.load--
       if (this.config.debug === true) {
@@ -763,30 +603,9 @@ export class CoordinatorCore {
       }
       if (request.hashes.length > 0) this.ownership.release(request.engine.key, request.hashes)
       const frame = message[REPLIES_FRAME + i]!
-      const body = entry[1] ? this.detokenize(frame) : frame
-      this.toClient("reply", request, [request.client, packHeaderInt(H.ENGINE_REPLY, request.clientRequestId), body])
+      const body = entry[1] ? GeneratedText.fill(frame) : frame
+      this.toClients.send("reply", request, [request.client, packHeaderInt(H.ENGINE_REPLY, request.clientRequestId), body])
     }
-  }
-
-  /**
-   * Fills `generated_text` from the vocabulary (Megatron's `finalize_text`). The value is
-   * spliced into the body's bytes; only `generated_tokens` is decoded. A body laid out in a way
-   * the splice does not expect is decoded and re-encoded whole instead.
-   */
-  private detokenize(body: Buffer): Uint8Array {
-    try {
-      const spliced = fillGeneratedText(body)
-      if (spliced !== undefined) return spliced
-    } catch {
-      // Fall through to the slow path, which judges the body itself.
-    }
-    const reply = tryDecode(body)
-    if (!isMap(reply) || !Array.isArray(reply.generated_tokens)) return body
-    const params = isMap(reply.sampling_params) ? reply.sampling_params : {}
-    reply.generated_text = Vocabulary.detokenize(reply.generated_tokens as Array<number>, {
-      removeEod: params.detokenize_stop_sequence !== true
-    })
-    return Msgpack.encode(reply)
   }
 
   private enginePartial(identity: Buffer, message: ReadonlyArray<Buffer>, metadata: EnginePartialMetadata): void {
@@ -799,53 +618,11 @@ export class CoordinatorCore {
         continue
       }
       // Partials are forwarded untouched; the request stays in flight.
-      this.toClient("partial", request, [
+      this.toClients.send("partial", request, [
         request.client,
         packHeaderInt(H.ENGINE_REPLY_PARTIAL, request.clientRequestId),
         message[PARTIALS_FRAME + i]!
       ])
     }
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // Towards clients, through the faults
-  // -------------------------------------------------------------------------------------------
-
-  private toClient(kind: "reply" | "partial", request: InFlight, message: Outgoing): void {
-    const f = this.faults
-    if (kind === "reply" && f.take("DropReplies")) return
-    if (f.take("SendGarbage")) this.emit([message[0]!, ...f.nextGarbage()])
-    for (const extra of f.takeMessages()) this.emit([message[0]!, ...extra])
-    if (f.take("SendWrongArity")) message = message.slice(0, 2)
-    const window = f.reorderWindow
-    if (kind === "partial" && window > 0) {
-      this.held.push({ message, client: request.clientKey, requestId: request.clientRequestId })
-      if (this.held.length >= window) {
-        f.note("ReorderPartials")
-        this.flushHeld(undefined)
-      }
-      return
-    }
-    if (this.held.length > 0) {
-      // A request's held partials leave before its final reply (all of them when reordering is off).
-      this.flushHeld(window > 0 ? request : undefined)
-    }
-    this.emit(message)
-    if (kind === "reply" && f.take("DuplicateReplies")) this.emit(message)
-  }
-
-  /** Sends held partials in reverse order: those of `request`, or all. */
-  private flushHeld(request: InFlight | undefined): void {
-    const matches = (h: HeldPartial) =>
-      request === undefined || (h.client === request.clientKey && h.requestId === request.clientRequestId)
-    const out = this.held.filter(matches)
-    this.held = request === undefined ? [] : this.held.filter((h) => !matches(h))
-    for (let i = out.length - 1; i >= 0; i--) this.emit(out[i]!.message)
-  }
-
-  private emit(message: Outgoing): void {
-    const delay = this.faults.delayMillis
-    if (delay > 0) this.faults.note("DelayReplies")
-    this.writer.sendAfter(delay, message)
   }
 }

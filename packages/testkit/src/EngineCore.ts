@@ -20,7 +20,7 @@ import { BlockHashes, FrameSocket, type Frames, Headers, type Media, Messages, M
 import * as Result from "effect/Result"
 import { randomUUID } from "node:crypto"
 import * as Zmq from "zeromq"
-import type { Log } from "./CoordinatorCore.ts"
+import type { Log } from "./CoordinatorConfig.ts"
 import { EngineRequest } from "./EngineRequest.ts"
 import * as Faults from "./Faults.ts"
 import { RecentLog } from "./RecentLog.ts"

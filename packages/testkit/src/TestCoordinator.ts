@@ -14,14 +14,16 @@ import * as LogLevel from "effect/LogLevel"
 import * as References from "effect/References"
 import type * as Scope from "effect/Scope"
 import type * as ControlState from "./ControlState.ts"
-import { type CoordinatorConfig, CoordinatorCore, type Counters, type Delivery, type Log } from "./CoordinatorCore.ts"
+import type { CoordinatorConfig, Counters, Log } from "./CoordinatorConfig.ts"
+import { CoordinatorCore, type Delivery } from "./CoordinatorCore.ts"
 import type * as Faults from "./Faults.ts"
 import { isLoopback } from "./Loopback.ts"
 import * as Routing from "./Routing.ts"
 import { BindFailed, InvalidOption, NotLoopback, testkitError, type TestkitError } from "./TestkitError.ts"
 import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
 
-export type { Counters, Delivery } from "./CoordinatorCore.ts"
+export type { Counters } from "./CoordinatorConfig.ts"
+export type { Delivery } from "./CoordinatorCore.ts"
 
 /**
  * How to start a test coordinator. Every field is optional.

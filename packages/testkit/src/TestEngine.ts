@@ -12,7 +12,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import type { Log } from "./CoordinatorCore.ts"
+import type { Log } from "./CoordinatorConfig.ts"
 import {
   type CurveClientKeys,
   type EngineConfig,

@@ -1,0 +1,74 @@
+/**
+ * The test coordinator's path towards clients, through the faults a test switched on: replies
+ * dropped or duplicated, garbage or extra messages sent first, frames cut short, partials held
+ * back and sent in reverse order (a request's held partials always leave before its final
+ * reply), everything delayed. With no fault on, a message goes straight to the writer.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import type { FrameSocket } from "@mcore-effect/protocol"
+import type * as Faults from "./Faults.ts"
+
+/** Which request a message answers: the client (its identity key) and the client's own id. */
+export interface Addressee {
+  readonly clientKey: string
+  readonly clientRequestId: number
+}
+
+interface HeldPartial {
+  readonly message: FrameSocket.Message
+  readonly client: string
+  readonly requestId: number
+}
+
+/** @internal */
+export class ClientOutbox {
+  private held: Array<HeldPartial> = []
+
+  constructor(private readonly writer: FrameSocket.Writer, private readonly faults: Faults.Switchboard) {}
+
+  /** Sends a final reply or a partial (identity first) for `request`, as the faults say. */
+  send(kind: "reply" | "partial", request: Addressee, message: FrameSocket.Message): void {
+    const f = this.faults
+    if (kind === "reply" && f.take("DropReplies")) return
+    if (f.take("SendGarbage")) this.emit([message[0]!, ...f.nextGarbage()])
+    for (const extra of f.takeMessages()) this.emit([message[0]!, ...extra])
+    if (f.take("SendWrongArity")) message = message.slice(0, 2)
+    const window = f.reorderWindow
+    if (kind === "partial" && window > 0) {
+      this.held.push({ message, client: request.clientKey, requestId: request.clientRequestId })
+      if (this.held.length >= window) {
+        f.note("ReorderPartials")
+        this.flushHeld(undefined)
+      }
+      return
+    }
+    if (this.held.length > 0) {
+      // A request's held partials leave before its final reply (all of them when reordering is off).
+      this.flushHeld(window > 0 ? request : undefined)
+    }
+    this.emit(message)
+    if (kind === "reply" && f.take("DuplicateReplies")) this.emit(message)
+  }
+
+  /** Sends held partials in reverse order: those of `request`, or all. */
+  flushHeld(request: Addressee | undefined): void {
+    const matches = (h: HeldPartial) =>
+      request === undefined || (h.client === request.clientKey && h.requestId === request.clientRequestId)
+    const out = this.held.filter(matches)
+    this.held = request === undefined ? [] : this.held.filter((h) => !matches(h))
+    for (let i = out.length - 1; i >= 0; i--) this.emit(out[i]!.message)
+  }
+
+  /** Forgets the held partials (the coordinator closed). */
+  clear(): void {
+    this.held = []
+  }
+
+  private emit(message: FrameSocket.Message): void {
+    const delay = this.faults.delayMillis
+    if (delay > 0) this.faults.note("DelayReplies")
+    this.writer.sendAfter(delay, message)
+  }
+}

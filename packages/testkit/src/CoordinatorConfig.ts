@@ -1,0 +1,80 @@
+/**
+ * What the test coordinator's loop is configured with, how it logs, and what it counts.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import type * as Routing from "./Routing.ts"
+
+/** Severity of a log line from the loop. */
+export type LogLevel = "Debug" | "Info" | "Warn" | "Error"
+
+/** How the loop reports what it drops (bridged to Effect's logger by `TestCoordinator`). */
+export type Log = (level: LogLevel, message: string) => void
+
+/**
+ * What the coordinator was configured with.
+ */
+export interface CoordinatorConfig {
+  readonly policy: Routing.Policy
+  readonly beta: number
+  readonly blockSizeTokens: number
+  /** How many messages per engine are kept for inspection (oldest dropped first). */
+  readonly recordLimit: number
+  readonly log: Log
+  /**
+   * Whether debug lines are wanted: a request's start, completion and abort are logged at debug
+   * only then, so that a coordinator whose logs stop at info does not format a line per request.
+   */
+  readonly debug?: boolean | undefined
+  /** CurveZMQ: the coordinator's key pair (Z85); clients and engines must then hold its public key. */
+  readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
+}
+
+/**
+ * Why messages were dropped, by kind.
+ *
+ * @since 0.1.0
+ */
+export interface Counters {
+  /** Messages from a client that never sent CONNECT (ignored, as Megatron does). */
+  neverConnected: number
+  /** A second CONNECT from a known client (ignored, no second ACK). */
+  duplicateConnect: number
+  /** Messages with the wrong number of frames (a SUBMIT that is not five, a KV handoff not three, ...). */
+  badArity: number
+  /** Frame 0 not decodable, not an array, or with metadata of the wrong shape. */
+  malformed: number
+  /** Frame 0's header is not in the protocol's table, or not one this side handles. */
+  unknownHeader: number
+  /** Engine replies or partials for a request id the coordinator does not hold. */
+  unknownRequest: number
+  /** Replies or partials from a peer that never registered as an engine. */
+  notFromEngine: number
+  /** ABORT_REQUEST for a request that is not in flight (dropped, as Megatron does). */
+  abortsDropped: number
+  /** Control signals not allowed in the current state (dropped with a warning). */
+  controlRejected: number
+  /** Control signals redundant in the current state (dropped silently). */
+  controlIdempotent: number
+  /** Messages that could not be delivered (peer gone). */
+  unreachable: number
+  /** Exceptions caught in the loop (a bug: the message is dropped, the loop goes on). */
+  internalErrors: number
+}
+
+/** All counters at zero. */
+export const newCounters = (): Counters => ({
+  neverConnected: 0,
+  duplicateConnect: 0,
+  badArity: 0,
+  malformed: 0,
+  unknownHeader: 0,
+  unknownRequest: 0,
+  notFromEngine: 0,
+  abortsDropped: 0,
+  controlRejected: 0,
+  controlIdempotent: 0,
+  unreachable: 0,
+  internalErrors: 0
+})
