@@ -42,52 +42,46 @@ export const defaults: Options = { entries: 256, maxKeyLength: 8_192 }
  */
 export const cacheable = (source: string): boolean => !source.includes("strftime_now")
 
-const write = (value: unknown, out: Array<string>): boolean => {
+/** Writes `value`'s key after `out`; `undefined` when `value` is not plain data. */
+const write = (value: unknown, out: string): string | undefined => {
   switch (typeof value) {
     case "string":
-      out.push(JSON.stringify(value))
-      return true
+      return out + JSON.stringify(value)
     case "boolean":
-      out.push(value ? "t" : "f")
-      return true
+      return out + (value ? "t" : "f")
     case "undefined":
-      out.push("u")
-      return true
+      return out + "u"
     case "number":
       // -0 and 0, NaN and null would write alike: left uncached.
-      if (!Number.isFinite(value) || Object.is(value, -0)) return false
-      out.push(String(value))
-      return true
+      return !Number.isFinite(value) || Object.is(value, -0) ? undefined : out + String(value)
     case "object": {
-      if (value === null) {
-        out.push("n")
-        return true
-      }
+      if (value === null) return out + "n"
+      let next: string | undefined = out
       if (Array.isArray(value)) {
-        out.push("[")
+        next += "["
         for (let i = 0; i < value.length; i++) {
-          if (!(i in value) || !write(value[i], out)) return false
-          out.push(",")
+          if (!(i in value)) return undefined
+          next = write(value[i], next)
+          if (next === undefined) return undefined
+          next += ","
         }
-        out.push("]")
-        return true
+        return next + "]"
       }
       const proto = Object.getPrototypeOf(value)
-      if (proto !== Object.prototype && proto !== null) return false
-      if (Object.getOwnPropertySymbols(value).length > 0) return false
-      out.push("{")
+      if (proto !== Object.prototype && proto !== null) return undefined
+      if (Object.getOwnPropertySymbols(value).length > 0) return undefined
+      next += "{"
       for (const key of Object.keys(value)) {
         const descriptor = Object.getOwnPropertyDescriptor(value, key)!
-        if (descriptor.get !== undefined || descriptor.set !== undefined) return false
-        out.push(JSON.stringify(key), ":")
-        if (!write(descriptor.value, out)) return false
-        out.push(",")
+        if (descriptor.get !== undefined || descriptor.set !== undefined) return undefined
+        next = write(descriptor.value, next + JSON.stringify(key) + ":")
+        if (next === undefined) return undefined
+        next += ","
       }
-      out.push("}")
-      return true
+      return next + "}"
     }
     default:
-      return false
+      return undefined
   }
 }
 
@@ -99,10 +93,7 @@ const write = (value: unknown, out: Array<string>): boolean => {
  *
  * @since 0.1.0
  */
-export const keyOf = (value: unknown): string | undefined => {
-  const out: Array<string> = []
-  return write(value, out) ? out.join("") : undefined
-}
+export const keyOf = (value: unknown): string | undefined => write(value, "")
 
 /**
  * The cache.
