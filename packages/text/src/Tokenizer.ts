@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
+import * as ByteLevel from "./internal/byteLevel.ts"
 import * as PieceCache from "./internal/pieceCache.ts"
 import { FileNotFound, MalformedFile, type TextError, textError } from "./TextError.ts"
 
@@ -268,6 +269,7 @@ export const fromFiles = (
     }
     const templates = chatTemplatesOf(files, configPath)
     if (!(templates instanceof Map)) return Effect.fail(templates)
+    ByteLevel.install((hf as unknown as { readonly pre_tokenizer: unknown }).pre_tokenizer)
     PieceCache.install(hf, { ...PieceCache.defaults, pieces: options?.pieceCache ?? PieceCache.defaults.pieces })
 
     const tokenToId = (token: string) => hf.token_to_id(token)

@@ -30,7 +30,7 @@ const plain: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
     fc.constant(null),
     fc.constant(undefined),
     fc.array(tie("value"), { maxLength: 3 }),
-    fc.dictionary(fc.constantFrom("a", "b", "c"), tie("value"), { maxKeys: 3 })
+    fc.dictionary(fc.constantFrom("a", "b", "c"), tie("value"), { maxKeys: 3, noNullPrototype: true })
   )
 })).value
 
