@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { InferenceClient } from "@mcore-effect/client"
 import { Messages, Msgpack } from "@mcore-effect/protocol"
-import { Generation, type Trace, type TraceRecorder, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
+import { Generation, type Trace, type TraceRecorder, TestSupport, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
 import { Effect, Fiber, Latch, Result, Stream, Tracer } from "effect"
 import { TextGeneration } from "../src/index.ts"
 import { quiet, setup } from "./support/Setup.ts"
@@ -73,14 +73,7 @@ describe("TextGeneration over the test cluster", () => {
 
   it.live("generate runs in a TextGeneration.generate span when a tracer is installed, the client's span inside it", () =>
     Effect.gen(function*() {
-      const spans: Array<Tracer.NativeSpan> = []
-      const tracer = Tracer.make({
-        span(options) {
-          const span = new Tracer.NativeSpan(options)
-          spans.push(span)
-          return span
-        }
-      })
+      const { spans, tracer } = TestSupport.recordingTracer()
       const { text } = yield* setup()
       yield* text.generate(prompt, { samplingParams: { num_tokens_to_generate: 2 } }).pipe(
         Effect.provideService(Tracer.Tracer, tracer)
