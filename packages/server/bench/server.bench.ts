@@ -274,9 +274,8 @@ export const run = async (): Promise<void> => {
         )
       }
     }
-    rows.push(...context)
     if (NON_STREAMING_ONLY) {
-      for (const row of rows) console.log(`  ${row}`)
+      for (const row of [...rows, ...context]) console.log(`  ${row}`)
       return
     }
     for (const connections of [1, 64]) {
@@ -322,7 +321,8 @@ export const run = async (): Promise<void> => {
         (await import("node:os")).availableParallelism()
       } cores, shared with the stand-in and the load generator)`
     )
-    for (const row of rows) console.log(`  ${row}`)
+    // The context rows last, after the rows the benchmark always printed.
+    for (const row of [...rows, ...context]) console.log(`  ${row}`)
   } finally {
     for (const child of children) await child.stop()
   }
