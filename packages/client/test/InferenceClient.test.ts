@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { expectTypeOf } from "vitest"
 import { Msgpack, Reply } from "@mcore-effect/protocol"
-import { Faults, Generation, Vocabulary } from "@mcore-effect/testkit"
+import { Faults, Generation, TestSupport, Vocabulary } from "@mcore-effect/testkit"
 import { Effect, Fiber, Metric, Result, Schedule, Stream, Tracer } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import { setup, withRegistry } from "./support/Cluster.ts"
@@ -310,14 +310,7 @@ describe("InferenceClient against the test coordinator and engines", () => {
 
   it.live("spans carry the request id when a tracer is installed", () =>
     Effect.gen(function*() {
-      const spans: Array<Tracer.NativeSpan> = []
-      const tracer = Tracer.make({
-        span(options) {
-          const span = new Tracer.NativeSpan(options)
-          spans.push(span)
-          return span
-        }
-      })
+      const { spans, tracer } = TestSupport.recordingTracer()
       const { client } = yield* setup()
       yield* Effect.gen(function*() {
         yield* client.submit(text, { num_tokens_to_generate: 1 })

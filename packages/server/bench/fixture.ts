@@ -32,6 +32,18 @@ export const chatBody = (stream: boolean): string =>
     ...(stream ? { stream: true } : {})
   })
 
+/**
+ * A body like {@link chatBody} (not streamed) whose user message is the `index`th of its own, so
+ * no cache of rendered chats or tokenized pieces can answer for it: the user's turn is rendered
+ * and tokenized on every request, as with real traffic (the system prompt stays the same).
+ */
+export const distinctChatBody = (index: number): string =>
+  JSON.stringify({
+    model: "bench",
+    messages: [messages[0], { role: "user", content: `${messages[1].content} Make it number ${index}.` }],
+    max_tokens: GENERATED_TOKENS
+  })
+
 const answerText =
   " Rivers in spring swell with snowmelt from the mountains, carrying cold clear water past budding willows and waking" +
   " fields. Their banks fill with birdsong and the first wildflowers, and the rushing current hums with the energy of" +

@@ -17,21 +17,35 @@
  *   chunk each) and what it adds over the client's stream; time to first token p50;
  * - heap per open stream: 1,000 streams held open (the stand-in answers nothing), the server's
  *   heap after a full GC against before;
- * - requests/s with `workers: 2` against one process (64 connections).
+ * - requests/s with `workers: 2` against one process (64 connections);
+ * - at 64 connections, the same figures when every request's user message is distinct (so no
+ *   cache of rendered chats or tokenized pieces answers for it: the real per-request cost), and
+ *   the floor: a bare `node:http` server (`httpFloor.ts`, no Effect) reading the same requests
+ *   and answering the server's own response bytes, its CPU per request measured the same way.
  *
  * `--quick` (or `BENCH_QUICK=1`) runs 1 round of 3 s per figure instead of 3 of 8 s.
+ * `--non-streaming` runs the non-streaming rows only (and their context rows), for iterating.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
 import { ChatTemplate, Tokenizer } from "@mcore-effect/text"
 import { Effect } from "effect"
-import { chatBody, GENERATED_TOKENS, generatedTokens, messages, qwen3Directory, standInBodies } from "./fixture.ts"
+import {
+  chatBody,
+  distinctChatBody,
+  GENERATED_TOKENS,
+  generatedTokens,
+  messages,
+  qwen3Directory,
+  standInBodies
+} from "./fixture.ts"
 
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1"
 const ROUNDS = QUICK ? 1 : 3
 const SECONDS = QUICK ? 3 : 8
 const OPEN_STREAMS = 1_000
+const NON_STREAMING_ONLY = process.argv.includes("--non-streaming")
 
 interface AutocannonResult {
   readonly requests: { readonly total: number }
@@ -109,14 +123,21 @@ const median = (values: ReadonlyArray<number>): number => {
 const fmt = (value: number, digits = 0): string =>
   Number.isFinite(value) ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a"
 
-/** One autocannon run against the server, with the server's CPU time over it. */
-const load = async (server: Child, url: string, connections: number, stream: boolean, seconds: number) => {
+let distinctCount = 0
+
+/**
+ * One autocannon run against the server, with the server's CPU time over it. `distinct`: every
+ * request with a user message of its own ({@link distinctChatBody}), not streamed.
+ */
+const load = async (server: Child, url: string, connections: number, stream: boolean, seconds: number, distinct = false) => {
   const before = (await server.call("cpu")).cpuUs as number
   const result = await autocannon({
     url: `${url}/v1/chat/completions`,
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: chatBody(stream),
+    ...(distinct
+      ? { requests: [{ setupRequest: (request: object) => ({ ...request, body: distinctChatBody(distinctCount++) }) }] }
+      : { body: chatBody(stream) }),
     connections,
     duration: seconds
   })
@@ -192,23 +213,41 @@ export const run = async (): Promise<void> => {
   const address = `tcp://127.0.0.1:${port}`
   const server = spawn("server", "./serverSubject.ts", [address, "1"])
   const client = spawn("bare client", "./clientSubject.ts", [address])
-  const children = [standIn, server, client]
+  const floor = spawn("bare node:http", "./httpFloor.ts", [])
+  const children = [standIn, server, client, floor]
   try {
     const { url } = await server.ready()
     await client.ready()
+    // The floor answers with the server's own response to the benchmark's request.
+    const answer = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: chatBody(false)
+    }).then((response) => response.text())
+    floor.process.send({ op: "init", body: answer })
+    const floorUrl = (await floor.ready()).url as string
     // Warm-up: both paths, both kinds, until the JIT settles.
     await load(server, url, 64, false, 2)
-    await load(server, url, 16, true, 2)
+    await load(server, url, 64, false, 2, true)
+    await load(floor, floorUrl, 64, false, 2)
+    if (!NON_STREAMING_ONLY) await load(server, url, 16, true, 2)
     await client.call("run", { kind: "plain", concurrency: 64, millis: 2_000 })
-    await client.call("run", { kind: "stream", concurrency: 16, millis: 2_000 })
+    if (!NON_STREAMING_ONLY) await client.call("run", { kind: "stream", concurrency: 16, millis: 2_000 })
 
     const rows: Array<string> = []
+    const context: Array<string> = []
     for (const connections of [64, 256]) {
       const s: Array<Awaited<ReturnType<typeof load>>> = []
       const c: Array<Reply> = []
+      const d: Array<Awaited<ReturnType<typeof load>>> = []
+      const f: Array<Awaited<ReturnType<typeof load>>> = []
       for (let round = 0; round < ROUNDS; round++) {
         s.push(await load(server, url, connections, false, SECONDS))
         c.push(await client.call("run", { kind: "plain", concurrency: connections, millis: SECONDS * 1000 }))
+        if (connections === 64) {
+          d.push(await load(server, url, connections, false, SECONDS, true))
+          f.push(await load(floor, floorUrl, connections, false, SECONDS))
+        }
       }
       const serverRps = median(s.map((r) => r.perSecond))
       const clientRps = median(c.map((r) => r.requests / r.seconds))
@@ -223,6 +262,21 @@ export const run = async (): Promise<void> => {
           `p50 ${fmt(p50, 1)} ms / p99 ${fmt(p99, 1)} ms (bare client ${fmt(clientP50, 1)} / ${fmt(clientP99, 1)}: added ${fmt(p50 - clientP50, 1)} / ${fmt(p99 - clientP99, 1)} ms); ` +
           `server CPU ${fmt(serverCpu)} µs/request (bare client ${fmt(clientCpu)}: added ${fmt(serverCpu - clientCpu)} µs, target <= 100)`
       )
+      if (connections === 64) {
+        const distinctCpu = median(d.map((r) => r.cpuUs / r.requests))
+        const floorCpu = median(f.map((r) => r.cpuUs / r.requests))
+        context.push(
+          `non-streaming, 64 connections, every user message distinct (no cache hit): ${fmt(median(d.map((r) => r.perSecond)))} req/s; ` +
+            `p50 ${fmt(median(d.map((r) => r.p50)), 1)} ms; server CPU ${fmt(distinctCpu)} µs/request (bare client ${fmt(clientCpu)}: added ${fmt(distinctCpu - clientCpu)} µs, target <= 100)`,
+          `context, 64 connections: bare node:http (no Effect) reading the same requests and answering the same bytes: ` +
+            `${fmt(median(f.map((r) => r.perSecond)))} req/s, CPU ${fmt(floorCpu)} µs/request ` +
+            `(the server's CPU over this floor: ${fmt(serverCpu - floorCpu)} µs, ${fmt(distinctCpu - floorCpu)} with distinct messages)`
+        )
+      }
+    }
+    if (NON_STREAMING_ONLY) {
+      for (const row of [...rows, ...context]) console.log(`  ${row}`)
+      return
     }
     for (const connections of [1, 64]) {
       const s: Array<Awaited<ReturnType<typeof load>>> = []
@@ -267,7 +321,8 @@ export const run = async (): Promise<void> => {
         (await import("node:os")).availableParallelism()
       } cores, shared with the stand-in and the load generator)`
     )
-    for (const row of rows) console.log(`  ${row}`)
+    // The context rows last, after the rows the benchmark always printed.
+    for (const row of [...rows, ...context]) console.log(`  ${row}`)
   } finally {
     for (const child of children) await child.stop()
   }

@@ -16,6 +16,7 @@ import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
 import * as References from "effect/References"
 import type * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 
 /**
  * Runs `effect` with a metrics registry of its own, so its metrics start at zero.
@@ -48,6 +49,35 @@ export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A,
  * @since 0.1.0
  */
 export const isolated = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => quiet(withRegistry(effect))
+
+/**
+ * A tracer that keeps every span it makes, in order, in `spans` (native spans: their names,
+ * attributes, parents and status can be read after the run). Install it with
+ * `Effect.provideService(Tracer.Tracer, tracer)`.
+ *
+ * @example
+ * ```ts
+ * import { TestSupport } from "@mcore-effect/testkit"
+ * import { Effect, Tracer } from "effect"
+ *
+ * const { spans, tracer } = TestSupport.recordingTracer()
+ * const test = Effect.void.pipe(Effect.withSpan("work"), Effect.provideService(Tracer.Tracer, tracer))
+ * // after running it: spans[0].name === "work"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const recordingTracer = (): { readonly spans: Array<Tracer.NativeSpan>; readonly tracer: Tracer.Tracer } => {
+  const spans: Array<Tracer.NativeSpan> = []
+  const tracer = Tracer.make({
+    span(options) {
+      const span = new Tracer.NativeSpan(options)
+      spans.push(span)
+      return span
+    }
+  })
+  return { spans, tracer }
+}
 
 /**
  * Runs `body` with every log line at `minimum` (default: all) and above collected, as

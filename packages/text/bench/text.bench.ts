@@ -111,7 +111,9 @@ const standIn = (events: ReadonlyArray<InferenceClient.StreamEvent>): InferenceC
   }) as unknown as InferenceClient.Service
 
 export const run = async (): Promise<void> => {
-  const tokenizer = await Effect.runPromise(Tokenizer.fromDirectory(qwen3Directory))
+  // The piece cache off: every document is encoded once per sample, so with it on every sample
+  // after the first would be cache hits, and the figure would not be tokenizing's.
+  const tokenizer = await Effect.runPromise(Tokenizer.fromDirectory(qwen3Directory, { pieceCache: 0 }))
   const text = corpus()
   const documents = documentsOf(text)
   const bytes = Buffer.byteLength(text)

@@ -13,6 +13,7 @@
 import { Template } from "@huggingface/jinja"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs/promises"
+import * as RenderCache from "./internal/renderCache.ts"
 import { FileNotFound, InvalidArgument, NoChatTemplate, type TextError, textError, TemplateError } from "./TextError.ts"
 import type * as Tokenizer from "./Tokenizer.ts"
 
@@ -84,6 +85,22 @@ const checkMessages = (messages: ReadonlyArray<Message>): TextError | undefined 
 }
 
 /**
+ * Options of making a chat template ({@link make}, {@link fromTokenizer}, {@link fromFile}).
+ *
+ * @since 0.1.0
+ */
+export interface MakeOptions {
+  /**
+   * How many rendered chats `render` keeps, by their messages and options written out in full
+   * (least recently used forgotten first; default 256, 0 turns it off). A template that reads
+   * the clock (`strftime_now`) is never cached; a chat holding anything but plain data (class
+   * instances, functions, `NaN`), or longer than 8,192 characters written out, is rendered every
+   * time.
+   */
+  readonly renderCache?: number | undefined
+}
+
+/**
  * A chat template from Jinja sources by name (`default` for a single one), seeing
  * `specialTokens` (a tokenizer's `specialTokensMap`). Fails with a `TemplateError` when a
  * template does not parse.
@@ -108,7 +125,8 @@ const checkMessages = (messages: ReadonlyArray<Message>): TextError | undefined 
 export const make = (
   sources: ReadonlyMap<string, string>,
   specialTokens: Readonly<Record<string, unknown>>,
-  source: string
+  source: string,
+  makeOptions?: MakeOptions | undefined
 ): Effect.Effect<ChatTemplate, TextError> =>
   Effect.suspend(() => {
     const parsed = new Map<string, Template>()
@@ -134,12 +152,22 @@ export const make = (
       }))
     }
 
+    const cache = [...sources.values()].every(RenderCache.cacheable)
+      ? RenderCache.make({ ...RenderCache.defaults, entries: makeOptions?.renderCache ?? RenderCache.defaults.entries })
+      : undefined
+
     const render = (messages: ReadonlyArray<Message>, options?: RenderOptions | undefined) =>
       Effect.suspend((): Effect.Effect<string, TextError> => {
         const refused = checkMessages(messages)
         if (refused !== undefined) return Effect.fail(refused)
         if (options?.continueFinalMessage === true && options.addGenerationPrompt === true) {
           return Effect.fail(invalid("continueFinalMessage", "cannot be used with addGenerationPrompt"))
+        }
+        // The options choose the template (`tool_use`), so they are part of the key.
+        const key = cache === undefined ? undefined : RenderCache.keyOf([messages, options])
+        if (key !== undefined) {
+          const held = cache!.get(key)
+          if (held !== undefined) return Effect.succeed(held)
         }
         const template = pick(options)
         if (!(template instanceof Template)) return Effect.fail(template)
@@ -161,6 +189,7 @@ export const make = (
           if (typeof cut !== "string") return Effect.fail(cut)
           text = cut
         }
+        if (key !== undefined) cache!.set(key, text)
         return Effect.succeed(text)
       })
 
@@ -187,8 +216,11 @@ const continueFinal = (text: string, last: Message): string | TextError => {
  *
  * @since 0.1.0
  */
-export const fromTokenizer = (tokenizer: Tokenizer.Service): Effect.Effect<ChatTemplate, TextError> =>
-  make(tokenizer.chatTemplates, tokenizer.specialTokensMap, tokenizer.source)
+export const fromTokenizer = (
+  tokenizer: Tokenizer.Service,
+  options?: MakeOptions | undefined
+): Effect.Effect<ChatTemplate, TextError> =>
+  make(tokenizer.chatTemplates, tokenizer.specialTokensMap, tokenizer.source, options)
 
 /**
  * A template from a file (an override of the tokenizer's), seeing the tokenizer's special
@@ -210,9 +242,10 @@ export const fromTokenizer = (tokenizer: Tokenizer.Service): Effect.Effect<ChatT
  */
 export const fromFile = (
   path: string,
-  tokenizer?: Tokenizer.Service | undefined
+  tokenizer?: Tokenizer.Service | undefined,
+  options?: MakeOptions | undefined
 ): Effect.Effect<ChatTemplate, TextError> =>
   Effect.tryPromise({
     try: () => Fs.readFile(path, "utf8"),
     catch: (cause) => textError(new FileNotFound({ path, why: describe(cause) }))
-  }).pipe(Effect.flatMap((text) => make(new Map([["default", text]]), tokenizer?.specialTokensMap ?? {}, path)))
+  }).pipe(Effect.flatMap((text) => make(new Map([["default", text]]), tokenizer?.specialTokensMap ?? {}, path, options)))

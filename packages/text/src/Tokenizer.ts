@@ -15,6 +15,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
+import * as ByteLevel from "./internal/byteLevel.ts"
+import * as PieceCache from "./internal/pieceCache.ts"
 import { FileNotFound, MalformedFile, type TextError, textError } from "./TextError.ts"
 
 /**
@@ -29,6 +31,22 @@ export interface EncodeOptions {
    * a chat are encoded with false (as `apply_chat_template` does).
    */
   readonly addSpecialTokens?: boolean | undefined
+}
+
+/**
+ * Options of loading a tokenizer ({@link fromDirectory}, {@link fromFiles}, {@link layer}).
+ *
+ * @since 0.1.0
+ */
+export interface LoadOptions {
+  /**
+   * How many tokenized pieces `encode` keeps (least recently used forgotten first; default
+   * 1,024, 0 turns it off). A piece is the text between two added tokens (`<|im_start|>`...),
+   * tokenized on its own by the pipeline, so what the cache gives is exactly what tokenizing
+   * gives; a chat's system prompt and template text are then tokenized once, not per request.
+   * Pieces longer than 4,096 UTF-16 units are never held.
+   */
+  readonly pieceCache?: number | undefined
 }
 
 /**
@@ -229,7 +247,11 @@ const decodingKind = (tokenizerJson: Json, cleanUp: boolean): Decoding["kind"] =
  *
  * @since 0.1.0
  */
-export const fromFiles = (files: Files, source: string): Effect.Effect<Service, TextError> =>
+export const fromFiles = (
+  files: Files,
+  source: string,
+  options?: LoadOptions | undefined
+): Effect.Effect<Service, TextError> =>
   Effect.suspend(() => {
     const tokenizerPath = Path.join(source, "tokenizer.json")
     const configPath = Path.join(source, "tokenizer_config.json")
@@ -247,6 +269,8 @@ export const fromFiles = (files: Files, source: string): Effect.Effect<Service, 
     }
     const templates = chatTemplatesOf(files, configPath)
     if (!(templates instanceof Map)) return Effect.fail(templates)
+    ByteLevel.install((hf as unknown as { readonly pre_tokenizer: unknown }).pre_tokenizer)
+    PieceCache.install(hf, { ...PieceCache.defaults, pieces: options?.pieceCache ?? PieceCache.defaults.pieces })
 
     const tokenToId = (token: string) => hf.token_to_id(token)
     const added = new Map<number, { readonly content: string; readonly special: boolean }>()
@@ -405,7 +429,7 @@ const readJson = (path: string, required: boolean): Effect.Effect<unknown, TextE
  *
  * @since 0.1.0
  */
-export const fromDirectory = (directory: string): Effect.Effect<Service, TextError> =>
+export const fromDirectory = (directory: string, options?: LoadOptions | undefined): Effect.Effect<Service, TextError> =>
   Effect.gen(function*() {
     const stat = yield* Effect.tryPromise({
       try: () => Fs.stat(directory),
@@ -420,7 +444,7 @@ export const fromDirectory = (directory: string): Effect.Effect<Service, TextErr
       readText(Path.join(directory, "chat_template.jinja")),
       readJson(Path.join(directory, "generation_config.json"), false)
     ])
-    return yield* fromFiles({ tokenizer, config, chatTemplate, generationConfig }, directory)
+    return yield* fromFiles({ tokenizer, config, chatTemplate, generationConfig }, directory, options)
   }).pipe(Effect.withSpan("Tokenizer.fromDirectory", { attributes: { directory } }))
 
 /**
@@ -428,13 +452,16 @@ export const fromDirectory = (directory: string): Effect.Effect<Service, TextErr
  *
  * @since 0.1.0
  */
-export const layer = (directory: string): Layer.Layer<Tokenizer, TextError> =>
-  Layer.effect(Tokenizer, fromDirectory(directory))
+export const layer = (directory: string, options?: LoadOptions | undefined): Layer.Layer<Tokenizer, TextError> =>
+  Layer.effect(Tokenizer, fromDirectory(directory, options))
 
 /**
  * The service from files in memory (see {@link fromFiles}).
  *
  * @since 0.1.0
  */
-export const layerFromFiles = (files: Files, source: string): Layer.Layer<Tokenizer, TextError> =>
-  Layer.effect(Tokenizer, fromFiles(files, source))
+export const layerFromFiles = (
+  files: Files,
+  source: string,
+  options?: LoadOptions | undefined
+): Layer.Layer<Tokenizer, TextError> => Layer.effect(Tokenizer, fromFiles(files, source, options))

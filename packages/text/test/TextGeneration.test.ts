@@ -6,8 +6,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { InferenceClient } from "@mcore-effect/client"
 import { Messages, Msgpack } from "@mcore-effect/protocol"
-import { Generation, type Trace, type TraceRecorder, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
-import { Effect, Fiber, Latch, Result, Stream } from "effect"
+import { Generation, type Trace, type TraceRecorder, TestSupport, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
+import { Effect, Fiber, Latch, Result, Stream, Tracer } from "effect"
 import { TextGeneration } from "../src/index.ts"
 import { quiet, setup } from "./support/Setup.ts"
 
@@ -69,6 +69,19 @@ describe("TextGeneration over the test cluster", () => {
       const { submits } = sent(yield* recorder.waitFor("the submit", (e) => sent(e).submits.length === 1))
       expect(submits[0]!.prompt).toEqual(promptIds)
       expect(result.requestId).toBe(submits[0]!.requestId)
+    }).pipe(quiet))
+
+  it.live("generate runs in a TextGeneration.generate span when a tracer is installed, the client's span inside it", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = TestSupport.recordingTracer()
+      const { text } = yield* setup()
+      yield* text.generate(prompt, { samplingParams: { num_tokens_to_generate: 2 } }).pipe(
+        Effect.provideService(Tracer.Tracer, tracer)
+      )
+      const generate = spans.find((s) => s.name === "TextGeneration.generate")
+      expect(generate?.status._tag).toBe("Ended")
+      const submit = spans.find((s) => s.name.startsWith("InferenceClient."))!
+      expect(submit.parent._tag === "Some" && submit.parent.value.spanId).toBe(generate!.spanId)
     }).pipe(quiet))
 
   it.live("requestId is this client's id (what abort takes); coordinatorRequestId the reply's request_id", () =>
