@@ -309,23 +309,30 @@ const SPAN_NAMES = {
 } as const
 
 /**
+ * What a {@link SingleRequest} belongs to: the client's connection and the operation, one object
+ * per operation per client.
+ */
+interface Operation {
+  readonly connection: Connection.Connection
+  readonly kind: keyof typeof SPAN_NAMES
+}
+
+/**
  * The effect of `submit`, `submitWithId` and `submitWithKvHandoff`: one small object holding the
  * call's arguments, which runs `start` when evaluated. It is the request itself (a
  * {@link Connection.Request}, its options read through getters on the prototype), so nothing is
  * copied or reshaped on the way to the connection. Not a chain of closures, because
  * `Effect.forEach` and its kin keep each item's effect until the item's fiber ends: at 100,000
  * requests in flight, whatever this effect holds is paid per request (the closures it replaces
- * held about 250 bytes; this holds under 100).
+ * held about 250 bytes; this holds 56: the operation and the three arguments, the KV handoff's
+ * two more in {@link KvHandoffRequest}).
  */
 class SingleRequest<A> implements Connection.Request {
   constructor(
-    readonly connection: Connection.Connection,
-    readonly kind: keyof typeof SPAN_NAMES,
+    readonly operation: Operation,
     readonly prompt: PromptInput,
     readonly samplingParams: SamplingParams.SamplingParamsInput | undefined,
-    readonly options: SubmitOptions | KvHandoffOptions | undefined,
-    readonly kvMeta: WireTypes.KvMeta | undefined,
-    readonly srcBlockIds: ReadonlyArray<number> | undefined
+    readonly options: SubmitOptions | KvHandoffOptions | undefined
   ) {}
 
   get multiModalData(): Media.MultiModalData | null | undefined {
@@ -338,6 +345,14 @@ class SingleRequest<A> implements Connection.Request {
 
   get timeout(): Duration.Input | undefined {
     return this.options?.timeout
+  }
+
+  get kvMeta(): WireTypes.KvMeta | undefined {
+    return undefined
+  }
+
+  get srcBlockIds(): ReadonlyArray<number> | undefined {
+    return undefined
   }
 }
 
@@ -352,6 +367,28 @@ Object.setPrototypeOf(
     }
   })
 )
+
+/** `submitWithKvHandoff`'s request: {@link SingleRequest} with the KV handoff's two fields. */
+class KvHandoffRequest<A> extends SingleRequest<A> {
+  constructor(
+    operation: Operation,
+    prompt: PromptInput,
+    samplingParams: SamplingParams.SamplingParamsInput | undefined,
+    options: KvHandoffOptions | undefined,
+    private readonly kv: WireTypes.KvMeta,
+    private readonly blockIds: ReadonlyArray<number>
+  ) {
+    super(operation, prompt, samplingParams, options)
+  }
+
+  override get kvMeta(): WireTypes.KvMeta {
+    return this.kv
+  }
+
+  override get srcBlockIds(): ReadonlyArray<number> {
+    return this.blockIds
+  }
+}
 
 /** Waits for the reply; interrupting the wait aborts the request (the entry is that effect). */
 const awaitReply = (entry: PendingRequests.Single): Effect.Effect<Reply, ClientError> =>
@@ -369,15 +406,15 @@ const withId = (entry: PendingRequests.Single): Effect.Effect<Submitted, ClientE
  * tracer is installed.
  */
 const startSingle = (request: SingleRequest<unknown>, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<unknown, ClientError> => {
-  const { connection } = request
-  const then: (entry: PendingRequests.Single) => Effect.Effect<unknown, ClientError> = request.kind === "submitWithId"
+  const { connection, kind } = request.operation
+  const then: (entry: PendingRequests.Single) => Effect.Effect<unknown, ClientError> = kind === "submitWithId"
     ? withId
     : awaitReply
   if (!tracing(fiber)) {
     const registered = connection.register(request, false, connection.newSingle)
     return Result.isFailure(registered) ? Effect.fail(registered.failure) : then(registered.success)
   }
-  return Effect.useSpan(SPAN_NAMES[request.kind], (span) => {
+  return Effect.useSpan(SPAN_NAMES[kind], (span) => {
     const registered = connection.register(request, false, connection.newSingle)
     if (Result.isFailure(registered)) return Effect.fail(registered.failure)
     span.attribute(REQUEST_ID, registered.success.requestId)
@@ -400,7 +437,7 @@ const streamed = (
         const registered = connection.register(
           request,
           true,
-          (requestId, startedAt) => new PendingRequests.Streamed(requestId, startedAt, queue)
+          (requestId) => new PendingRequests.Streamed(requestId, queue)
         )
         if (Result.isFailure(registered)) return Effect.fail(registered.failure)
         const { requestId } = registered.success
@@ -453,17 +490,19 @@ const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
       send(requestId)
     })
 
+  const submitOp: Operation = { connection, kind: "submit" }
+  const submitWithIdOp: Operation = { connection, kind: "submitWithId" }
+  const kvHandoffOp: Operation = { connection, kind: "kvHandoff" }
   const service: Service = {
-    submit: (prompt, samplingParams, options) =>
-      new SingleRequest<Reply>(connection, "submit", prompt, samplingParams, options, undefined, undefined),
+    submit: (prompt, samplingParams, options) => new SingleRequest<Reply>(submitOp, prompt, samplingParams, options),
     submitWithId: (prompt, samplingParams, options) =>
-      new SingleRequest<Submitted>(connection, "submitWithId", prompt, samplingParams, options, undefined, undefined),
+      new SingleRequest<Submitted>(submitWithIdOp, prompt, samplingParams, options),
     submitAll: (requests, options) => submitAll(connection, requests, options, "failFast"),
     submitAllSettled: (requests, options) => submitAll(connection, requests, options, "settle"),
     stream: (prompt, samplingParams, options) =>
       streamed(connection, "InferenceClient.stream", { ...options, prompt, samplingParams }),
     submitWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
-      new SingleRequest<Reply>(connection, "kvHandoff", prompt, samplingParams, options, kvMeta, srcBlockIds),
+      new KvHandoffRequest<Reply>(kvHandoffOp, prompt, samplingParams, options, kvMeta, srcBlockIds),
     streamWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
       streamed(connection, "InferenceClient.streamWithKvHandoff", {
         prompt,

@@ -69,9 +69,8 @@ const describe = (error: ProtocolError.ProtocolError, frames: ReadonlyArray<Uint
  * Reads the body of a reply and finishes its request. The body is only decoded here, for a
  * request that is pending: a late reply costs a map lookup, not a decode.
  */
-const finish = (options: Options, entry: Entry, body: Uint8Array | undefined): void => {
-  const { metrics, pending } = options
-  const latency = (performance.now() - entry.startedAt) / 1000
+const finish = (options: Options, entry: Entry, latency: number, body: Uint8Array | undefined): void => {
+  const { pending } = options
   let map: unknown
   try {
     map = body === undefined ? undefined : Msgpack.decode(body)
@@ -150,11 +149,13 @@ export const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): voi
   if (handshake.awaitingFirstAck()) return handshake.rejected(spec.tag)
   const requestId = metadata.requestId as number
   if (spec.tag === "EngineReply") {
+    // Read while the request is pending: its start time leaves the registry with it.
+    const latency = pending.elapsedSeconds(requestId)
     const entry = pending.take(requestId)
     if (entry === undefined) return metrics.unknownRequest()
     const over = overLimit(options, frames[1]!)
     if (over !== undefined) return tooLarge(options, entry, over)
-    return finish(options, entry, frames[1])
+    return finish(options, entry, latency, frames[1])
   }
   // EngineReplyPartial
   const entry = pending.get(requestId)

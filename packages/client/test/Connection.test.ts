@@ -75,7 +75,7 @@ const connection = (options?: Partial<ClientConfig.ClientOptions>) =>
     return { connection: c, tags, warnings }
   })
 
-const single = (c: Connection) => (requestId: number, startedAt: number) => new Single(c, requestId, startedAt)
+const single = (c: Connection) => (requestId: number) => new Single(c, requestId)
 
 describe("Connection", () => {
   it.effect("refuses everything until ready, with ClientClosed once closed and CoordinatorLost while lost", () =>

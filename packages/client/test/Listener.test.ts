@@ -36,7 +36,7 @@ const setup = (options?: { readonly awaitingFirstAck?: boolean; readonly deseria
       }
     }
     const single = (requestId: number) => {
-      const entry = new Single({ cancel: () => {} }, requestId, performance.now())
+      const entry = new Single({ cancel: () => {} }, requestId)
       pending.add(entry)
       return entry
     }
