@@ -25,11 +25,14 @@ const TypedTokenIds = Schema.declare(
     u instanceof Uint16Array || u instanceof Float64Array
 )
 
-/** What a prompt body holds: text, or token ids (decoded as a plain array). */
-const PromptBody = Schema.Union([PromptWire, TypedTokenIds])
-
 /** A body handed over already encoded (the media frame, hashed for its cache key as sent). */
 const RawFrame = Schema.instanceOf(Raw)
+
+/**
+ * What a prompt body holds: text, or token ids (decoded as a plain array), or, on the way out,
+ * the frame `Prompt.frame` checked and encoded in one pass (what `Submission` builds).
+ */
+const PromptBody = Schema.Union([PromptWire, TypedTokenIds, RawFrame])
 
 // ---------------------------------------------------------------------------------------------
 // Client to coordinator (and, re-numbered, coordinator to engine)

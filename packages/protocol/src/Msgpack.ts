@@ -67,6 +67,9 @@ export class Raw {
   constructor(readonly bytes: Uint8Array) {}
 }
 
+/** `Number.MAX_SAFE_INTEGER`, as a constant the hot loops compare against. */
+const MAX_SAFE = 9007199254740991
+
 /**
  * A number written as float64 wherever it appears, whole or not: a Python `float` (`1.0` is
  * `cb 3f f0 ..`), where a plain number that is whole is written as an integer (`01`), as Python
@@ -524,6 +527,23 @@ export class Writer {
    * arrays on the wire), in a loop with no per-element call; returns the index of the first
    * element it left for the general path. Bytes are what {@link Writer.number} writes.
    */
+  /**
+   * Token ids as a msgpack int array, checked as they are written (the prompt's validation and
+   * encoding in one pass): returns the index of the first element that is not a non-negative
+   * safe integer, or -1 when every one was written. The bytes are {@link Writer.value}'s.
+   */
+  tokenIds(values: ReadonlyArray<unknown>): number {
+    const n = values.length
+    this.arrayHeader(n)
+    for (let i = this.uint32s(values); i < n; i++) {
+      const x = values[i]
+      // Prompt.validate's test: integers from 0 to 2^53 - 1 (-0 included, written as the float).
+      if (!(typeof x === "number" && x >= 0 && x <= MAX_SAFE && Math.floor(x) === x)) return i
+      this.number(x)
+    }
+    return -1
+  }
+
   private uint32s(values: ArrayLike<unknown>): number {
     const n = values.length
     if (n === 0 || typeof values[0] !== "number") return 0
@@ -658,6 +678,30 @@ export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
   return pool.encode(value)
 }
 
+/**
+ * Encodes token ids as {@link encode} does, checking each as it is written: the bytes, or the
+ * index of the first element that is not a non-negative safe integer (then nothing is kept).
+ * One pass where validating and then encoding a prompt took two (a 512-token prompt: the
+ * validation was ~4% of the client's CPU profile in a burst).
+ *
+ * @example
+ * ```ts
+ * import { Msgpack } from "@mcore-effect/protocol"
+ *
+ * Msgpack.encodeTokenIds([1, 2, 300]) // 93 01 02 cd 01 2c
+ * Msgpack.encodeTokenIds([1, -2]) // 1: the index of -2
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const encodeTokenIds = (ids: ReadonlyArray<unknown>): Uint8Array | number =>
+  pool.busy ? tokenIdsWith(new Writer(), ids) : pool.encodeTokenIds(ids)
+
+const tokenIdsWith = (writer: Writer, ids: ReadonlyArray<unknown>): Uint8Array | number => {
+  const bad = writer.tokenIds(ids)
+  return bad === -1 ? writer.written() : bad
+}
+
 /** Size of the pool's buffers: many frames each, so one allocation serves many requests. */
 const POOL_SIZE = 64 * 1024
 
@@ -686,6 +730,27 @@ class Pool extends Writer {
       throw cause
     } finally {
       this.busy = false
+    }
+    const out = this.buf.subarray(this.start, this.pos)
+    this.start = this.pos
+    return out
+  }
+
+  encodeTokenIds(ids: ReadonlyArray<unknown>): Uint8Array | number {
+    this.busy = true
+    this.start = this.pos
+    let bad: number
+    try {
+      bad = this.tokenIds(ids)
+    } catch (cause) {
+      this.pos = this.start
+      throw cause
+    } finally {
+      this.busy = false
+    }
+    if (bad !== -1) {
+      this.pos = this.start
+      return bad
     }
     const out = this.buf.subarray(this.start, this.pos)
     this.start = this.pos
