@@ -162,6 +162,14 @@ const withFloats = (value: unknown, floats: ReadonlySet<string>): unknown => {
   return new Msgpack.FloatFields(value as Record<string, unknown>, floats)
 }
 
+/**
+ * The frame of a nil body, one for every message: a SUBMIT_REQUEST from a client that does not
+ * hash, with no media and no offload params, has three, and a view of the encoder's pool per
+ * frame cost more than the byte (ZeroMQ copies a frame this small as it is sent). Shared, so
+ * never written to: nor is any frame {@link Codec.encode} returns.
+ */
+const NIL_FRAME: Uint8Array = Uint8Array.of(0xc0)
+
 interface Compiled {
   readonly spec: MessageSpec.Any
   readonly metadata: ReadonlyArray<readonly [string, FieldDecoder]>
@@ -217,7 +225,10 @@ export interface Envelope<S extends MessageSpec.Any = MessageSpec.Any> {
  */
 export interface Codec<Specs extends ReadonlyArray<MessageSpec.Any>> {
   readonly specs: Specs
-  /** Builds the frames of a message. Fails only for values with no msgpack form. */
+  /**
+   * Builds the frames of a message. Fails only for values with no msgpack form. The frames are
+   * read-only: they may share storage (every nil body is the same one-byte frame).
+   */
   // Method syntax on purpose: a codec of specific messages is usable where any codec is expected.
   encode(message: MessageSpec.Type<Specs[number]>): Result.Result<Array<Uint8Array>, ProtocolError>
   /** Reads a whole message: arity, header, metadata and every body, each checked. */
@@ -287,7 +298,8 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
         if (key === spec.variadic?.body) {
           for (const element of values[key] as ReadonlyArray<unknown>) frames.push(Msgpack.encode(element))
         } else {
-          frames.push(Msgpack.encode(values[key]))
+          const value = values[key]
+          frames.push(value === null || value === undefined ? NIL_FRAME : Msgpack.encode(value))
         }
       }
       return Result.succeed(frames)
