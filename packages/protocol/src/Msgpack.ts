@@ -67,6 +67,31 @@ export class Raw {
   constructor(readonly bytes: Uint8Array) {}
 }
 
+/** Writes `x`, an integer in [0, 2^32), in its smallest msgpack form at `pos`; returns the end. */
+const writeUint32 = (buf: Uint8Array, pos: number, x: number): number => {
+  if (x < 0x80) {
+    buf[pos] = x
+    return pos + 1
+  }
+  if (x < 0x100) {
+    buf[pos] = 0xcc
+    buf[pos + 1] = x
+    return pos + 2
+  }
+  if (x < 0x10000) {
+    buf[pos] = 0xcd
+    buf[pos + 1] = x >>> 8
+    buf[pos + 2] = x & 0xff
+    return pos + 3
+  }
+  buf[pos] = 0xce
+  buf[pos + 1] = x >>> 24
+  buf[pos + 2] = (x >>> 16) & 0xff
+  buf[pos + 3] = (x >>> 8) & 0xff
+  buf[pos + 4] = x & 0xff
+  return pos + 5
+}
+
 /** `Number.MAX_SAFE_INTEGER`, as a constant the hot loops compare against. */
 const MAX_SAFE = 9007199254740991
 
@@ -489,7 +514,7 @@ export class Writer {
       return
     }
     const numbers = a as unknown as ArrayLike<number>
-    for (let i = this.uint32s(numbers); i < n; i++) this.number(numbers[i]!)
+    for (let i = this.uint32sOfTyped(numbers); i < n; i++) this.number(numbers[i]!)
   }
 
   private any(v: unknown, depth: number, path: string): void {
@@ -544,7 +569,7 @@ export class Writer {
     return -1
   }
 
-  private uint32s(values: ArrayLike<unknown>): number {
+  private uint32s(values: ReadonlyArray<unknown>): number {
     const n = values.length
     if (n === 0 || typeof values[0] !== "number") return 0
     this.ensure(5 * n)
@@ -555,22 +580,27 @@ export class Writer {
       const x = values[i] as number
       // `x >>> 0 === x` holds for integers in [0, 2^32) and for -0, which is a float.
       if (typeof x !== "number" || x >>> 0 !== x || (x === 0 && 1 / x < 0)) break
-      if (x < 0x80) {
-        buf[pos++] = x
-      } else if (x < 0x100) {
-        buf[pos++] = 0xcc
-        buf[pos++] = x
-      } else if (x < 0x10000) {
-        buf[pos++] = 0xcd
-        buf[pos++] = x >>> 8
-        buf[pos++] = x & 0xff
-      } else {
-        buf[pos++] = 0xce
-        buf[pos++] = x >>> 24
-        buf[pos++] = (x >>> 16) & 0xff
-        buf[pos++] = (x >>> 8) & 0xff
-        buf[pos++] = x & 0xff
-      }
+      pos = writeUint32(buf, pos, x)
+    }
+    this.pos = pos
+    return i
+  }
+
+  /**
+   * {@link uint32s} for a typed array's elements: a loop of its own, so that the one over plain
+   * arrays (every prompt's token ids) reads one kind of array only (monomorphic: ~1 µs of the
+   * ~4 µs a 512-token prompt took when both kinds went through one loop).
+   */
+  private uint32sOfTyped(values: ArrayLike<number>): number {
+    const n = values.length
+    this.ensure(5 * n)
+    const buf = this.buf
+    let pos = this.pos
+    let i = 0
+    for (; i < n; i++) {
+      const x = values[i]!
+      if (x >>> 0 !== x || (x === 0 && 1 / x < 0)) break
+      pos = writeUint32(buf, pos, x)
     }
     this.pos = pos
     return i
