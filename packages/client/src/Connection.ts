@@ -42,7 +42,7 @@ import {
 } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
 import * as Listener from "./Listener.ts"
-import { type BatchSink, type Entry, PendingRequests, Single } from "./PendingRequests.ts"
+import { type BatchSink, type Entry, PendingRequests, type Single, singles } from "./PendingRequests.ts"
 import { ConnectionState } from "./ConnectionState.ts"
 import * as Writer from "./Writer.ts"
 
@@ -108,7 +108,7 @@ export class Connection {
   }
 
   /** A new single-reply entry (not registered yet); one function per connection, not per request. */
-  readonly newSingle = (requestId: number): Single => new Single(this, requestId)
+  readonly newSingle: (requestId: number) => Single = singles(this)
 
   /** Why nothing may be sent now (`ClientClosed`, `CoordinatorLost`), or `undefined` when it may. */
   available(): ClientError | undefined {

@@ -324,12 +324,13 @@ interface Operation {
  * copied or reshaped on the way to the connection. Not a chain of closures, because
  * `Effect.forEach` and its kin keep each item's effect until the item's fiber ends: at 100,000
  * requests in flight, whatever this effect holds is paid per request (the closures it replaces
- * held about 250 bytes; this holds 56: the operation and the three arguments, the KV handoff's
- * two more in {@link KvHandoffRequest}).
+ * held about 250 bytes; this holds the three arguments, 48 bytes, its operation on the
+ * prototype, the KV handoff's two more fields in {@link KvHandoffRequest}).
  */
-class SingleRequest<A> implements Connection.Request {
+abstract class SingleRequest<A> implements Connection.Request {
+  /** On the prototype of the client's subclass for the operation (see {@link requestsOf}). */
+  abstract readonly operation: Operation
   constructor(
-    readonly operation: Operation,
     readonly prompt: PromptInput,
     readonly samplingParams: SamplingParams.SamplingParamsInput | undefined,
     readonly options: SubmitOptions | KvHandoffOptions | undefined
@@ -369,16 +370,15 @@ Object.setPrototypeOf(
 )
 
 /** `submitWithKvHandoff`'s request: {@link SingleRequest} with the KV handoff's two fields. */
-class KvHandoffRequest<A> extends SingleRequest<A> {
+abstract class KvHandoffRequest<A> extends SingleRequest<A> {
   constructor(
-    operation: Operation,
     prompt: PromptInput,
     samplingParams: SamplingParams.SamplingParamsInput | undefined,
     options: KvHandoffOptions | undefined,
     private readonly kv: WireTypes.KvMeta,
     private readonly blockIds: ReadonlyArray<number>
   ) {
-    super(operation, prompt, samplingParams, options)
+    super(prompt, samplingParams, options)
   }
 
   override get kvMeta(): WireTypes.KvMeta {
@@ -387,6 +387,31 @@ class KvHandoffRequest<A> extends SingleRequest<A> {
 
   override get srcBlockIds(): ReadonlyArray<number> {
     return this.blockIds
+  }
+}
+
+/** The request classes of one client: each operation's, with the operation on its prototype. */
+const requestsOf = (connection: Connection.Connection) => {
+  const operation = (kind: keyof typeof SPAN_NAMES): Operation => ({ connection, kind })
+  const submit = operation("submit")
+  const submitWithId = operation("submitWithId")
+  const kvHandoff = operation("kvHandoff")
+  return {
+    Submit: class Submit extends SingleRequest<Reply> {
+      get operation(): Operation {
+        return submit
+      }
+    },
+    SubmitWithId: class SubmitWithId extends SingleRequest<Submitted> {
+      get operation(): Operation {
+        return submitWithId
+      }
+    },
+    KvHandoff: class KvHandoff extends KvHandoffRequest<Reply> {
+      get operation(): Operation {
+        return kvHandoff
+      }
+    }
   }
 }
 
@@ -490,19 +515,16 @@ const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
       send(requestId)
     })
 
-  const submitOp: Operation = { connection, kind: "submit" }
-  const submitWithIdOp: Operation = { connection, kind: "submitWithId" }
-  const kvHandoffOp: Operation = { connection, kind: "kvHandoff" }
+  const { KvHandoff, Submit, SubmitWithId } = requestsOf(connection)
   const service: Service = {
-    submit: (prompt, samplingParams, options) => new SingleRequest<Reply>(submitOp, prompt, samplingParams, options),
-    submitWithId: (prompt, samplingParams, options) =>
-      new SingleRequest<Submitted>(submitWithIdOp, prompt, samplingParams, options),
+    submit: (prompt, samplingParams, options) => new Submit(prompt, samplingParams, options),
+    submitWithId: (prompt, samplingParams, options) => new SubmitWithId(prompt, samplingParams, options),
     submitAll: (requests, options) => submitAll(connection, requests, options, "failFast"),
     submitAllSettled: (requests, options) => submitAll(connection, requests, options, "settle"),
     stream: (prompt, samplingParams, options) =>
       streamed(connection, "InferenceClient.stream", { ...options, prompt, samplingParams }),
     submitWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
-      new KvHandoffRequest<Reply>(kvHandoffOp, prompt, samplingParams, options, kvMeta, srcBlockIds),
+      new KvHandoff(prompt, samplingParams, options, kvMeta, srcBlockIds),
     streamWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
       streamed(connection, "InferenceClient.streamWithKvHandoff", {
         prompt,

@@ -9,7 +9,7 @@ import { Cause, Effect, Exit, Metric, Queue, Stream } from "effect"
 import { type ClientError, clientError, ClientClosed, CoordinatorLost } from "../src/ClientError.ts"
 import { ClientMetrics } from "../src/index.ts"
 import { Recorder } from "../src/ClientMetrics.ts"
-import { Batched, type BatchSink, PendingRequests, Single, Streamed } from "../src/PendingRequests.ts"
+import { Batched, type BatchSink, PendingRequests, Single, singles, Streamed } from "../src/PendingRequests.ts"
 import type { Reply, StreamEvent } from "../src/Reply.ts"
 
 const registry = Effect.map(Effect.context<never>(), (context) => new PendingRequests(new Recorder(context)))
@@ -24,7 +24,7 @@ describe("PendingRequests", () => {
   it.effect("an id leaves once: take, complete; a second take finds nothing", () =>
     Effect.gen(function*() {
       const pending = yield* registry
-      const entry = new Single(noCancel, 0)
+      const entry = singles(noCancel)(0)
       pending.add(entry)
       expect(pending.size).toBe(1)
       expect(pending.get(0)).toBe(entry)
@@ -40,7 +40,7 @@ describe("PendingRequests", () => {
 
   it.effect("a single entry wakes every waiter once, and one that listens late at once", () =>
     Effect.gen(function*() {
-      const entry = new Single(noCancel, 4)
+      const entry = singles(noCancel)(4)
       const seen: Array<Exit.Exit<Reply, ClientError>> = []
       entry.listen((exit) => seen.push(exit))
       entry.listen((exit) => seen.push(exit))
@@ -53,7 +53,7 @@ describe("PendingRequests", () => {
   it.effect("running a single entry as an effect cancels its request through the canceller", () =>
     Effect.gen(function*() {
       const cancelled: Array<number> = []
-      yield* new Single({ cancel: (id) => cancelled.push(id) }, 9)
+      yield* singles({ cancel: (id) => cancelled.push(id) })(9)
       expect(cancelled).toEqual([9])
     }))
 
@@ -81,7 +81,7 @@ describe("PendingRequests", () => {
   it.effect("a single-reply entry ignores partials", () =>
     Effect.gen(function*() {
       const pending = yield* registry
-      const entry = new Single(noCancel, 1)
+      const entry = singles(noCancel)(1)
       pending.add(entry)
       pending.partial(entry, [1])
       expect(entry.exit).toBeUndefined()
@@ -111,7 +111,7 @@ describe("PendingRequests", () => {
     Effect.gen(function*() {
       const pending = yield* registry
       const lost = clientError(new CoordinatorLost({ address: "tcp://127.0.0.1:1" }))
-      const single = new Single(noCancel, 0)
+      const single = singles(noCancel)(0)
       const failed: Array<string> = []
       const queue = yield* Queue.make<StreamEvent, ClientError | Cause.Done>()
       pending.add(single)
@@ -146,7 +146,7 @@ describe("PendingRequests", () => {
           for (const o of ops) {
             if (o.kind === "add") {
               next += o.gap
-              const entry = new Single(noCancel, next++)
+              const entry = singles(noCancel)(next++)
               pending.add(entry, performance.now())
               model.set(entry.requestId, entry)
             } else if (o.kind === "absent") {
@@ -179,9 +179,9 @@ describe("PendingRequests", () => {
     Effect.gen(function*() {
       const pending = yield* registry
       const now = performance.now()
-      pending.add(new Single(noCancel, 63), now - 2_000)
-      pending.add(new Single(noCancel, 64), now - 5_000)
-      pending.add(new Single(noCancel, 65), now)
+      pending.add(singles(noCancel)(63), now - 2_000)
+      pending.add(singles(noCancel)(64), now - 5_000)
+      pending.add(singles(noCancel)(65), now)
       const [a, b, c] = [pending.elapsedSeconds(63), pending.elapsedSeconds(64), pending.elapsedSeconds(65)]
       expect(a).toBeGreaterThanOrEqual(2)
       expect(a).toBeLessThan(4)
@@ -196,8 +196,8 @@ describe("PendingRequests", () => {
     Effect.gen(function*() {
       const pending = yield* registry
       const fired: Array<number> = []
-      pending.add(new Single(noCancel, 1))
-      pending.add(new Single(noCancel, 2))
+      pending.add(singles(noCancel)(1))
+      pending.add(singles(noCancel)(2))
       pending.setTimer(1, setTimeout(() => fired.push(1), 20))
       pending.setTimer(2, setTimeout(() => fired.push(2), 20))
       pending.setTimer(3, setTimeout(() => fired.push(3), 20))
