@@ -167,7 +167,7 @@ export interface Service<R extends Reply = Reply> {
   /**
    * Submits many requests and streams their replies as they finish (in completion order; `index`
    * tells which input each answers), keeping at most `concurrency` in flight. No fiber waits per
-   * request: each pending request costs about a tenth of what a `submit` in its own fiber costs,
+   * request: each pending request costs under a tenth of what a `submit` in its own fiber costs,
    * which is what a rollout driver with 100,000 prompts in flight wants. Like `Effect.forEach`,
    * the first failure (an invalid request, a deadline, the coordinator lost) fails the stream and
    * aborts the requests still in flight; so does ending consumption early.
