@@ -88,12 +88,12 @@ export abstract class Single {
  * @since 0.1.0
  */
 export const singles = (canceller: Canceller): (requestId: number) => Single => {
-  class Bound extends Single {
+  class BoundSingle extends Single {
     get canceller(): Canceller {
       return canceller
     }
   }
-  return (requestId) => new Bound(requestId)
+  return (requestId) => new BoundSingle(requestId)
 }
 
 /** `Single` as an Effect: running it aborts the request, if it is still pending. */
