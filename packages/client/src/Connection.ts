@@ -42,7 +42,7 @@ import {
 } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
 import * as Listener from "./Listener.ts"
-import { type BatchSink, type Entry, PendingRequests, Single } from "./PendingRequests.ts"
+import { type BatchSink, type Entry, PendingRequests, type Single, singles } from "./PendingRequests.ts"
 import { ConnectionState } from "./ConnectionState.ts"
 import * as Writer from "./Writer.ts"
 
@@ -108,7 +108,7 @@ export class Connection {
   }
 
   /** A new single-reply entry (not registered yet); one function per connection, not per request. */
-  readonly newSingle = (requestId: number, startedAt: number): Single => new Single(this, requestId, startedAt)
+  readonly newSingle: (requestId: number) => Single = singles(this)
 
   /** Why nothing may be sent now (`ClientClosed`, `CoordinatorLost`), or `undefined` when it may. */
   available(): ClientError | undefined {
@@ -128,7 +128,7 @@ export class Connection {
   register<E extends Entry>(
     request: Request,
     streaming: boolean,
-    entryOf: (requestId: number, startedAt: number) => E
+    entryOf: (requestId: number) => E
   ): Result.Result<E, ClientError> {
     const error = this.available()
     if (error !== undefined) return Result.fail(error)
@@ -156,10 +156,10 @@ export class Connection {
     const frames = Messages.Client.encode(message.success)
     if (Result.isFailure(frames)) return Result.fail(invalidRequest(frames.failure))
     this.nextRequestId++
-    const entry = entryOf(requestId, performance.now())
-    this.pending.add(entry)
+    const entry = entryOf(requestId)
+    this.pending.add(entry, performance.now())
     const millis = deadline.success
-    if (millis !== undefined) entry.timer = setTimeout(expire, millis, this, requestId, millis)
+    if (millis !== undefined) this.pending.setTimer(requestId, setTimeout(expire, millis, this, requestId, millis))
     this.writer.send(frames.success, requestId)
     return Result.succeed(entry)
   }

@@ -69,12 +69,11 @@ const describe = (error: ProtocolError.ProtocolError, frames: ReadonlyArray<Uint
  * Reads the body of a reply and finishes its request. The body is only decoded here, for a
  * request that is pending: a late reply costs a map lookup, not a decode.
  */
-const finish = (options: Options, entry: Entry, body: Uint8Array | undefined): void => {
-  const { metrics, pending } = options
-  const latency = (performance.now() - entry.startedAt) / 1000
+const finish = (options: Options, entry: Entry, latency: number, body: Uint8Array): void => {
+  const { pending } = options
   let map: unknown
   try {
-    map = body === undefined ? undefined : Msgpack.decode(body)
+    map = Msgpack.decode(body)
   } catch (cause) {
     map = cause
   }
@@ -124,6 +123,18 @@ const tooLarge = (options: Options, entry: Entry, over: NonNullable<ReturnType<t
   options.pending.fail(entry, clientError(new ReplyTooLarge({ requestId: entry.requestId, ...over })), "failed")
 }
 
+/** An ENGINE_REPLY: finishes its request if it is pending. */
+const reply = (options: Options, requestId: number, body: Uint8Array): void => {
+  const { pending } = options
+  // Read while the request is pending: its start time leaves the registry with it.
+  const latency = pending.elapsedSeconds(requestId)
+  const entry = pending.take(requestId)
+  if (entry === undefined) return options.metrics.unknownRequest()
+  const over = overLimit(options, body)
+  if (over !== undefined) return tooLarge(options, entry, over)
+  return finish(options, entry, latency, body)
+}
+
 /**
  * Handles one message from the coordinator. Never throws for anything that arrives.
  *
@@ -138,6 +149,12 @@ export const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): voi
     if (handshake.awaitingFirstAck()) return handshake.rejected(`an oversized frame of ${frames[0]!.byteLength} bytes`)
     return options.warn(`dropped a message from the coordinator with an oversized frame 0 (${frames[0]!.byteLength} bytes)`)
   }
+  // A reply in its usual shape is read from frame 0's bytes; anything else is decoded.
+  const replyId = Messages.engineReplyId(frames)
+  if (replyId !== undefined) {
+    if (handshake.awaitingFirstAck()) return handshake.rejected("EngineReply")
+    return reply(options, replyId, frames[1]!)
+  }
   const envelope = Messages.Coordinator.decodeEnvelope(frames)
   if (Result.isFailure(envelope)) {
     metrics.malformed()
@@ -149,13 +166,7 @@ export const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): voi
   if (spec.tag === "ConnectAck") return handshake.acknowledged()
   if (handshake.awaitingFirstAck()) return handshake.rejected(spec.tag)
   const requestId = metadata.requestId as number
-  if (spec.tag === "EngineReply") {
-    const entry = pending.take(requestId)
-    if (entry === undefined) return metrics.unknownRequest()
-    const over = overLimit(options, frames[1]!)
-    if (over !== undefined) return tooLarge(options, entry, over)
-    return finish(options, entry, frames[1])
-  }
+  if (spec.tag === "EngineReply") return reply(options, requestId, frames[1]!)
   // EngineReplyPartial
   const entry = pending.get(requestId)
   if (entry === undefined) return metrics.unknownRequest()

@@ -9,6 +9,7 @@
  * @since 0.1.0
  * @internal
  */
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as References from "effect/References"
@@ -28,8 +29,17 @@ export const REQUEST_ID = "mcore.request_id"
  *
  * @since 0.1.0
  */
-export const tracing = (fiber: Fiber.Fiber<unknown, unknown>): boolean =>
-  fiber.getRef(References.TracerEnabled) && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+export const tracing = (fiber: Fiber.Fiber<unknown, unknown>): boolean => {
+  // Fibers forked for a batch of requests share their parent's context: asked once for it.
+  const context = fiber.context
+  if (context === lastContext) return lastAnswer
+  lastAnswer = fiber.getRef(References.TracerEnabled) && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+  lastContext = context
+  return lastAnswer
+}
+
+let lastContext: Context.Context<never> | undefined = undefined
+let lastAnswer = false
 
 /**
  * Runs `start` in a span named `name` that lasts as long as the scope (a stream's lifetime), when

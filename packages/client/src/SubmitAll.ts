@@ -100,7 +100,7 @@ export const submitAll: {
             const registered = connection.register(
               item.value,
               false,
-              (requestId, startedAt) => new Batched(sink, index, requestId, startedAt)
+              (requestId) => new Batched(sink, index, requestId)
             )
             if (Result.isFailure(registered)) {
               if (!settle) return end(registered.failure)

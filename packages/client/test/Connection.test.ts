@@ -10,7 +10,7 @@ import * as ClientConfig from "../src/ClientConfig.ts"
 import { Recorder } from "../src/ClientMetrics.ts"
 import { Connection } from "../src/Connection.ts"
 import { ConnectionState } from "../src/ConnectionState.ts"
-import { Single } from "../src/PendingRequests.ts"
+import { singles } from "../src/PendingRequests.ts"
 
 describe("ConnectionState", () => {
   it("connecting -> ready at the first CONNECT_ACK; a later one changes nothing", () => {
@@ -75,7 +75,7 @@ const connection = (options?: Partial<ClientConfig.ClientOptions>) =>
     return { connection: c, tags, warnings }
   })
 
-const single = (c: Connection) => (requestId: number, startedAt: number) => new Single(c, requestId, startedAt)
+const single = (c: Connection) => singles(c)
 
 describe("Connection", () => {
   it.effect("refuses everything until ready, with ClientClosed once closed and CoordinatorLost while lost", () =>

@@ -10,7 +10,7 @@ import { Effect, Exit, Metric } from "effect"
 import { ClientMetrics } from "../src/index.ts"
 import { Recorder } from "../src/ClientMetrics.ts"
 import * as Listener from "../src/Listener.ts"
-import { PendingRequests, Single } from "../src/PendingRequests.ts"
+import { PendingRequests, singles } from "../src/PendingRequests.ts"
 
 const setup = (options?: { readonly awaitingFirstAck?: boolean; readonly deserialize?: boolean; readonly maxFrameBytes?: number }) =>
   Effect.map(Effect.context<never>(), (context) => {
@@ -36,7 +36,7 @@ const setup = (options?: { readonly awaitingFirstAck?: boolean; readonly deseria
       }
     }
     const single = (requestId: number) => {
-      const entry = new Single({ cancel: () => {} }, requestId, performance.now())
+      const entry = singles({ cancel: () => {} })(requestId)
       pending.add(entry)
       return entry
     }

@@ -429,10 +429,13 @@ const item = (modality: Modality, value: unknown): Result.Result<Item, ProtocolE
  *
  * @since 0.1.0
  */
+/** The answer for no media, made once: nearly every request has none. */
+const noMedia: Result.Result<PreparedMedia | null, ProtocolError> = Result.succeed(null)
+
 export const prepare = (
   data: MultiModalData | null | undefined
 ): Result.Result<PreparedMedia | null, ProtocolError> => {
-  if (data === null || data === undefined) return Result.succeed(null)
+  if (data === null || data === undefined) return noMedia
   if (!isPlainObject(data)) {
     return invalid("multi_modal_data", `must be a map of modality to media, got ${describeValue(data)}`)
   }

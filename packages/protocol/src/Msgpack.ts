@@ -67,6 +67,34 @@ export class Raw {
   constructor(readonly bytes: Uint8Array) {}
 }
 
+/** Writes `x`, an integer in [0, 2^32), in its smallest msgpack form at `pos`; returns the end. */
+const writeUint32 = (buf: Uint8Array, pos: number, x: number): number => {
+  if (x < 0x80) {
+    buf[pos] = x
+    return pos + 1
+  }
+  if (x < 0x100) {
+    buf[pos] = 0xcc
+    buf[pos + 1] = x
+    return pos + 2
+  }
+  if (x < 0x10000) {
+    buf[pos] = 0xcd
+    buf[pos + 1] = x >>> 8
+    buf[pos + 2] = x & 0xff
+    return pos + 3
+  }
+  buf[pos] = 0xce
+  buf[pos + 1] = x >>> 24
+  buf[pos + 2] = (x >>> 16) & 0xff
+  buf[pos + 3] = (x >>> 8) & 0xff
+  buf[pos + 4] = x & 0xff
+  return pos + 5
+}
+
+/** `Number.MAX_SAFE_INTEGER`, as a constant the hot loops compare against. */
+const MAX_SAFE = 9007199254740991
+
 /**
  * A number written as float64 wherever it appears, whole or not: a Python `float` (`1.0` is
  * `cb 3f f0 ..`), where a plain number that is whole is written as an integer (`01`), as Python
@@ -486,7 +514,7 @@ export class Writer {
       return
     }
     const numbers = a as unknown as ArrayLike<number>
-    for (let i = this.uint32s(numbers); i < n; i++) this.number(numbers[i]!)
+    for (let i = this.uint32sOfTyped(numbers); i < n; i++) this.number(numbers[i]!)
   }
 
   private any(v: unknown, depth: number, path: string): void {
@@ -524,7 +552,24 @@ export class Writer {
    * arrays on the wire), in a loop with no per-element call; returns the index of the first
    * element it left for the general path. Bytes are what {@link Writer.number} writes.
    */
-  private uint32s(values: ArrayLike<unknown>): number {
+  /**
+   * Token ids as a msgpack int array, checked as they are written (the prompt's validation and
+   * encoding in one pass): returns the index of the first element that is not a non-negative
+   * safe integer, or -1 when every one was written. The bytes are {@link Writer.value}'s.
+   */
+  tokenIds(values: ReadonlyArray<unknown>): number {
+    const n = values.length
+    this.arrayHeader(n)
+    for (let i = this.uint32s(values); i < n; i++) {
+      const x = values[i]
+      // Prompt.validate's test: integers from 0 to 2^53 - 1 (-0 included, written as the float).
+      if (!(typeof x === "number" && x >= 0 && x <= MAX_SAFE && Math.floor(x) === x)) return i
+      this.number(x)
+    }
+    return -1
+  }
+
+  private uint32s(values: ReadonlyArray<unknown>): number {
     const n = values.length
     if (n === 0 || typeof values[0] !== "number") return 0
     this.ensure(5 * n)
@@ -535,22 +580,27 @@ export class Writer {
       const x = values[i] as number
       // `x >>> 0 === x` holds for integers in [0, 2^32) and for -0, which is a float.
       if (typeof x !== "number" || x >>> 0 !== x || (x === 0 && 1 / x < 0)) break
-      if (x < 0x80) {
-        buf[pos++] = x
-      } else if (x < 0x100) {
-        buf[pos++] = 0xcc
-        buf[pos++] = x
-      } else if (x < 0x10000) {
-        buf[pos++] = 0xcd
-        buf[pos++] = x >>> 8
-        buf[pos++] = x & 0xff
-      } else {
-        buf[pos++] = 0xce
-        buf[pos++] = x >>> 24
-        buf[pos++] = (x >>> 16) & 0xff
-        buf[pos++] = (x >>> 8) & 0xff
-        buf[pos++] = x & 0xff
-      }
+      pos = writeUint32(buf, pos, x)
+    }
+    this.pos = pos
+    return i
+  }
+
+  /**
+   * {@link uint32s} for a typed array's elements: a loop of its own, so that the one over plain
+   * arrays (every prompt's token ids) reads one kind of array only (monomorphic: ~1 µs of the
+   * ~4 µs a 512-token prompt took when both kinds went through one loop).
+   */
+  private uint32sOfTyped(values: ArrayLike<number>): number {
+    const n = values.length
+    this.ensure(5 * n)
+    const buf = this.buf
+    let pos = this.pos
+    let i = 0
+    for (; i < n; i++) {
+      const x = values[i]!
+      if (x >>> 0 !== x || (x === 0 && 1 / x < 0)) break
+      pos = writeUint32(buf, pos, x)
     }
     this.pos = pos
     return i
@@ -658,6 +708,30 @@ export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
   return pool.encode(value)
 }
 
+/**
+ * Encodes token ids as {@link encode} does, checking each as it is written: the bytes, or the
+ * index of the first element that is not a non-negative safe integer (then nothing is kept).
+ * One pass where validating and then encoding a prompt took two (a 512-token prompt: the
+ * validation was ~4% of the client's CPU profile in a burst).
+ *
+ * @example
+ * ```ts
+ * import { Msgpack } from "@mcore-effect/protocol"
+ *
+ * Msgpack.encodeTokenIds([1, 2, 300]) // 93 01 02 cd 01 2c
+ * Msgpack.encodeTokenIds([1, -2]) // 1: the index of -2
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const encodeTokenIds = (ids: ReadonlyArray<unknown>): Uint8Array | number =>
+  pool.busy ? tokenIdsWith(new Writer(), ids) : pool.encodeTokenIds(ids)
+
+const tokenIdsWith = (writer: Writer, ids: ReadonlyArray<unknown>): Uint8Array | number => {
+  const bad = writer.tokenIds(ids)
+  return bad === -1 ? writer.written() : bad
+}
+
 /** Size of the pool's buffers: many frames each, so one allocation serves many requests. */
 const POOL_SIZE = 64 * 1024
 
@@ -686,6 +760,27 @@ class Pool extends Writer {
       throw cause
     } finally {
       this.busy = false
+    }
+    const out = this.buf.subarray(this.start, this.pos)
+    this.start = this.pos
+    return out
+  }
+
+  encodeTokenIds(ids: ReadonlyArray<unknown>): Uint8Array | number {
+    this.busy = true
+    this.start = this.pos
+    let bad: number
+    try {
+      bad = this.tokenIds(ids)
+    } catch (cause) {
+      this.pos = this.start
+      throw cause
+    } finally {
+      this.busy = false
+    }
+    if (bad !== -1) {
+      this.pos = this.start
+      return bad
     }
     const out = this.buf.subarray(this.start, this.pos)
     this.start = this.pos

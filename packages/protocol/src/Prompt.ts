@@ -10,6 +10,7 @@
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as Msgpack from "./Msgpack.ts"
 import { InvalidPrompt, type ProtocolError, protocolError } from "./ProtocolError.ts"
 import { describeValue } from "./internal/values.ts"
 
@@ -128,6 +129,31 @@ export const validate = (input: unknown): Result.Result<Prompt, ProtocolError> =
     )
   }
   return fail(`a prompt is a string or an array of token ids, got ${describeValue(input, 20)}`)
+}
+
+/**
+ * Checks a prompt as {@link validate} does and encodes its frame (a msgpack string, or int
+ * array), in one pass over token ids held in a plain array: the same verdict, the same error and
+ * the same bytes as validating and then encoding, for half the walks over a long prompt. Typed
+ * arrays and text are validated, then encoded.
+ *
+ * @example
+ * ```ts
+ * import { Prompt } from "@mcore-effect/protocol"
+ *
+ * Prompt.frame([1, 2, 3]) // Success: Raw(93 01 02 03)
+ * Prompt.frame([1, -1]) // Failure: InvalidPrompt, "token id at index 1 is -1; ..."
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const frame = (input: unknown): Result.Result<Msgpack.Raw, ProtocolError> => {
+  if (Array.isArray(input) && input.length > 0) {
+    const bytes = Msgpack.encodeTokenIds(input)
+    return typeof bytes === "number" ? badId(bytes, input[bytes]) : Result.succeed(new Msgpack.Raw(bytes))
+  }
+  const valid = validate(input)
+  return Result.isFailure(valid) ? Result.fail(valid.failure) : Result.succeed(new Msgpack.Raw(Msgpack.encode(valid.success)))
 }
 
 /**

@@ -79,7 +79,7 @@ export const submitRequest = (
   input: SubmitInput,
   hashing: HashingConfig
 ): Result.Result<SubmitRequest, ProtocolError> => {
-  const prompt = Prompt.validate(input.prompt)
+  const prompt = Prompt.frame(input.prompt)
   if (Result.isFailure(prompt)) return Result.fail(prompt.failure)
   const samplingParams = params(input.samplingParams, input.streaming)
   if (Result.isFailure(samplingParams)) return Result.fail(samplingParams.failure)
@@ -92,7 +92,8 @@ export const submitRequest = (
     samplingParams: samplingParams.success,
     mediaDescriptor: prepared === null ? null : prepared.descriptor,
     prompt: prompt.success,
-    blockHashes: hashesFor(prompt.success, hashing, prepared?.cacheKey),
+    // Checked by `Prompt.frame`, which encoded it.
+    blockHashes: hashesFor(input.prompt as Prompt.Prompt, hashing, prepared?.cacheKey),
     media: prepared === null ? null : new Raw(prepared.frame),
     offloadParams: input.offloadParams ?? null
   })
@@ -129,7 +130,7 @@ export interface SubmitWithKvInput {
  * @since 0.1.0
  */
 export const submitRequestWithKv = (input: SubmitWithKvInput): Result.Result<SubmitRequestWithKv, ProtocolError> => {
-  const prompt = Prompt.validate(input.prompt)
+  const prompt = Prompt.frame(input.prompt)
   if (Result.isFailure(prompt)) return Result.fail(prompt.failure)
   const samplingParams = params(input.samplingParams, input.streaming)
   if (Result.isFailure(samplingParams)) return Result.fail(samplingParams.failure)

@@ -135,3 +135,55 @@ describe("Prompt.PromptWire", () => {
     expect(Result.isSuccess(Prompt.validate(prompt))).toBe(prompt.length > 0)
   })
 })
+
+describe("Prompt.frame", () => {
+  // The oracle: validating, then encoding what passed. `frame` must agree on every input: the
+  // verdict, the error's text and the bytes.
+  const twoPasses = (input: unknown): Result.Result<Uint8Array, string> => {
+    const valid = Prompt.validate(input)
+    return Result.isFailure(valid) ? Result.fail(valid.failure.message) : Result.succeed(Msgpack.encode(valid.success))
+  }
+  const onePass = (input: unknown): Result.Result<Uint8Array, string> => {
+    const framed = Prompt.frame(input)
+    return Result.isFailure(framed) ? Result.fail(framed.failure.message) : Result.succeed(framed.success.bytes)
+  }
+  const agree = (input: unknown) => {
+    const [a, b] = [twoPasses(input), onePass(input)]
+    if (Result.isSuccess(a) && Result.isSuccess(b)) expect(Buffer.from(b.success).equals(Buffer.from(a.success))).toBe(true)
+    else expect(b).toEqual(a)
+  }
+  const id = fc.oneof(
+    { weight: 8, arbitrary: fc.nat(300_000) },
+    fc.constantFrom(0, -0, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1, 2 ** 32, 2 ** 53 - 1, 2 ** 53),
+    fc.integer({ min: 2 ** 32, max: Number.MAX_SAFE_INTEGER })
+  )
+  const bad = fc.oneof(
+    fc.constantFrom(-1, 0.5, Number.NaN, Infinity, -Infinity, "1", null, undefined, true, 1n, [1], {}),
+    fc.double()
+  )
+
+  it("agrees with validate-then-encode on token arrays, good ones and ones with a bad id anywhere", () => {
+    fc.assert(fc.property(fc.array(id, { maxLength: 600 }), agree))
+    fc.assert(
+      fc.property(fc.array(id, { minLength: 1, maxLength: 300 }), fc.nat(), bad, (ids, at, value) => {
+        const input: Array<unknown> = [...ids]
+        input[at % input.length] = value
+        agree(input)
+      })
+    )
+  })
+
+  it("agrees on text, typed arrays and everything that is not a prompt", () => {
+    for (const input of ["", "Hello", new Int32Array([1, -2]), new Uint16Array([1, 2]), new Float64Array([1, 0.5]), new Uint8Array(1), 7, null, {}]) {
+      agree(input)
+    }
+    fc.assert(fc.property(fc.string(), agree))
+  })
+
+  it("leaves the pool as it found it after a refusal: the next frame is whole", () => {
+    expect(Result.isFailure(Prompt.frame([1, 2, -3]))).toBe(true)
+    const framed = Result.getOrThrow(Prompt.frame([4, 5]))
+    expect(Array.from(framed.bytes)).toEqual([0x92, 4, 5])
+    expect(Array.from(Msgpack.encode([6]))).toEqual([0x91, 6])
+  })
+})

@@ -28,8 +28,9 @@ interface Entry {
   readonly values: ReadonlyArray<unknown>
   /** A copy of `stop_words` when it was an array, to compare element by element. */
   readonly stopWords: ReadonlyArray<unknown> | undefined
-  plain: SamplingParams.SamplingParams | undefined
-  streaming: SamplingParams.SamplingParams | undefined
+  /** The answers, once made (the `Result` too: a hit allocates nothing). */
+  plain: Result.Success<SamplingParams.SamplingParams, ProtocolError> | undefined
+  streaming: Result.Success<SamplingParams.SamplingParams, ProtocolError> | undefined
 }
 
 const byInput = new WeakMap<object, Entry>()
@@ -105,8 +106,8 @@ const cached = (
   return Result.succeed(freeze(made.success))
 }
 
-const defaultPlain = Result.getOrThrow(cached(undefined, false))
-const defaultStreaming = Result.getOrThrow(cached(undefined, true))
+const defaultPlain = cached(undefined, false)
+const defaultStreaming = cached(undefined, true)
 
 /**
  * `SamplingParams.make(input)` (with `streaming` forced on for a stream), from the cache when
@@ -120,7 +121,7 @@ export const make = (
   input: SamplingParams.SamplingParamsInput | null | undefined,
   streaming: boolean
 ): Result.Result<SamplingParams.SamplingParams, ProtocolError> => {
-  if (input === undefined || input === null) return Result.succeed(streaming ? defaultStreaming : defaultPlain)
+  if (input === undefined || input === null) return streaming ? defaultStreaming : defaultPlain
   if (typeof input !== "object") return build(input, streaming)
   let entry = byInput.get(input)
   if (entry === undefined || !matches(entry, input)) {
@@ -132,11 +133,11 @@ export const make = (
     byInput.set(input, entry)
   }
   const hit = streaming ? entry.streaming : entry.plain
-  if (hit !== undefined) return Result.succeed(hit)
+  if (hit !== undefined) return hit
   const made = cached(input, streaming)
   if (Result.isSuccess(made)) {
-    if (streaming) entry.streaming = made.success
-    else entry.plain = made.success
+    if (streaming) entry.streaming = made
+    else entry.plain = made
   }
   return made
 }
