@@ -4,9 +4,9 @@
  * every failure, interruption as abort, and liveness instead of hanging.
  *
  * This file is the service's surface: its interface, public types and layers, with their TSDoc
- * (most of its length), and the small per-call effects. The machinery is below it: the
- * connection (`Connection.ts`: socket, writer, listener, registry, state) and the batch
- * scheduler (`SubmitAll.ts`).
+ * (most of its length). The machinery is below it: the effects of one request
+ * (`RequestEffects.ts`), the connection (`Connection.ts`: socket, writer, listener, registry,
+ * state) and the batch scheduler (`SubmitAll.ts`).
  *
  * @since 0.1.0
  */
@@ -16,20 +16,17 @@ import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import type * as Exit from "effect/Exit"
 import * as Effect from "effect/Effect"
-import * as Effectable from "effect/Effectable"
-import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type * as Tracer from "effect/Tracer"
 import * as ClientConfig from "./ClientConfig.ts"
 import { type ClientError, clientError, InvalidAddress, InvalidArgument, InvalidRequest } from "./ClientError.ts"
 import { Recorder } from "./ClientMetrics.ts"
 import * as Connection from "./Connection.ts"
-import * as PendingRequests from "./PendingRequests.ts"
 import type { RawReply, Reply, StreamEvent } from "./Reply.ts"
-import { inScopeSpan, REQUEST_ID, tracing } from "./Spans.ts"
+import { requestsOf, streamed } from "./RequestEffects.ts"
+import { REQUEST_ID } from "./Spans.ts"
 import { submitAll } from "./SubmitAll.ts"
 
 /**
@@ -301,176 +298,6 @@ export class InferenceClient extends Context.Service<InferenceClient, Service>()
 const encodeConstant = (message: Messages.ClientMessage): ReadonlyArray<Uint8Array> =>
   Result.getOrThrow(Messages.Client.encode(message))
 
-/** The operations whose effect is a {@link SingleRequest}, and their span names. */
-const SPAN_NAMES = {
-  submit: "InferenceClient.submit",
-  submitWithId: "InferenceClient.submitWithId",
-  kvHandoff: "InferenceClient.submitWithKvHandoff"
-} as const
-
-/**
- * What a {@link SingleRequest} belongs to: the client's connection and the operation, one object
- * per operation per client.
- */
-interface Operation {
-  readonly connection: Connection.Connection
-  readonly kind: keyof typeof SPAN_NAMES
-}
-
-/**
- * The effect of `submit`, `submitWithId` and `submitWithKvHandoff`: one small object holding the
- * call's arguments, which runs `start` when evaluated. It is the request itself (a
- * {@link Connection.Request}, its options read through getters on the prototype), so nothing is
- * copied or reshaped on the way to the connection. Not a chain of closures, because
- * `Effect.forEach` and its kin keep each item's effect until the item's fiber ends: at 100,000
- * requests in flight, whatever this effect holds is paid per request (the closures it replaces
- * held about 250 bytes; this holds the three arguments, 48 bytes, its operation on the
- * prototype, the KV handoff's two more fields in {@link KvHandoffRequest}).
- */
-abstract class SingleRequest<A> implements Connection.Request {
-  /** On the prototype of the client's subclass for the operation (see {@link requestsOf}). */
-  abstract readonly operation: Operation
-  constructor(
-    readonly prompt: PromptInput,
-    readonly samplingParams: SamplingParams.SamplingParamsInput | undefined,
-    readonly options: SubmitOptions | KvHandoffOptions | undefined
-  ) {}
-
-  get multiModalData(): Media.MultiModalData | null | undefined {
-    return (this.options as SubmitOptions | undefined)?.multiModalData
-  }
-
-  get offloadParams(): unknown {
-    return (this.options as SubmitOptions | undefined)?.offloadParams
-  }
-
-  get timeout(): Duration.Input | undefined {
-    return this.options?.timeout
-  }
-
-  get kvMeta(): WireTypes.KvMeta | undefined {
-    return undefined
-  }
-
-  get srcBlockIds(): ReadonlyArray<number> | undefined {
-    return undefined
-  }
-}
-
-interface SingleRequest<A> extends Effect.Effect<A, ClientError> {}
-
-Object.setPrototypeOf(
-  SingleRequest.prototype,
-  Effectable.Prototype<SingleRequest<unknown>>({
-    label: "InferenceClient.request",
-    evaluate(fiber) {
-      return startSingle(this, fiber)
-    }
-  })
-)
-
-/** `submitWithKvHandoff`'s request: {@link SingleRequest} with the KV handoff's two fields. */
-abstract class KvHandoffRequest<A> extends SingleRequest<A> {
-  constructor(
-    prompt: PromptInput,
-    samplingParams: SamplingParams.SamplingParamsInput | undefined,
-    options: KvHandoffOptions | undefined,
-    private readonly kv: WireTypes.KvMeta,
-    private readonly blockIds: ReadonlyArray<number>
-  ) {
-    super(prompt, samplingParams, options)
-  }
-
-  override get kvMeta(): WireTypes.KvMeta {
-    return this.kv
-  }
-
-  override get srcBlockIds(): ReadonlyArray<number> {
-    return this.blockIds
-  }
-}
-
-/** The request classes of one client: each operation's, with the operation on its prototype. */
-const requestsOf = (connection: Connection.Connection) => {
-  const operation = (kind: keyof typeof SPAN_NAMES): Operation => ({ connection, kind })
-  const submit = operation("submit")
-  const submitWithId = operation("submitWithId")
-  const kvHandoff = operation("kvHandoff")
-  return {
-    Submit: class Submit extends SingleRequest<Reply> {
-      get operation(): Operation {
-        return submit
-      }
-    },
-    SubmitWithId: class SubmitWithId extends SingleRequest<Submitted> {
-      get operation(): Operation {
-        return submitWithId
-      }
-    },
-    KvHandoff: class KvHandoff extends KvHandoffRequest<Reply> {
-      get operation(): Operation {
-        return kvHandoff
-      }
-    }
-  }
-}
-
-/** Waits for the reply; interrupting the wait aborts the request (the entry is that effect). */
-const awaitReply = (entry: PendingRequests.Single): Effect.Effect<Reply, ClientError> =>
-  Effect.callback<Reply, ClientError>((resume) => {
-    entry.listen(resume)
-    if (entry.exit === undefined) return entry
-  })
-
-const withId = (entry: PendingRequests.Single): Effect.Effect<Submitted, ClientError> =>
-  Effect.succeed({ requestId: entry.requestId, reply: awaitReply(entry) })
-
-/**
- * What a {@link SingleRequest} does when it is run by `fiber`: registers the request and waits
- * (or returns its id), in a span named for the operation and carrying the request id when a
- * tracer is installed.
- */
-const startSingle = (request: SingleRequest<unknown>, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<unknown, ClientError> => {
-  const { connection, kind } = request.operation
-  const then: (entry: PendingRequests.Single) => Effect.Effect<unknown, ClientError> = kind === "submitWithId"
-    ? withId
-    : awaitReply
-  if (!tracing(fiber)) {
-    const registered = connection.register(request, false, connection.newSingle)
-    return Result.isFailure(registered) ? Effect.fail(registered.failure) : then(registered.success)
-  }
-  return Effect.useSpan(SPAN_NAMES[kind], (span) => {
-    const registered = connection.register(request, false, connection.newSingle)
-    if (Result.isFailure(registered)) return Effect.fail(registered.failure)
-    span.attribute(REQUEST_ID, registered.success.requestId)
-    return then(registered.success)
-  })
-}
-
-/**
- * A streamed operation: the request is registered when the stream starts, with the stream's
- * queue as its entry; the stream's end (or its consumer stopping) aborts it if still pending.
- */
-const streamed = (
-  connection: Connection.Connection,
-  name: string,
-  request: Connection.Request
-): Stream.Stream<StreamEvent, ClientError> =>
-  Stream.callback<StreamEvent, ClientError>((queue) =>
-    Effect.withFiber((fiber) =>
-      inScopeSpan(fiber, name, (span: Tracer.Span | undefined) => {
-        const registered = connection.register(
-          request,
-          true,
-          (requestId) => new PendingRequests.Streamed(requestId, queue)
-        )
-        if (Result.isFailure(registered)) return Effect.fail(registered.failure)
-        const { requestId } = registered.success
-        span?.attribute(REQUEST_ID, requestId)
-        return Effect.addFinalizer(() => Effect.sync(() => connection.cancel(requestId)))
-      })
-    )
-  )
 
 const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
 
