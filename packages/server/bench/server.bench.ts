@@ -19,7 +19,8 @@
  *   heap after a full GC against before;
  * - requests/s with `workers: 2` against one process (64 connections).
  *
- * `--quick` (or `BENCH_QUICK=1`) runs 1 round of 3 s per figure instead of 3 of 8 s.
+ * `--quick` (or `BENCH_QUICK=1`) runs 1 round of 3 s per figure instead of 3 of 8 s. `--streaming`
+ * runs only the streaming rows and the heap per open stream (to iterate on the streamed path).
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { createRequire } from "node:module"
@@ -32,6 +33,7 @@ const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1
 const ROUNDS = QUICK ? 1 : 3
 const SECONDS = QUICK ? 3 : 8
 const OPEN_STREAMS = 1_000
+const STREAMING_ONLY = process.argv.includes("--streaming")
 
 interface AutocannonResult {
   readonly requests: { readonly total: number }
@@ -203,7 +205,7 @@ export const run = async (): Promise<void> => {
     await client.call("run", { kind: "stream", concurrency: 16, millis: 2_000 })
 
     const rows: Array<string> = []
-    for (const connections of [64, 256]) {
+    for (const connections of STREAMING_ONLY ? [] : [64, 256]) {
       const s: Array<Awaited<ReturnType<typeof load>>> = []
       const c: Array<Reply> = []
       for (let round = 0; round < ROUNDS; round++) {
@@ -247,6 +249,10 @@ export const run = async (): Promise<void> => {
     const heap = await heapPerStream(server, standIn, url, OPEN_STREAMS)
     rows.push(`heap per open stream (${OPEN_STREAMS} open): ${fmt(heap)} B (target <= 16,384)`)
     await server.stop()
+    if (STREAMING_ONLY) {
+      for (const row of rows) console.log(`  ${row}`)
+      return
+    }
 
     const workers = spawn("server, 2 workers", "./serverSubject.ts", [address, "2"])
     children.push(workers)
