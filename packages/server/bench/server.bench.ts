@@ -24,7 +24,8 @@
  *   and answering the server's own response bytes, its CPU per request measured the same way.
  *
  * `--quick` (or `BENCH_QUICK=1`) runs 1 round of 3 s per figure instead of 3 of 8 s.
- * `--non-streaming` runs the non-streaming rows only (and their context rows), for iterating.
+ * `--non-streaming` runs the non-streaming rows only (and their context rows), `--streaming` only
+ * the streaming rows and the heap per open stream, for iterating on one path.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { createRequire } from "node:module"
@@ -46,6 +47,7 @@ const ROUNDS = QUICK ? 1 : 3
 const SECONDS = QUICK ? 3 : 8
 const OPEN_STREAMS = 1_000
 const NON_STREAMING_ONLY = process.argv.includes("--non-streaming")
+const STREAMING_ONLY = process.argv.includes("--streaming")
 
 interface AutocannonResult {
   readonly requests: { readonly total: number }
@@ -236,7 +238,7 @@ export const run = async (): Promise<void> => {
 
     const rows: Array<string> = []
     const context: Array<string> = []
-    for (const connections of [64, 256]) {
+    for (const connections of STREAMING_ONLY ? [] : [64, 256]) {
       const s: Array<Awaited<ReturnType<typeof load>>> = []
       const c: Array<Reply> = []
       const d: Array<Awaited<ReturnType<typeof load>>> = []
@@ -301,6 +303,10 @@ export const run = async (): Promise<void> => {
     const heap = await heapPerStream(server, standIn, url, OPEN_STREAMS)
     rows.push(`heap per open stream (${OPEN_STREAMS} open): ${fmt(heap)} B (target <= 16,384)`)
     await server.stop()
+    if (STREAMING_ONLY) {
+      for (const row of rows) console.log(`  ${row}`)
+      return
+    }
 
     const workers = spawn("server, 2 workers", "./serverSubject.ts", [address, "2"])
     children.push(workers)

@@ -12,13 +12,18 @@
  *
  * @since 0.1.0
  */
+import type { ClientError } from "@mcore-effect/client"
+import type { TextError, TextGeneration } from "@mcore-effect/text"
+import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Pull from "effect/Pull"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
+import * as Chunks from "./Chunks.ts"
 import * as Choice from "./Choice.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import type { Usage } from "./OpenAiSchema.ts"
@@ -181,11 +186,11 @@ export const countAbort = (context: Choice.Context) => <A, E, R>(effect: Effect.
     Effect.sync(() => context.state.metrics.aborted(context.state.gate.isClosing ? "shutdown" : "disconnect")))
 
 /**
- * The event stream of a request's choices, framed as SSE bytes: one `Stream.callback` whose queue
- * a single fiber fills, running every choice's stream (a stream combinator costs about 1 KB per
- * open stream, measured: this one is the only one the server adds). The response writer ending
- * early (the client went away, or shutdown) closes the callback's scope, which interrupts that
- * fiber, which ends each choice's stream, which aborts each request.
+ * The event stream of a request's choices, framed as SSE bytes, with the records of one pull
+ * (everything that was waiting) in one buffer, so one `write`. One choice (the usual request) is
+ * one stage over its parts' pull ({@link streamOne}); several are merged by {@link streamMany}.
+ * Either way, the response writer ending early (the client went away, or shutdown) closes the
+ * choices' streams, which aborts each request, and counts the abort.
  *
  * @since 0.1.0
  */
@@ -193,73 +198,152 @@ export const streamAll = (
   context: Choice.Context,
   prompts: ReadonlyArray<Choice.Prompt>,
   n: number,
-  options: {
-    readonly format: Format
-    readonly meta: Meta
-    readonly includeUsage: boolean
-    readonly startedAt: number
-  }
+  options: StreamOptions
+): Stream.Stream<Uint8Array> =>
+  prompts.length === 1 && n === 1 ? streamOne(context, prompts[0]!, options) : streamMany(context, prompts, n, options)
+
+/**
+ * How a stream is shaped and counted.
+ *
+ * @since 0.1.0
+ */
+export interface StreamOptions {
+  readonly format: Format
+  readonly meta: Meta
+  readonly includeUsage: boolean
+  /** `performance.now()` when the request arrived (time to first token). */
+  readonly startedAt: number
+}
+
+const bytes = (records: string): Arr.NonEmptyReadonlyArray<Uint8Array> => [Buffer.from(records, "utf8")]
+
+/** The record a failure after the headers becomes (they went out with 200: too late for a status). */
+const failureRecord = (context: Choice.Context, cause: Cause.Cause<TextError.TextError | ClientError.ClientError>): string => {
+  const error = Cause.findErrorOption(cause)
+  const failure = error._tag === "Some"
+    ? Choice.failed(context, error.value)
+    : serverError(new Internal({ why: `the stream failed: ${Cause.pretty(cause)}` }))
+  return Sse.recordText(body(failure))
+}
+
+const countAborted = (context: Choice.Context): void =>
+  context.state.metrics.aborted(context.state.gate.isClosing ? "shutdown" : "disconnect")
+
+/**
+ * One choice: a single stage over its parts' pull, no fiber or queue of its own (they cost a
+ * fiber hand-off per pull, and this change took an open stream from 33.6 to 30.1 KB of heap,
+ * measured through tsx). The first pull answers
+ * with the opening record at once, so the headers and the role chunk go out before any token.
+ * The scope's exit tells an abort (the writer stopped pulling first) from an end.
+ */
+const streamOne = (
+  context: Choice.Context,
+  prompt: Choice.Prompt,
+  options: StreamOptions
+): Stream.Stream<Uint8Array> =>
+  Stream.transformPull(Choice.parts(context, prompt), (pull, scope) => {
+    const { metrics } = context.state
+    const chunks = Chunks.make(options.format, options.meta, options.includeUsage)
+    let opened = false
+    let firstContent = true
+    let over = false
+    const onParts = (parts: Arr.NonEmptyReadonlyArray<TextGeneration.StreamPart>): Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>> => {
+      let records = ""
+      for (let i = 0; i < parts.length; i++) {
+        const part = parts[i]!
+        if (part._tag === "TextDelta") {
+          if (firstContent) {
+            firstContent = false
+            metrics.firstToken(options.startedAt)
+          }
+          records += chunks.delta(0, part.text)
+          continue
+        }
+        const done = Choice.finishedOf(part)
+        const total = usage([done], 1)
+        metrics.tokens(total.prompt_tokens, total.completion_tokens)
+        records += chunks.closing(0, done, prompt)
+        if (options.includeUsage) records += chunks.usage(total)
+        records += Sse.doneText
+        over = true
+        break
+      }
+      return records === "" ? next : Effect.succeed(bytes(records))
+    }
+    const onCause = (cause: Cause.Cause<TextError.TextError | ClientError.ClientError | Cause.Done>): Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>> => {
+      if (Pull.isDoneCause(cause) || Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<Cause.Done>)
+      over = true
+      return Effect.succeed(bytes(failureRecord(context, cause as Cause.Cause<TextError.TextError | ClientError.ClientError>)))
+    }
+    // Built once and run for every pull: no closures per token.
+    const pullRecords = Effect.catchCause(Effect.flatMap(pull, onParts), onCause)
+    const next: Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>> = Effect.suspend(() => {
+      if (over) return Cause.done()
+      if (!opened) {
+        opened = true
+        const opening = chunks.opening(0, prompt)
+        if (opening !== undefined) return Effect.succeed(bytes(opening))
+      }
+      return pullRecords
+    })
+    return Effect.as(
+      Scope.addFinalizer(scope, Effect.sync(() => {
+        if (!over) countAborted(context)
+      })),
+      next
+    )
+  })
+
+/**
+ * Several choices (`n`, or several prompts): one `Stream.callback` whose queue a single fiber
+ * fills, running every choice's stream at once; the records waiting are taken together.
+ */
+const streamMany = (
+  context: Choice.Context,
+  prompts: ReadonlyArray<Choice.Prompt>,
+  n: number,
+  options: StreamOptions
 ): Stream.Stream<Uint8Array> =>
   Stream.callback<Uint8Array>((queue) => {
-    const { format, includeUsage, meta: { created, id, model } } = options
-    const { gate, metrics } = context.state
-    const chunk = (choice: unknown): Uint8Array =>
-      Sse.record(
-        includeUsage
-          ? { id, object: format.chunkObject, created, model, choices: [choice], usage: null }
-          : { id, object: format.chunkObject, created, model, choices: [choice] }
-      )
+    const { metrics } = context.state
+    const chunks = Chunks.make(options.format, options.meta, options.includeUsage)
+    const offer = (records: string) => Queue.offerUnsafe(queue, Buffer.from(records, "utf8"))
     const count = prompts.length * n
     const finished: Array<Choice.Finished | undefined> = new Array(count)
     let firstContent = true
-    const content = (index: number, text: string): void => {
-      if (firstContent) {
-        firstContent = false
-        metrics.firstToken(options.startedAt)
-      }
-      Queue.offerUnsafe(queue, chunk(format.delta(index, text)))
-    }
     const choice = (index: number) => {
       const prompt = prompts[Math.floor(index / n)]!
-      if (format.opening !== undefined) Queue.offerUnsafe(queue, chunk(format.opening(index, prompt)))
+      const opening = chunks.opening(index, prompt)
+      if (opening !== undefined) offer(opening)
       return Stream.runForEach(Choice.parts(context, prompt), (part) => {
         if (part._tag === "TextDelta") {
-          content(index, part.text)
+          if (firstContent) {
+            firstContent = false
+            metrics.firstToken(options.startedAt)
+          }
+          offer(chunks.delta(index, part.text))
         } else {
           const done = Choice.finishedOf(part)
           finished[index] = done
-          Queue.offerUnsafe(queue, chunk(format.closing(index, done, prompt)))
+          offer(chunks.closing(index, done, prompt))
         }
         return Effect.void
       })
     }
-    const all = count === 1
-      ? choice(0)
-      : Effect.forEach(Array.from({ length: count }, (_, index) => index), choice, {
-        concurrency: "unbounded",
-        discard: true
-      })
-    const counted = Effect.onInterrupt(all, () =>
-      Effect.sync(() => metrics.aborted(gate.isClosing ? "shutdown" : "disconnect"))
-    )
-    return Effect.forkScoped(Effect.matchCause(counted, {
+    const all = Effect.forEach(Array.from({ length: count }, (_, index) => index), choice, {
+      concurrency: "unbounded",
+      discard: true
+    })
+    return Effect.forkScoped(Effect.matchCause(Effect.onInterrupt(all, () => Effect.sync(() => countAborted(context))), {
       onSuccess: () => {
         const total = usage(finished, n)
         metrics.tokens(total.prompt_tokens, total.completion_tokens)
-        if (includeUsage) {
-          Queue.offerUnsafe(queue, Sse.record({ id, object: format.chunkObject, created, model, choices: [], usage: total }))
-        }
-        Queue.offerUnsafe(queue, Sse.done)
+        offer(options.includeUsage ? chunks.usage(total) + Sse.doneText : Sse.doneText)
         Queue.endUnsafe(queue)
       },
       onFailure: (cause) => {
         if (Cause.hasInterruptsOnly(cause)) return
-        // Headers went out with 200: the failure becomes the stream's last record.
-        const error = Cause.findErrorOption(cause)
-        const failure = error._tag === "Some"
-          ? Choice.failed(context, error.value)
-          : serverError(new Internal({ why: `the stream failed: ${Cause.pretty(cause)}` }))
-        Queue.offerUnsafe(queue, Sse.record(body(failure)))
+        offer(failureRecord(context, cause))
         Queue.endUnsafe(queue)
       }
     }))

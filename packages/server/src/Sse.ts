@@ -23,14 +23,35 @@ const encoder = new TextEncoder()
  *
  * @since 0.1.0
  */
-export const record = (value: unknown): Uint8Array => encoder.encode(`data: ${JSON.stringify(value)}\n\n`)
+export const record = (value: unknown): Uint8Array => encoder.encode(recordText(value))
+
+/**
+ * {@link record} as text, for a writer that joins several records into one buffer.
+ *
+ * @example
+ * ```ts
+ * import { Sse } from "@mcore-effect/server"
+ *
+ * Sse.recordText({ a: 1 }) // 'data: {"a":1}\n\n'
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const recordText = (value: unknown): string => `data: ${JSON.stringify(value)}\n\n`
+
+/**
+ * {@link done} as text.
+ *
+ * @since 0.1.0
+ */
+export const doneText = "data: [DONE]\n\n"
 
 /**
  * The record that ends every stream.
  *
  * @since 0.1.0
  */
-export const done: Uint8Array = encoder.encode("data: [DONE]\n\n")
+export const done: Uint8Array = encoder.encode(doneText)
 
 /**
  * A comment line (ignored by readers), sent to keep idle proxies from closing a quiet stream.

@@ -6,6 +6,7 @@
 export * as Admission from "./Admission.ts"
 export * as ChatCompletions from "./ChatCompletions.ts"
 export * as Choice from "./Choice.ts"
+export * as Chunks from "./Chunks.ts"
 export * as Completions from "./Completions.ts"
 export * as Generation from "./Generation.ts"
 export * as JsonResponse from "./JsonResponse.ts"

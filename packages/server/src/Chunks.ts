@@ -1,0 +1,80 @@
+/**
+ * The SSE records of one streamed response, as strings. A content chunk differs from the one
+ * before it only in its text, so its fixed parts (id, object, created, model, the choice's other
+ * fields) are serialized once per choice and only the text is escaped per token: one
+ * `JSON.stringify` of a short string and two concatenations instead of building and serializing
+ * the whole object (a benchmark chat chunk: 0.2 µs instead of 1.85, microbenchmark on the
+ * benchmark's words). Records are strings so that a writer encodes all those of a pull at once,
+ * with `Buffer.from` (about 0.9 µs a record, where `TextEncoder.encode` took 2.3).
+ * The bytes are those of `Sse.record` of the whole chunk, for any text (a property test holds
+ * them to that).
+ *
+ * @since 0.1.0
+ */
+import type * as Choice from "./Choice.ts"
+import type { Format, Meta } from "./Generation.ts"
+import type { Usage } from "./OpenAiSchema.ts"
+
+/**
+ * The records of one stream.
+ *
+ * @since 0.1.0
+ */
+export interface Chunks {
+  /** The record opening choice `index`, if the endpoint sends one. */
+  readonly opening: (index: number, prompt: Choice.Prompt) => string | undefined
+  /** The record carrying `text` for choice `index`. */
+  readonly delta: (index: number, text: string) => string
+  /** The record closing choice `index`. */
+  readonly closing: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => string
+  /** The record with no choices and the usage (`stream_options.include_usage`). */
+  readonly usage: (usage: Usage) => string
+}
+
+/**
+ * A stand-in text whose JSON form cannot come out of serializing anything else in a chunk by
+ * chance: it is found in the serialized chunk, and the text goes where it was. Were it found more
+ * than once (a model name holding it), the chunk is serialized whole every time instead.
+ */
+const MARK = "\uFFFF\u0000mcore-effect delta\u0000\uFFFF"
+const MARK_JSON = JSON.stringify(MARK)
+
+/** `data: ` and the blank line after a record (`Sse.record`'s framing). */
+const frame = (json: string): string => `data: ${json}\n\n`
+
+/** A record's text before and after the delta's JSON, or `undefined` when the mark is not unique. */
+const split = (record: string): readonly [string, string] | undefined => {
+  const at = record.indexOf(MARK_JSON)
+  if (at < 0 || record.indexOf(MARK_JSON, at + 1) >= 0) return undefined
+  return [record.slice(0, at), record.slice(at + MARK_JSON.length)]
+}
+
+/**
+ * The records of a stream of `format`'s chunks under `meta`; with `includeUsage`, every chunk
+ * carries `usage: null` and {@link Chunks.usage} the total.
+ *
+ * @since 0.1.0
+ */
+export const make = (format: Format, meta: Meta, includeUsage: boolean): Chunks => {
+  const { created, id, model } = meta
+  const object = format.chunkObject
+  const record = (choice: unknown): string =>
+    frame(JSON.stringify(
+      includeUsage ? { id, object, created, model, choices: [choice], usage: null } : { id, object, created, model, choices: [choice] }
+    ))
+  // Per choice index: the text around the delta, or null when it cannot be split.
+  const templates: Array<readonly [string, string] | null | undefined> = []
+  return {
+    opening: (index, prompt) => format.opening === undefined ? undefined : record(format.opening(index, prompt)),
+    delta: (index, text) => {
+      let template = templates[index]
+      if (template === undefined) {
+        template = split(record(format.delta(index, MARK))) ?? null
+        templates[index] = template
+      }
+      return template === null ? record(format.delta(index, text)) : template[0] + JSON.stringify(text) + template[1]
+    },
+    closing: (index, finished, prompt) => record(format.closing(index, finished, prompt)),
+    usage: (usage) => frame(JSON.stringify({ id, object, created, model, choices: [], usage }))
+  }
+}
