@@ -11,7 +11,7 @@ import { InferenceClient } from "@mcore-effect/client"
 import { Tokenizer } from "@mcore-effect/text"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { HttpServer } from "effect/http"
-import { Server, Workers } from "../src/index.ts"
+import { Server, Workers } from "@mcore-effect/server"
 import { qwen3Directory } from "./fixture.ts"
 
 const [address, workersArg] = process.argv.slice(2)
