@@ -6,7 +6,6 @@
  * @since 0.1.0
  */
 import type { Tokenizer } from "@mcore-effect/text"
-import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Choice from "./Choice.ts"
 import { badRequest, ModelNotFound, serverError, type ServerError } from "./ServerError.ts"
@@ -17,10 +16,10 @@ import type { State } from "./ServerState.ts"
  *
  * @since 0.1.0
  */
-export const checkModel = (state: State, model: string | undefined): Effect.Effect<void, ServerError> =>
+export const modelRefusal = (state: State, model: string | undefined): ServerError | undefined =>
   model === undefined || model === state.config.model
-    ? Effect.void
-    : Effect.fail(serverError(new ModelNotFound({ model, served: state.config.model })))
+    ? undefined
+    : serverError(new ModelNotFound({ model, served: state.config.model }))
 
 /**
  * A text prompt, tokenized (special tokens added as the tokenizer's post-processor says).
