@@ -15,7 +15,7 @@ import type * as Scope from "effect/Scope"
 import type * as Choice from "./Choice.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
-import { modelRefusal } from "./Prompts.ts"
+import { decodeRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
@@ -102,11 +102,9 @@ export const handle = (
   generation: Routes.Generation
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
   const { state, text } = generation
-  const decoded = decode(generation.body)
+  const decoded = decodeRequest(state, decode, generation.body)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
-  const wrongModel = modelRefusal(state, request.model)
-  if (wrongModel !== undefined) return Effect.fail(wrongModel)
   const refused = unsupported(request)
   if (refused !== undefined) return Effect.fail(refused)
   const logprobs = request.logprobs === true ? request.top_logprobs ?? 0 : undefined

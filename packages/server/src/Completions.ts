@@ -14,7 +14,7 @@ import type * as Scope from "effect/Scope"
 import type * as Choice from "./Choice.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
-import { modelRefusal, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
+import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
@@ -91,11 +91,9 @@ export const handle = (
   generation: Routes.Generation
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
   const { state, text } = generation
-  const decoded = decode(generation.body)
+  const decoded = decodeRequest(state, decode, generation.body)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
-  const wrongModel = modelRefusal(state, request.model)
-  if (wrongModel !== undefined) return Effect.fail(wrongModel)
   if (request.suffix != null && request.suffix !== "") return Effect.fail(badRequest("suffix", "not supported"))
   const n = request.n ?? 1
   if (request.best_of != null && request.best_of > n) {

@@ -22,6 +22,22 @@ export const modelRefusal = (state: State, model: string | undefined): ServerErr
     : serverError(new ModelNotFound({ model, served: state.config.model }))
 
 /**
+ * A request's body decoded (`decode`, a 400 naming the field) and naming the served model (404).
+ *
+ * @since 0.1.0
+ */
+export const decodeRequest = <A extends { readonly model?: string | undefined }>(
+  state: State,
+  decode: (input: unknown) => Result.Result<A, ServerError>,
+  body: unknown
+): Result.Result<A, ServerError> => {
+  const decoded = decode(body)
+  if (Result.isFailure(decoded)) return decoded
+  const refused = modelRefusal(state, decoded.success.model)
+  return refused === undefined ? decoded : Result.fail(refused)
+}
+
+/**
  * A text prompt, tokenized (special tokens added as the tokenizer's post-processor says).
  *
  * @since 0.1.0
