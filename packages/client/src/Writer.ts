@@ -32,7 +32,12 @@ export const make = (
 ): Writer =>
   new FrameSocket.Writer<number | undefined>(dealer, (cause, _message, requestId) => onError(requestId, cause), {
     // The DEALER has `sendTimeout: 0` and no high-water mark (see `Connection.openDealer`).
-    immediate: true
+    immediate: true,
+    // A server sends as its HTTP requests come, one by one from many connections: in bursts per
+    // turn, its CPU per request fell from 703 to 573 µs (server bench workload, 64 connections,
+    // medians of 4 alternating 5 s runs); the client bench's own figures did not move (quick run,
+    // both ways: burst 1.14x / 1.16x the baseline, one-at-a-time p50 1.19x / 1.18x).
+    coalesce: true
   })
 
 /**

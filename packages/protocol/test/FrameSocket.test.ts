@@ -184,6 +184,63 @@ describe("FrameSocket.Writer, immediate", () => {
   })
 })
 
+describe("FrameSocket.Writer, immediate and coalesced", () => {
+  const turn = () => new Promise((resolve) => setImmediate(resolve))
+  const options = { immediate: true, coalesce: true } as const
+
+  it("sends the messages of one turn together after it, in order, and reports refusals with their tags", async () => {
+    const socket = new SyncSocket()
+    socket.refuse.add(3)
+    const failed: Array<number> = []
+    const writer = new FrameSocket.Writer<number>(socket, (_cause, _message, tag) => failed.push(tag), options)
+    for (let i = 0; i < 6; i++) writer.send(frame(i), 100 + i)
+    expect(socket.sent).toEqual([]) // not yet: the burst goes after this turn
+    expect(writer.idle).toBe(false)
+    expect(writer.pending).toBe(6)
+    let idleSeen = false
+    writer.whenIdle(() => (idleSeen = true))
+    await turn()
+    expect(socket.sent).toEqual([0, 1, 2, 4, 5])
+    expect(socket.calls).toBe(6) // one burst, each message once
+    expect(idleSeen).toBe(true)
+    expect(writer.idle).toBe(true)
+    await turn()
+    expect(failed).toEqual([103])
+    writer.send(frame(6), 106)
+    await turn()
+    expect(socket.sent.at(-1)).toBe(6)
+  })
+
+  it("hands the rest of a burst to the loop, in order, when the socket is busy", async () => {
+    const socket = new SyncSocket()
+    socket.busyAfter = 3
+    const writer = new FrameSocket.Writer<number>(socket, () => expect.unreachable(), options)
+    for (let i = 0; i < 10; i++) writer.send(frame(i), i)
+    await turn()
+    expect(socket.sent).toEqual([0, 1])
+    writer.send(frame(10), 10) // while the loop runs: after the rest
+    await idle(writer)
+    expect(socket.sent).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+  })
+
+  it("holds a burst while paused, and drops it on close", async () => {
+    const socket = new SyncSocket()
+    const writer = new FrameSocket.Writer<number>(socket, () => expect.unreachable(), options)
+    writer.send(frame(0), 0)
+    writer.pause()
+    await turn()
+    expect(socket.sent).toEqual([])
+    writer.resume()
+    await idle(writer)
+    expect(socket.sent).toEqual([0])
+    writer.send(frame(1), 1)
+    writer.close()
+    await turn()
+    expect(socket.sent).toEqual([0])
+    expect(writer.pending).toBe(0)
+  })
+})
+
 describe("FrameSocket.read", () => {
   it("hands every message over; a throwing handler does not end the loop; closing ends it", async () => {
     const socket = new MemorySocket()

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { type ChatTemplate, TextGeneration, type Tokenizer } from "@mcore-effect/text"
+import type { ChatTemplate, Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
@@ -15,7 +15,7 @@ import type * as Scope from "effect/Scope"
 import type * as Choice from "./Choice.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
-import { checkModel } from "./Prompts.ts"
+import { decodeRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
@@ -93,64 +93,65 @@ const chatLogprobs = (
 }
 
 /**
- * The route's handler.
+ * The route's handler. Plain code up to the prompt's tokens (the checks are synchronous, and
+ * each step of an `Effect.gen` is a step of the runtime per request), then the generation.
  *
  * @since 0.1.0
  */
 export const handle = (
   generation: Routes.Generation
-): Effect.Effect<
-  HttpServerResponse.HttpServerResponse,
-  ServerError,
-  TextGeneration.TextGeneration | Scope.Scope
-> =>
-  Effect.gen(function*() {
-    const { state } = generation
-    const request = yield* Effect.fromResult(decode(generation.body))
-    yield* checkModel(state, request.model)
-    const refused = unsupported(request)
-    if (refused !== undefined) return yield* Effect.fail(refused)
-    const logprobs = request.logprobs === true ? request.top_logprobs ?? 0 : undefined
-    const plan = yield* Effect.fromResult(Sampling.plan(request, {
-      maxTokens: request.max_completion_tokens ?? request.max_tokens ?? null,
-      logprobs,
-      promptLogprobs: false
-    }))
-    const text = yield* TextGeneration.TextGeneration
-    const tokenizer = text.tokenizer
-    if (Result.isFailure(text.chatTemplate)) {
-      return yield* Effect.fail(badRequest("messages", `this model has no usable chat template (${text.chatTemplate.failure.message}); use /v1/completions`))
-    }
-    const messages = yield* Effect.fromResult(templateMessages(request.messages))
-    const ids = yield* text.promptTokens({ messages, addGenerationPrompt: true }).pipe(
-      Effect.mapError((error) => badRequest("messages", `the chat template refused them: ${error.reason.message}`))
-    )
-    if (ids.length === 0) return yield* Effect.fail(badRequest("messages", "render to an empty prompt"))
-    const prompt: Choice.Prompt = { ids, text: "" }
-    const context: Choice.Context = {
-      text,
-      state,
-      samplingParams: plan.samplingParams,
-      stop: plan.stop,
-      logprobs,
-      promptLogprobs: false
-    }
-    const logprobsOf = (finished: Choice.Finished) =>
-      logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
-    return yield* Generation.respond(generation, context, [prompt], plan, {
-      idPrefix: "chatcmpl-",
-      object: "chat.completion",
-      format: {
-        chunkObject: "chat.completion.chunk",
-        opening: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
-        delta: (index, content) => ({ index, delta: { content }, logprobs: null, finish_reason: null }),
-        closing: (index, finished) => ({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: finished.finishReason })
-      },
-      choice: (index, finished) => ({
-        index,
-        message: { role: "assistant", content: finished.text, refusal: null },
-        logprobs: logprobsOf(finished),
-        finish_reason: finished.finishReason
-      })
-    })
+): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
+  const { state, text } = generation
+  const decoded = decodeRequest(state, decode, generation.body)
+  if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
+  const request = decoded.success
+  const refused = unsupported(request)
+  if (refused !== undefined) return Effect.fail(refused)
+  const logprobs = request.logprobs === true ? request.top_logprobs ?? 0 : undefined
+  const planned = Sampling.plan(request, {
+    maxTokens: request.max_completion_tokens ?? request.max_tokens ?? null,
+    logprobs,
+    promptLogprobs: false
   })
+  if (Result.isFailure(planned)) return Effect.fail(planned.failure)
+  const plan = planned.success
+  const tokenizer = text.tokenizer
+  if (Result.isFailure(text.chatTemplate)) {
+    return Effect.fail(badRequest("messages", `this model has no usable chat template (${text.chatTemplate.failure.message}); use /v1/completions`))
+  }
+  const messages = templateMessages(request.messages)
+  if (Result.isFailure(messages)) return Effect.fail(messages.failure)
+  const context: Choice.Context = {
+    text,
+    state,
+    samplingParams: plan.samplingParams,
+    stop: plan.stop,
+    logprobs,
+    promptLogprobs: false
+  }
+  const logprobsOf = (finished: Choice.Finished) =>
+    logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
+  const endpoint: Generation.Endpoint = {
+    idPrefix: "chatcmpl-",
+    object: "chat.completion",
+    format: {
+      chunkObject: "chat.completion.chunk",
+      opening: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
+      delta: (index, content) => ({ index, delta: { content }, logprobs: null, finish_reason: null }),
+      closing: (index, finished) => ({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: finished.finishReason })
+    },
+    choice: (index, finished) => ({
+      index,
+      message: { role: "assistant", content: finished.text, refusal: null },
+      logprobs: logprobsOf(finished),
+      finish_reason: finished.finishReason
+    })
+  }
+  return Effect.matchEffect(text.promptTokens({ messages: messages.success, addGenerationPrompt: true }), {
+    onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
+    onSuccess: (ids) =>
+      ids.length === 0
+        ? Effect.fail(badRequest("messages", "render to an empty prompt"))
+        : Generation.respond(generation, context, [{ ids, text: "" }], plan, endpoint)
+  })
+}

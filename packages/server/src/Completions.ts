@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { TextGeneration, type Tokenizer } from "@mcore-effect/text"
+import type { Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
@@ -14,7 +14,7 @@ import type * as Scope from "effect/Scope"
 import type * as Choice from "./Choice.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
-import { checkModel, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
+import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
@@ -83,64 +83,67 @@ const choiceLogprobs = (
 }
 
 /**
- * The route's handler.
+ * The route's handler: plain code up to the generation (see `ChatCompletions.handle`).
  *
  * @since 0.1.0
  */
 export const handle = (
   generation: Routes.Generation
-): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, TextGeneration.TextGeneration | Scope.Scope> =>
-  Effect.gen(function*() {
-    const { state } = generation
-    const request = yield* Effect.fromResult(decode(generation.body))
-    yield* checkModel(state, request.model)
-    if (request.suffix != null && request.suffix !== "") return yield* Effect.fail(badRequest("suffix", "not supported"))
-    const n = request.n ?? 1
-    if (request.best_of != null && request.best_of > n) {
-      return yield* Effect.fail(badRequest("best_of", "only best_of <= n is supported (the engines do not rank choices)"))
-    }
-    const echo = request.echo === true
-    const logprobs = request.logprobs ?? undefined
-    const plan = yield* Effect.fromResult(Sampling.plan(request, {
-      maxTokens: request.max_tokens ?? DEFAULT_MAX_TOKENS,
-      logprobs,
-      promptLogprobs: echo && logprobs !== undefined
-    }))
-    const text = yield* TextGeneration.TextGeneration
-    const tokenizer = text.tokenizer
-    const all = yield* Effect.fromResult(prompts(tokenizer, request.prompt))
-    if (all.length * n > OpenAiSchema.MAX_CHOICES) {
-      return yield* Effect.fail(badRequest("n", `n times the prompts must be at most ${OpenAiSchema.MAX_CHOICES}`))
-    }
-    const context: Choice.Context = {
-      text,
-      state,
-      samplingParams: plan.samplingParams,
-      stop: plan.stop,
-      logprobs,
-      promptLogprobs: echo && logprobs !== undefined
-    }
-    const logprobsOf = (finished: Choice.Finished, prompt: Choice.Prompt) =>
-      logprobs === undefined ? null : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0)
-    return yield* Generation.respond(generation, context, all, plan, {
-      idPrefix: "cmpl-",
-      object: "text_completion",
-      format: {
-        chunkObject: "text_completion",
-        opening: echo ? (index, prompt) => ({ index, text: prompt.text, logprobs: null, finish_reason: null }) : undefined,
-        delta: (index, text) => ({ index, text, logprobs: null, finish_reason: null }),
-        closing: (index, finished, prompt) => ({
-          index,
-          text: "",
-          logprobs: logprobsOf(finished, prompt),
-          finish_reason: finished.finishReason
-        })
-      },
-      choice: (index, finished, prompt) => ({
+): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
+  const { state, text } = generation
+  const decoded = decodeRequest(state, decode, generation.body)
+  if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
+  const request = decoded.success
+  if (request.suffix != null && request.suffix !== "") return Effect.fail(badRequest("suffix", "not supported"))
+  const n = request.n ?? 1
+  if (request.best_of != null && request.best_of > n) {
+    return Effect.fail(badRequest("best_of", "only best_of <= n is supported (the engines do not rank choices)"))
+  }
+  const echo = request.echo === true
+  const logprobs = request.logprobs ?? undefined
+  const planned = Sampling.plan(request, {
+    maxTokens: request.max_tokens ?? DEFAULT_MAX_TOKENS,
+    logprobs,
+    promptLogprobs: echo && logprobs !== undefined
+  })
+  if (Result.isFailure(planned)) return Effect.fail(planned.failure)
+  const plan = planned.success
+  const tokenizer = text.tokenizer
+  const tokenized = prompts(tokenizer, request.prompt)
+  if (Result.isFailure(tokenized)) return Effect.fail(tokenized.failure)
+  const all = tokenized.success
+  if (all.length * n > OpenAiSchema.MAX_CHOICES) {
+    return Effect.fail(badRequest("n", `n times the prompts must be at most ${OpenAiSchema.MAX_CHOICES}`))
+  }
+  const context: Choice.Context = {
+    text,
+    state,
+    samplingParams: plan.samplingParams,
+    stop: plan.stop,
+    logprobs,
+    promptLogprobs: echo && logprobs !== undefined
+  }
+  const logprobsOf = (finished: Choice.Finished, prompt: Choice.Prompt) =>
+    logprobs === undefined ? null : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0)
+  return Generation.respond(generation, context, all, plan, {
+    idPrefix: "cmpl-",
+    object: "text_completion",
+    format: {
+      chunkObject: "text_completion",
+      opening: echo ? (index, prompt) => ({ index, text: prompt.text, logprobs: null, finish_reason: null }) : undefined,
+      delta: (index, text) => ({ index, text, logprobs: null, finish_reason: null }),
+      closing: (index, finished, prompt) => ({
         index,
-        text: echo ? prompt.text + finished.text : finished.text,
+        text: "",
         logprobs: logprobsOf(finished, prompt),
         finish_reason: finished.finishReason
       })
+    },
+    choice: (index, finished, prompt) => ({
+      index,
+      text: echo ? prompt.text + finished.text : finished.text,
+      logprobs: logprobsOf(finished, prompt),
+      finish_reason: finished.finishReason
     })
   })
+}

@@ -6,7 +6,6 @@
  * @since 0.1.0
  */
 import type { Tokenizer } from "@mcore-effect/text"
-import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Choice from "./Choice.ts"
 import { badRequest, ModelNotFound, serverError, type ServerError } from "./ServerError.ts"
@@ -17,10 +16,26 @@ import type { State } from "./ServerState.ts"
  *
  * @since 0.1.0
  */
-export const checkModel = (state: State, model: string | undefined): Effect.Effect<void, ServerError> =>
+export const modelRefusal = (state: State, model: string | undefined): ServerError | undefined =>
   model === undefined || model === state.config.model
-    ? Effect.void
-    : Effect.fail(serverError(new ModelNotFound({ model, served: state.config.model })))
+    ? undefined
+    : serverError(new ModelNotFound({ model, served: state.config.model }))
+
+/**
+ * A request's body decoded (`decode`, a 400 naming the field) and naming the served model (404).
+ *
+ * @since 0.1.0
+ */
+export const decodeRequest = <A extends { readonly model?: string | undefined }>(
+  state: State,
+  decode: (input: unknown) => Result.Result<A, ServerError>,
+  body: unknown
+): Result.Result<A, ServerError> => {
+  const decoded = decode(body)
+  if (Result.isFailure(decoded)) return decoded
+  const refused = modelRefusal(state, decoded.success.model)
+  return refused === undefined ? decoded : Result.fail(refused)
+}
 
 /**
  * A text prompt, tokenized (special tokens added as the tokenizer's post-processor says).

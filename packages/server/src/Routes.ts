@@ -2,10 +2,13 @@
  * How a route answers: a failure becomes OpenAI's error response with its status, every answer
  * is counted by route and status, and a generation route goes through admission (shutdown,
  * API key, body size, JSON) before its handler sees the body, then takes a place among the
- * requests in flight once its request is known to be valid.
+ * requests in flight once its request is known to be valid. The server's state and text
+ * generation are read once, when the routes are built, and handed to every request's handler
+ * (a service read per request is a step of the runtime per request).
  *
  * @since 0.1.0
  */
+import type { TextGeneration } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
@@ -14,7 +17,7 @@ import type * as Scope from "effect/Scope"
 import { readJson } from "./Admission.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import type { ServerError } from "./ServerError.ts"
-import { ServerState, type State } from "./ServerState.ts"
+import type { State } from "./ServerState.ts"
 
 /**
  * Answers with `work`'s response, or with the error response of its failure; counts either, and
@@ -39,11 +42,13 @@ export const answer = <R>(
   })
 
 /**
- * A route that needs the API key (when one is set), answered by `handler`.
+ * A route of the server with `state` that needs the API key (when one is set), answered by
+ * `handler`.
  *
  * @since 0.1.0
  */
 export const authenticated = <R>(
+  state: State,
   method: "GET" | "POST",
   path: HttpRouter.PathInput,
   handler: (
@@ -51,11 +56,10 @@ export const authenticated = <R>(
     state: State
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>
 ) =>
-  HttpRouter.route(method, path, (request) =>
-    Effect.flatMap(Effect.service(ServerState), (state) => {
-      const refused = state.checkApiKey(request.headers["authorization"])
-      return answer(state, path, refused === undefined ? handler(request, state) : Effect.fail(refused))
-    }))
+  HttpRouter.route(method, path, (request) => {
+    const refused = state.checkApiKey(request.headers["authorization"])
+    return answer(state, path, refused === undefined ? handler(request, state) : Effect.fail(refused))
+  })
 
 /**
  * What a generation handler is given: the request's JSON body and a way to take its place in
@@ -66,6 +70,8 @@ export const authenticated = <R>(
 export interface Generation {
   readonly body: unknown
   readonly state: State
+  /** The server's text generation (tokenizer, chat template, client). */
+  readonly text: TextGeneration.Service
   /** `performance.now()` when the request arrived. */
   readonly startedAt: number
   /**
@@ -76,15 +82,18 @@ export interface Generation {
 }
 
 /**
- * A `POST` generation route: admission, then `handler` with the parsed body.
+ * A `POST` generation route of the server with `state` and `text`: admission, then `handler`
+ * with the parsed body.
  *
  * @since 0.1.0
  */
 export const generation = <R>(
+  state: State,
+  text: TextGeneration.Service,
   path: HttpRouter.PathInput,
   handler: (generation: Generation) => Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>
 ) =>
-  authenticated("POST", path, (request, state) => {
+  authenticated(state, "POST", path, (request) => {
     const startedAt = performance.now()
     const closed = state.gate.closed()
     if (closed !== undefined) return Effect.fail(closed)
@@ -101,6 +110,6 @@ export const generation = <R>(
     })
     return Effect.flatMap(
       readJson(request, state.config.maxBodyBytes),
-      (body) => handler({ body, state, startedAt, admit })
+      (body) => handler({ body, state, text, startedAt, admit })
     )
   })

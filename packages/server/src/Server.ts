@@ -40,16 +40,17 @@ const modelObject = (state: ServerState.State) => ({
   owned_by: "mcore-effect"
 })
 
-const models = authenticated("GET", "/v1/models", (_request, state) =>
-  Effect.succeed(JsonResponse.json({ object: "list", data: [modelObject(state)] })))
+const models = (state: ServerState.State) =>
+  authenticated(state, "GET", "/v1/models", () => Effect.succeed(JsonResponse.json({ object: "list", data: [modelObject(state)] })))
 
-const model = authenticated("GET", "/v1/models/:model", (_request, state) =>
-  Effect.flatMap(HttpRouter.params, (params) => {
-    const name = params["model"] ?? ""
-    return name === state.config.model
-      ? Effect.succeed(JsonResponse.json(modelObject(state)))
-      : Effect.fail(serverError(new ModelNotFound({ model: name, served: state.config.model })))
-  }))
+const model = (state: ServerState.State) =>
+  authenticated(state, "GET", "/v1/models/:model", () =>
+    Effect.flatMap(HttpRouter.params, (params) => {
+      const name = params["model"] ?? ""
+      return name === state.config.model
+        ? Effect.succeed(JsonResponse.json(modelObject(state)))
+        : Effect.fail(serverError(new ModelNotFound({ model: name, served: state.config.model })))
+    }))
 
 const health = HttpRouter.route("GET", "/health", Effect.gen(function*() {
   const state = yield* ServerState.ServerState
@@ -78,27 +79,28 @@ const metrics = HttpRouter.route("GET", "/metrics", Effect.gen(function*() {
   )
 }))
 
-const notFound = HttpRouter.route("*", "*", (request) =>
-  Effect.flatMap(
-    Effect.service(ServerState.ServerState),
-    (state) =>
-      answer(state, "unmatched", Effect.fail(serverError(new NotFound({ method: request.method, path: request.url }))))
-  ))
+const notFound = (state: ServerState.State) =>
+  HttpRouter.route("*", "*", (request) =>
+    answer(state, "unmatched", Effect.fail(serverError(new NotFound({ method: request.method, path: request.url })))))
 
 /**
- * Every route, registered on the current `HttpRouter`.
+ * Every route, registered on the current `HttpRouter`, with the server's state and text
+ * generation read once, here.
  *
  * @since 0.1.0
  */
-export const routes = HttpRouter.addAll([
-  generation("/v1/chat/completions", ChatCompletions.handle),
-  generation("/v1/completions", Completions.handle),
-  models,
-  model,
-  health,
-  metrics,
-  notFound
-])
+export const routes = HttpRouter.addAll(Effect.map(
+  Effect.all([Effect.service(ServerState.ServerState), Effect.service(TextGeneration.TextGeneration)]),
+  ([state, text]) => [
+    generation(state, text, "/v1/chat/completions", ChatCompletions.handle),
+    generation(state, text, "/v1/completions", Completions.handle),
+    models(state),
+    model(state),
+    health,
+    metrics,
+    notFound(state)
+  ]
+))
 
 /**
  * The server listening on `host:port`, serving `model` over the `InferenceClient` and the
