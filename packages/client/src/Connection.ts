@@ -246,8 +246,9 @@ const openDealer = (config: ClientConfig.ResolvedOptions): Zmq.Dealer =>
     sendHighWaterMark: 0,
     receiveHighWaterMark: 0,
     // Never wait to send (the queue is unbounded): zeromq.js then completes every send before
-    // returning, and the writer sends the requests registered during a turn of the event loop
-    // together right after it, with no promise loop (`immediate`, `coalesce`).
+    // returning, and the writer sends a turn's first request at once and the rest registered
+    // during that turn of the event loop together right after it, with no promise loop
+    // (`immediate`, `coalesce`).
     sendTimeout: 0,
     // No linger until the release sets one: a socket closed any other way (a refused
     // address, the process's own teardown) keeps nothing queued and nothing alive.

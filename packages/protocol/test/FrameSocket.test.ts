@@ -188,15 +188,15 @@ describe("FrameSocket.Writer, immediate and coalesced", () => {
   const turn = () => new Promise((resolve) => setImmediate(resolve))
   const options = { immediate: true, coalesce: true } as const
 
-  it("sends the messages of one turn together after it, in order, and reports refusals with their tags", async () => {
+  it("sends a turn's first message at once, the rest together after the turn, in order, and reports refusals with their tags", async () => {
     const socket = new SyncSocket()
     socket.refuse.add(3)
     const failed: Array<number> = []
     const writer = new FrameSocket.Writer<number>(socket, (_cause, _message, tag) => failed.push(tag), options)
     for (let i = 0; i < 6; i++) writer.send(frame(i), 100 + i)
-    expect(socket.sent).toEqual([]) // not yet: the burst goes after this turn
+    expect(socket.sent).toEqual([0]) // the first at once; the rest in the burst after this turn
     expect(writer.idle).toBe(false)
-    expect(writer.pending).toBe(6)
+    expect(writer.pending).toBe(5)
     let idleSeen = false
     writer.whenIdle(() => (idleSeen = true))
     await turn()
@@ -227,17 +227,31 @@ describe("FrameSocket.Writer, immediate and coalesced", () => {
     const socket = new SyncSocket()
     const writer = new FrameSocket.Writer<number>(socket, () => expect.unreachable(), options)
     writer.send(frame(0), 0)
+    writer.send(frame(1), 1)
     writer.pause()
     await turn()
-    expect(socket.sent).toEqual([])
+    expect(socket.sent).toEqual([0])
     writer.resume()
     await idle(writer)
-    expect(socket.sent).toEqual([0])
-    writer.send(frame(1), 1)
+    expect(socket.sent).toEqual([0, 1])
+    await turn()
+    writer.send(frame(2), 2) // a new turn's first: at once
+    writer.send(frame(3), 3)
     writer.close()
     await turn()
-    expect(socket.sent).toEqual([0])
+    expect(socket.sent).toEqual([0, 1, 2])
     expect(writer.pending).toBe(0)
+  })
+
+  it("sends one message a turn at once: requests one at a time wait for no burst", async () => {
+    const socket = new SyncSocket()
+    const writer = new FrameSocket.Writer<number>(socket, () => expect.unreachable(), options)
+    for (let i = 0; i < 3; i++) {
+      writer.send(frame(i), i)
+      expect(socket.sent).toEqual(Array.from({ length: i + 1 }, (_, j) => j))
+      expect(writer.idle).toBe(true)
+      await turn()
+    }
   })
 })
 
