@@ -62,9 +62,9 @@ export interface WriterOptions {
    * With {@link immediate}: the first message sent during a turn of the event loop goes to the
    * socket at once, and those sent after it in the same turn go together, back to back, from one
    * `setImmediate` after it (in order, still one writer), rather than each from its own
-   * {@link Writer.send}. Requests made one at a time so wait for no burst (with the first of a turn
-   * in the burst too, `pnpm bench client --quick` gave a one-at-a-time p99 of 1.2x and 2.6x the
-   * bare loop's in two runs; sent at once, 0.8x and 1.0x). Handing ZeroMQ its messages in bursts wakes its
+   * {@link Writer.send}. Requests made one at a time so wait for no `setImmediate` hop (the
+   * one-at-a-time p50 and p99 of `pnpm bench client --quick` move too much between runs on a
+   * 2-core VM to show the hop's cost either way). Handing ZeroMQ its messages in bursts wakes its
    * I/O thread once per burst instead of once per message, and lets it write them with one
    * system call: a server taking requests one at a time from many HTTP connections sends in
    * bursts as a batch submitter does. The cost is one `setImmediate` hop per turn (same loop
