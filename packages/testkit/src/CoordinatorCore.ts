@@ -15,8 +15,9 @@
  * requests in flight, hash ownership, control state); split apart, they would pass it around.
  * What stands on its own lives beside it: decoding is the protocol's (`Messages` codecs), socket
  * handling `FrameSocket`'s, the way to clients through the faults `ClientOutbox`, the requests in
- * flight `InFlightRequests`, the routing hashes `SubmissionHashes`, `generated_text`
- * `GeneratedText`, the warnings about undeliverable messages `UndeliveredReport`.
+ * flight `InFlightRequests`, the records it keeps `CoordinatorRecords`, the routing hashes
+ * `SubmissionHashes`, `generated_text` `GeneratedText`, the warnings about undeliverable
+ * messages `UndeliveredReport`.
  *
  * @since 0.1.0
  * @internal
@@ -28,6 +29,7 @@ import * as ControlState from "./ControlState.ts"
 import { ClientOutbox } from "./ClientOutbox.ts"
 import { ConnectionCount } from "./ConnectionCount.ts"
 import { type CoordinatorConfig, type Counters, newCounters } from "./CoordinatorConfig.ts"
+import type { Delivery, EngineEntry, InFlight, Waiting } from "./CoordinatorRecords.ts"
 import * as Faults from "./Faults.ts"
 import * as GeneratedText from "./GeneratedText.ts"
 import { InFlightRequests } from "./InFlightRequests.ts"
@@ -57,49 +59,6 @@ const REPLIES_FRAME = MessageSpec.frameIndex(Messages.EngineReplyBatch, "replies
 const PARTIALS_FRAME = MessageSpec.frameIndex(Messages.EngineReplyPartialBatch, "partials")
 
 type Outgoing = FrameSocket.Message
-
-/**
- * A message the coordinator sent to an engine, kept for inspection.
- *
- * @since 0.1.0
- */
-export interface Delivery {
-  readonly header: number
-  readonly name: Headers.HeaderName
-  /** The coordinator's id for the request, for SUBMIT, SUBMIT_WITH_KV and ABORT. */
-  readonly requestId: number | undefined
-  /** The client's own id for the request, when there is one. */
-  readonly clientRequestId: number | undefined
-  /** The client that sent it, as `showIdentity` prints it. */
-  readonly client: string | undefined
-  /** The frames as sent (identity excluded). */
-  readonly frames: ReadonlyArray<Uint8Array>
-}
-
-interface EngineEntry {
-  readonly identity: Buffer
-  readonly key: string
-  readonly name: string
-  load: number
-  readonly received: RecentLog<Delivery>
-}
-
-interface InFlight {
-  readonly client: Buffer
-  readonly clientKey: string
-  readonly clientRequestId: number
-  readonly engine: EngineEntry
-  readonly hashes: ReadonlyArray<bigint>
-}
-
-interface Waiting {
-  /** The submission, decoded up to its metadata (its bodies are forwarded as they came). */
-  readonly envelope: Envelope
-  readonly client: Buffer
-  readonly clientKey: string
-  readonly clientRequestId: number
-  readonly hashes: ReadonlyArray<bigint>
-}
 
 const nameOf = (header: number): Headers.HeaderName => Headers.nameOf(header as Headers.Header)
 

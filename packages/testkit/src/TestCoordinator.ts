@@ -15,7 +15,8 @@ import * as References from "effect/References"
 import type * as Scope from "effect/Scope"
 import type * as ControlState from "./ControlState.ts"
 import type { CoordinatorConfig, Counters, Log } from "./CoordinatorConfig.ts"
-import { CoordinatorCore, type Delivery } from "./CoordinatorCore.ts"
+import { CoordinatorCore } from "./CoordinatorCore.ts"
+import type { Delivery } from "./CoordinatorRecords.ts"
 import type * as Faults from "./Faults.ts"
 import { isLoopback } from "./Loopback.ts"
 import * as Routing from "./Routing.ts"
@@ -23,7 +24,7 @@ import { BindFailed, InvalidOption, NotLoopback, testkitError, type TestkitError
 import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
 
 export type { Counters } from "./CoordinatorConfig.ts"
-export type { Delivery } from "./CoordinatorCore.ts"
+export type { Delivery } from "./CoordinatorRecords.ts"
 
 /**
  * How to start a test coordinator. Every field is optional.
