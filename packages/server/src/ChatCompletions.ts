@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import type * as Choice from "./Choice.ts"
+import * as Choice from "./Choice.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest } from "./Prompts.ts"
@@ -121,14 +121,7 @@ export const handle = (
   }
   const messages = templateMessages(request.messages)
   if (Result.isFailure(messages)) return Effect.fail(messages.failure)
-  const context: Choice.Context = {
-    text,
-    state,
-    samplingParams: plan.samplingParams,
-    stop: plan.stop,
-    logprobs,
-    promptLogprobs: false
-  }
+  const context = Choice.context(text, state, plan)
   const logprobsOf = (finished: Choice.Finished) =>
     logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
   const endpoint: Generation.Endpoint = {

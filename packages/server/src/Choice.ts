@@ -15,6 +15,7 @@ import type { TextError, TextGeneration } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { FinishReason } from "./OpenAiSchema.ts"
+import type * as Sampling from "./Sampling.ts"
 import { badRequest, fromClientError, Internal, serverError, type ServerError } from "./ServerError.ts"
 import type { State } from "./ServerState.ts"
 
@@ -65,6 +66,21 @@ export interface Context {
   /** The prompt's log probs too (`echo` with `logprobs`). */
   readonly promptLogprobs: boolean
 }
+
+/**
+ * The context of a request's choices: its plan's sampling parameters, stop strings and log
+ * probs, over the server's state and text generation.
+ *
+ * @since 0.1.0
+ */
+export const context = (text: TextGeneration.Service, state: State, plan: Sampling.Plan): Context => ({
+  text,
+  state,
+  samplingParams: plan.samplingParams,
+  stop: plan.stop,
+  logprobs: plan.logprobs,
+  promptLogprobs: plan.promptLogprobs
+})
 
 const failure = (context: Context) => (error: TextError.TextError | ClientError.ClientError): ServerError => {
   if (error._tag === "TextError") {

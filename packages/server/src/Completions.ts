@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import type * as Choice from "./Choice.ts"
+import * as Choice from "./Choice.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
@@ -115,14 +115,7 @@ export const handle = (
   if (all.length * n > OpenAiSchema.MAX_CHOICES) {
     return Effect.fail(badRequest("n", `n times the prompts must be at most ${OpenAiSchema.MAX_CHOICES}`))
   }
-  const context: Choice.Context = {
-    text,
-    state,
-    samplingParams: plan.samplingParams,
-    stop: plan.stop,
-    logprobs,
-    promptLogprobs: echo && logprobs !== undefined
-  }
+  const context = Choice.context(text, state, plan)
   const logprobsOf = (finished: Choice.Finished, prompt: Choice.Prompt) =>
     logprobs === undefined ? null : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0)
   return Generation.respond(generation, context, all, plan, {

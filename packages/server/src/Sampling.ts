@@ -41,6 +41,8 @@ export interface Plan {
   readonly stop: ReadonlyArray<string>
   /** Top log probs per token, when log probs are asked for at all. */
   readonly logprobs: number | undefined
+  /** The prompt's log probs too (`echo` with `logprobs`). */
+  readonly promptLogprobs: boolean
   /** What is sent to the engine (without `streaming`, which the client sets). */
   readonly samplingParams: SamplingParams.SamplingParamsInput
 }
@@ -115,6 +117,7 @@ export const plan = (
     includeUsage: request.stream_options?.include_usage === true,
     stop,
     logprobs,
+    promptLogprobs: options.promptLogprobs,
     samplingParams
   })
 }
