@@ -71,6 +71,14 @@ export interface WriterOptions {
    * iteration). Default false.
    */
   readonly coalesce?: boolean | undefined
+  /**
+   * With {@link coalesce}: the most messages one burst holds. Once this many have queued during
+   * a turn they go to the socket at once, and the turn's later ones make up the next burst, so a
+   * turn that queues thousands (a batch registered in one go) has the peer working on the first
+   * while the rest are still being made, rather than sending nothing until the turn ends.
+   * Default: no limit.
+   */
+  readonly maxBurst?: number | undefined
 }
 
 /**
@@ -111,12 +119,16 @@ export class Writer<Tag = undefined> {
   private lastSent: Promise<void> | undefined = undefined
   /** A burst is scheduled ({@link WriterOptions.coalesce}). */
   private scheduled = false
+  /** {@link WriterOptions.maxBurst}. */
+  private readonly maxBurst: number
 
   constructor(
     private readonly socket: Writable,
     private readonly onError: (cause: unknown, message: Message, tag: Tag) => void = () => {},
     private readonly options?: WriterOptions
-  ) {}
+  ) {
+    this.maxBurst = options?.maxBurst ?? Infinity
+  }
 
   /** Queues a message after every message queued before it. Never blocks, never throws. */
   send(message: Message, tag?: Tag): void {
@@ -133,6 +145,7 @@ export class Writer<Tag = undefined> {
         }
         this.queued.push(message)
         this.queuedTags.push(tag as Tag)
+        if (this.queued.length >= this.maxBurst) this.sendQueued()
         return
       }
       if (this.queued.length === 0) return void this.sendNow(message, tag as Tag)
@@ -226,12 +239,17 @@ export class Writer<Tag = undefined> {
     return true
   }
 
-  /**
-   * Sends what was queued during the last turn ({@link WriterOptions.coalesce}), in order; a busy
-   * socket hands the rest to the loop, in order.
-   */
+  /** Sends what was queued during the last turn ({@link WriterOptions.coalesce}). */
   private readonly sendBurst = (): void => {
     this.scheduled = false
+    this.sendQueued()
+  }
+
+  /**
+   * Sends what is queued, in order (a turn's burst, or {@link WriterOptions.maxBurst} of it); a
+   * busy socket hands the rest to the loop, in order.
+   */
+  private sendQueued(): void {
     if (this.closed || this.paused || this.running || this.queued.length === 0) return
     const messages = this.queued
     const tags = this.queuedTags

@@ -243,6 +243,35 @@ describe("FrameSocket.Writer, immediate and coalesced", () => {
     expect(writer.pending).toBe(0)
   })
 
+  it("sends a burst as soon as it holds maxBurst messages, the turn's rest after the turn, in order", async () => {
+    const socket = new SyncSocket()
+    const writer = new FrameSocket.Writer<number>(socket, () => expect.unreachable(), { ...options, maxBurst: 3 })
+    for (let i = 0; i < 9; i++) writer.send(frame(i), i)
+    // 0 at once; 1-3 when the third of them queued; 4-6 likewise; 7 and 8 wait for the turn's end.
+    expect(socket.sent).toEqual([0, 1, 2, 3, 4, 5, 6])
+    expect(writer.pending).toBe(2)
+    await turn()
+    expect(socket.sent).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8])
+    expect(socket.calls).toBe(9)
+    expect(writer.idle).toBe(true)
+    // Paused, nothing goes, however many queue; resumed, all of it, in order.
+    writer.pause()
+    for (let i = 9; i < 14; i++) writer.send(frame(i), i)
+    expect(socket.sent).toHaveLength(9)
+    writer.resume()
+    await idle(writer)
+    expect(socket.sent).toEqual(Array.from({ length: 14 }, (_, i) => i))
+  })
+
+  it("hands a full burst to the loop, in order, when the socket turns busy during it", async () => {
+    const socket = new SyncSocket()
+    socket.busyAfter = 3
+    const writer = new FrameSocket.Writer<number>(socket, () => expect.unreachable(), { ...options, maxBurst: 2 })
+    for (let i = 0; i < 8; i++) writer.send(frame(i), i)
+    await idle(writer)
+    expect(socket.sent).toEqual([0, 1, 2, 3, 4, 5, 6, 7])
+  })
+
   it("sends one message a turn at once: requests one at a time wait for no burst", async () => {
     const socket = new SyncSocket()
     const writer = new FrameSocket.Writer<number>(socket, () => expect.unreachable(), options)
