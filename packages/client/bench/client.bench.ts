@@ -466,10 +466,16 @@ export const run = async (): Promise<{
     for (const s of subjects) figures.get(s.name)!.heapEnd = (await s.child.call("heap")).heapUsed as number
 
     log("round trips")
-    for (const half of [0, 1]) {
-      const order = half === 0 ? sequentialSubjects : [...sequentialSubjects].reverse()
+    // In slices of ~100, order alternating: the machine's slow spells (a 2-core VM shared with
+    // other work) then fall on both subjects alike. In two halves, one subject's p99 came out at
+    // 3.6x the other's in one run and equal in the next; alternating in one process, they were
+    // within 1.0-1.4x of each other in 7 runs (see the README's performance section).
+    const slices = Math.max(2, Math.round(plan.sequential / 100))
+    for (let slice = 0; slice < slices; slice++) {
+      const order = slice % 2 === 0 ? sequentialSubjects : [...sequentialSubjects].reverse()
       for (const s of order) {
-        const { times } = (await s.child.call("sequential", { n: plan.sequential / 2 })) as { times: Array<number> }
+        const n = Math.round(plan.sequential * (slice + 1) / slices) - Math.round(plan.sequential * slice / slices)
+        const { times } = (await s.child.call("sequential", { n })) as { times: Array<number> }
         figures.get(s.name)!.roundTripsMs.push(...times)
       }
     }

@@ -39,11 +39,11 @@ export const make = (
     // both ways: burst 1.14x / 1.16x the baseline, one-at-a-time p50 1.19x / 1.18x).
     coalesce: true,
     // A batch (`submitAll`, or `submit` in `Effect.forEach`) registers all its requests in one
-    // turn: 20,000 of them took ~0.2 s before the first burst went out, with the coordinator idle
-    // meanwhile. In bursts of 256 it starts on the first ones at once: side-by-side bursts of
-    // 20,000 against the Python echo peer went from 9,022 to 12,522 req/s with `submitAll` and
-    // from 7,431 to 10,184 with `submit` (medians of 3 alternating runs, a loaded machine), CPU
-    // per request within the runs' noise (64 was +10% CPU, 2,048 gained less throughput).
+    // turn: 20,000 of them took 0.2-0.4 s before the first burst went out, the coordinator idle
+    // meanwhile. In bursts of 256 it starts on the first ones at once. Side-by-side bursts of
+    // 20,000 against the Python echo peer, medians of 3-4 alternating runs in each of three
+    // sittings on a loaded machine (load 4-6): `submit` +37%, +41%, +56% req/s; `submitAll` +39%,
+    // +23%, +0%; CPU per request -10% to +7% (64 cost +10% CPU; 2,048 gained less).
     maxBurst: 256
   })
 
