@@ -41,9 +41,10 @@ export const make = (
     // A batch (`submitAll`, or `submit` in `Effect.forEach`) registers all its requests in one
     // turn: 20,000 of them took 0.2-0.4 s before the first burst went out, the coordinator idle
     // meanwhile. In bursts of 256 it starts on the first ones at once. Side-by-side bursts of
-    // 20,000 against the Python echo peer, medians of 3-4 alternating runs in each of three
-    // sittings on a loaded machine (load 4-6): `submit` +37%, +41%, +56% req/s; `submitAll` +39%,
-    // +23%, +0%; CPU per request -10% to +7% (64 cost +10% CPU; 2,048 gained less).
+    // 20,000 against the Python echo peer, medians of 3-4 alternating runs per sitting, a loaded
+    // machine (load 4-6): `submit` +37% and +56% req/s, `submitAll` +39% and +0% (two sittings),
+    // CPU per request -10% to +7%; in a third, bursts of 128 / 512 gave `submit` +41% / +30% and
+    // `submitAll` +23% / +14%; 64 cost 10% more CPU, 2,048 gained less.
     maxBurst: 256
   })
 
