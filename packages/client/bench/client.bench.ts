@@ -467,9 +467,9 @@ export const run = async (): Promise<{
 
     log("round trips")
     // In slices of ~100, order alternating: the machine's slow spells (a 2-core VM shared with
-    // other work) then fall on both subjects alike. In two halves, one subject's p99 came out at
-    // 3.6x the other's in one run and equal in the next; alternating in one process, they were
-    // within 1.0-1.4x of each other in 7 runs (see the README's performance section).
+    // other work) then fall on both subjects alike, not on one half each. Even so, p99 moves a
+    // lot: two identical baseline processes measured so (2,000 round trips each) came out at
+    // 0.70-2.65x of each other's p99 in 5 runs (load 6-8); see the README's performance section.
     const slices = Math.max(2, Math.round(plan.sequential / 100))
     for (let slice = 0; slice < slices; slice++) {
       const order = slice % 2 === 0 ? sequentialSubjects : [...sequentialSubjects].reverse()
