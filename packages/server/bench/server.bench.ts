@@ -25,7 +25,8 @@
  *
  * `--quick` (or `BENCH_QUICK=1`) runs 1 round of 3 s per figure instead of 3 of 8 s.
  * `--non-streaming` runs the non-streaming rows only (and their context rows), `--streaming` only
- * the streaming rows and the heap per open stream, for iterating on one path.
+ * the streaming rows and the heap per open stream, for iterating on one path. `--heap` runs only
+ * the heap diagnostic (`heap.ts`): where an open stream's heap goes, by owner.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { createRequire } from "node:module"
@@ -62,7 +63,7 @@ const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
 type Reply = Record<string, any>
 
 /** A forked process spoken to over IPC: `{ id, op }` in, `{ id, ... }` out. */
-class Child {
+export class Child {
   private nextId = 0
   private readonly waiting = new Map<number, (reply: Reply) => void>()
   private readonly first: Promise<Reply>
@@ -110,7 +111,7 @@ class Child {
  * closure (esbuild's `keepNames`), which measured 3.7 KB more heap per open stream and moves
  * CPU figures too. The subject files themselves still go through tsx.
  */
-const spawn = (name: string, file: string, args: ReadonlyArray<string>): Child => {
+export const spawn = (name: string, file: string, args: ReadonlyArray<string>): Child => {
   const flags = process.execArgv.filter((flag) => flag !== "--expose-gc" && !flag.startsWith("--conditions"))
   return new Child(
     name,
@@ -207,6 +208,7 @@ const heapPerStream = async (server: Child, standIn: Child, url: string, count: 
 }
 
 export const run = async (): Promise<void> => {
+  if (process.argv.includes("--heap")) return (await import("./heap.ts")).run()
   console.log(`server benchmark${QUICK ? " (quick)" : ""}: chat completions of ${GENERATED_TOKENS} tokens, Qwen3 tokenizer and template`)
   const tokenizer = await Effect.runPromise(Tokenizer.fromDirectory(qwen3Directory))
   const template = await Effect.runPromise(ChatTemplate.fromTokenizer(tokenizer))
