@@ -33,6 +33,7 @@ import type * as Types from "effect/Types"
 import * as ChatTemplate from "./ChatTemplate.ts"
 import { InvalidArgument, type TextError, textError } from "./TextError.ts"
 import * as Tokenizer from "./Tokenizer.ts"
+import { intern } from "./internal/internParams.ts"
 import { type Plan, Progress, viewOf } from "./internal/progress.ts"
 
 /**
@@ -355,7 +356,9 @@ export const make = (
       const budget = typeof params.num_tokens_to_generate === "number" ? params.num_tokens_to_generate : undefined
       return {
         promptIds,
-        params,
+        // The same object for the same parameters: the client's cache of validated, encoded
+        // parameters is keyed by it (internParams.ts).
+        params: intern(params),
         stop,
         eos,
         skipSpecialTokens: opts?.skipSpecialTokens ?? true,
