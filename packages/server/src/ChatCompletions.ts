@@ -92,12 +92,26 @@ const chatLogprobs = (
   return { content }
 }
 
+/** The endpoint of requests without log probs, one per tokenizer (see {@link endpointOf}). */
+const plainEndpoints = new WeakMap<Tokenizer.Service, Generation.Endpoint>()
+
 /**
  * The endpoint's shapes, made outside `handle`: a streamed response holds its format until the
  * last chunk, and closures made in `handle` would hold everything of `handle` they share a
- * context with (the request, its body and plan: ~0.9 KB per open stream, heap snapshot).
+ * context with (the request, its body and plan: ~0.9 KB per open stream, heap snapshot). Without
+ * log probs, the same for every request (~0.3 KB less per open stream).
  */
 const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined): Generation.Endpoint => {
+  if (logprobs !== undefined) return makeEndpoint(tokenizer, logprobs)
+  let endpoint = plainEndpoints.get(tokenizer)
+  if (endpoint === undefined) {
+    endpoint = makeEndpoint(tokenizer, undefined)
+    plainEndpoints.set(tokenizer, endpoint)
+  }
+  return endpoint
+}
+
+const makeEndpoint = (tokenizer: Tokenizer.Service, logprobs: number | undefined): Generation.Endpoint => {
   const logprobsOf = (finished: Choice.Finished) =>
     logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
   return {
