@@ -12,46 +12,30 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
-import { ChatTemplate, Tokenizer } from "@mcore-effect/text"
-import { Effect } from "effect"
-import { chatBody, generatedTokens, messages, qwen3Directory, standInBodies } from "./fixture.ts"
 import { diff } from "./heapDiff.ts"
-import { type Child, spawn } from "./server.bench.ts"
+import { type Child, closeStreams, openStreams, spawn, startStandIn } from "./server.bench.ts"
 
 const arg = (name: string): string | undefined => {
   const at = process.argv.indexOf(name)
   return at >= 0 ? process.argv[at + 1] : undefined
 }
 
-/** Opens `count` streams and waits for each one's first bytes; the controllers close them. */
+/** Opens `count` streams (see {@link openStreams}). */
 const open = async (url: string, count: number): Promise<Array<AbortController>> => {
-  const controllers = Array.from({ length: count }, () => new AbortController())
-  const opened = await Promise.all(controllers.map((controller) =>
-    fetch(`${url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: chatBody(true),
-      signal: controller.signal
-    }).then((response) => response.body!.getReader().read().then(() => true), () => false)
-  ))
-  if (!opened.every(Boolean)) throw new Error("a stream did not open")
+  const controllers = await openStreams(url, count)
+  if (controllers === undefined) throw new Error("a stream did not open")
   return controllers
 }
 
-const close = async (controllers: ReadonlyArray<AbortController>): Promise<void> => {
-  for (const controller of controllers) controller.abort()
-  await new Promise((resolve) => setTimeout(resolve, 500))
-}
-
 const measure = async (name: string, subject: Child, url: string, streams: number, top: number, dir: string) => {
-  await close(await open(url, 50))
-  await close(await open(url, 50))
+  await closeStreams(await open(url, 50))
+  await closeStreams(await open(url, 50))
   const heapBefore = (await subject.call("heap")).heapUsed as number
   const before = (await subject.call("snapshot", { path: Path.join(dir, `${name}-before.heapsnapshot`) })).path as string
   const controllers = await open(url, streams)
   const heapDuring = (await subject.call("heap")).heapUsed as number
   const after = (await subject.call("snapshot", { path: Path.join(dir, `${name}-after.heapsnapshot`) })).path as string
-  await close(controllers)
+  await closeStreams(controllers)
   const { rows, total } = diff(before, after)
   const per = (bytes: number) => (bytes / streams).toFixed(0).padStart(7)
   console.log(
@@ -80,21 +64,13 @@ export const run = async (): Promise<void> => {
       await floor.stop()
     }
     if (subjects.includes("server")) {
-      const tokenizer = await Effect.runPromise(Tokenizer.fromDirectory(qwen3Directory))
-      const template = await Effect.runPromise(ChatTemplate.fromTokenizer(tokenizer))
-      const promptLength = tokenizer.encode(
-        await Effect.runPromise(template.render(messages, { addGenerationPrompt: true })),
-        { addSpecialTokens: false }
-      ).length
-      const standIn = spawn("coordinator stand-in", "./standIn.ts", [])
+      const { standIn, port } = await startStandIn()
       children.push(standIn)
-      standIn.process.send({ op: "init", ...standInBodies(generatedTokens(tokenizer), promptLength) })
-      const { port } = await standIn.ready()
       const server = spawn("server", "./serverSubject.ts", [`tcp://127.0.0.1:${port}`, "1"])
       children.push(server)
       const { url } = await server.ready()
       // Whole streams first (the stand-in answering), then held ones.
-      await close(await open(url, 50))
+      await closeStreams(await open(url, 50))
       await standIn.call("hold")
       await measure("the server (stand-in answering nothing)", server, url, streams, top, dir)
       await standIn.call("release")

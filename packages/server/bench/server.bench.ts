@@ -185,10 +185,11 @@ const firstTokens = async (url: string, count: number): Promise<number> => {
   return median(times)
 }
 
-/** Heap per open stream: `count` streams whose replies never come, the server's heap before and with them. */
-const heapPerStream = async (server: Child, standIn: Child, url: string, count: number): Promise<number> => {
-  await standIn.call("hold")
-  const before = (await server.call("heap")).heapUsed as number
+/**
+ * Opens `count` streamed chat requests, each read up to its first bytes; `undefined` when one
+ * did not open. The controllers close them.
+ */
+export const openStreams = async (url: string, count: number): Promise<Array<AbortController> | undefined> => {
   const controllers = Array.from({ length: count }, () => new AbortController())
   const opened = await Promise.all(
     controllers.map((controller) =>
@@ -200,16 +201,28 @@ const heapPerStream = async (server: Child, standIn: Child, url: string, count: 
       }).then((response) => response.body!.getReader().read().then(() => true), () => false)
     )
   )
-  const during = (await server.call("heap")).heapUsed as number
-  for (const controller of controllers) controller.abort()
-  await new Promise((resolve) => setTimeout(resolve, 500))
-  await standIn.call("release")
-  return opened.every(Boolean) ? (during - before) / count : Number.NaN
+  return opened.every(Boolean) ? controllers : undefined
 }
 
-export const run = async (): Promise<void> => {
-  if (process.argv.includes("--heap")) return (await import("./heap.ts")).run()
-  console.log(`server benchmark${QUICK ? " (quick)" : ""}: chat completions of ${GENERATED_TOKENS} tokens, Qwen3 tokenizer and template`)
+/** Closes streams opened by {@link openStreams}, and gives the server half a second to let them go. */
+export const closeStreams = async (controllers: ReadonlyArray<AbortController>): Promise<void> => {
+  for (const controller of controllers) controller.abort()
+  await new Promise((resolve) => setTimeout(resolve, 500))
+}
+
+/** Heap per open stream: `count` streams whose replies never come, the server's heap before and with them. */
+const heapPerStream = async (server: Child, standIn: Child, url: string, count: number): Promise<number> => {
+  await standIn.call("hold")
+  const before = (await server.call("heap")).heapUsed as number
+  const controllers = await openStreams(url, count)
+  const during = (await server.call("heap")).heapUsed as number
+  if (controllers !== undefined) await closeStreams(controllers)
+  await standIn.call("release")
+  return controllers !== undefined ? (during - before) / count : Number.NaN
+}
+
+/** The coordinator stand-in, given the workload's bodies (Qwen3's tokens); its port once bound. */
+export const startStandIn = async (): Promise<{ readonly standIn: Child; readonly port: number }> => {
   const tokenizer = await Effect.runPromise(Tokenizer.fromDirectory(qwen3Directory))
   const template = await Effect.runPromise(ChatTemplate.fromTokenizer(tokenizer))
   const promptLength = tokenizer.encode(
@@ -219,6 +232,13 @@ export const run = async (): Promise<void> => {
   const standIn = spawn("coordinator stand-in", "./standIn.ts", [])
   standIn.process.send({ op: "init", ...standInBodies(generatedTokens(tokenizer), promptLength) })
   const { port } = await standIn.ready()
+  return { standIn, port }
+}
+
+export const run = async (): Promise<void> => {
+  if (process.argv.includes("--heap")) return (await import("./heap.ts")).run()
+  console.log(`server benchmark${QUICK ? " (quick)" : ""}: chat completions of ${GENERATED_TOKENS} tokens, Qwen3 tokenizer and template`)
+  const { standIn, port } = await startStandIn()
   const address = `tcp://127.0.0.1:${port}`
   const server = spawn("server", "./serverSubject.ts", [address, "1"])
   const client = spawn("bare client", "./clientSubject.ts", [address])
