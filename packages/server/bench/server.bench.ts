@@ -25,7 +25,8 @@
  *
  * `--quick` (or `BENCH_QUICK=1`) runs 1 round of 3 s per figure instead of 3 of 8 s.
  * `--non-streaming` runs the non-streaming rows only (and their context rows), `--streaming` only
- * the streaming rows and the heap per open stream, for iterating on one path.
+ * the streaming rows and the heap per open stream, for iterating on one path. `--heap` runs only
+ * the heap diagnostic (`heap.ts`): where an open stream's heap goes, by owner.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { createRequire } from "node:module"
@@ -62,7 +63,7 @@ const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
 type Reply = Record<string, any>
 
 /** A forked process spoken to over IPC: `{ id, op }` in, `{ id, ... }` out. */
-class Child {
+export class Child {
   private nextId = 0
   private readonly waiting = new Map<number, (reply: Reply) => void>()
   private readonly first: Promise<Reply>
@@ -110,7 +111,7 @@ class Child {
  * closure (esbuild's `keepNames`), which measured 3.7 KB more heap per open stream and moves
  * CPU figures too. The subject files themselves still go through tsx.
  */
-const spawn = (name: string, file: string, args: ReadonlyArray<string>): Child => {
+export const spawn = (name: string, file: string, args: ReadonlyArray<string>): Child => {
   const flags = process.execArgv.filter((flag) => flag !== "--expose-gc" && !flag.startsWith("--conditions"))
   return new Child(
     name,
@@ -184,10 +185,11 @@ const firstTokens = async (url: string, count: number): Promise<number> => {
   return median(times)
 }
 
-/** Heap per open stream: `count` streams whose replies never come, the server's heap before and with them. */
-const heapPerStream = async (server: Child, standIn: Child, url: string, count: number): Promise<number> => {
-  await standIn.call("hold")
-  const before = (await server.call("heap")).heapUsed as number
+/**
+ * Opens `count` streamed chat requests, each read up to its first bytes; `undefined` when one
+ * did not open. The controllers close them.
+ */
+export const openStreams = async (url: string, count: number): Promise<Array<AbortController> | undefined> => {
   const controllers = Array.from({ length: count }, () => new AbortController())
   const opened = await Promise.all(
     controllers.map((controller) =>
@@ -199,15 +201,28 @@ const heapPerStream = async (server: Child, standIn: Child, url: string, count: 
       }).then((response) => response.body!.getReader().read().then(() => true), () => false)
     )
   )
-  const during = (await server.call("heap")).heapUsed as number
-  for (const controller of controllers) controller.abort()
-  await new Promise((resolve) => setTimeout(resolve, 500))
-  await standIn.call("release")
-  return opened.every(Boolean) ? (during - before) / count : Number.NaN
+  return opened.every(Boolean) ? controllers : undefined
 }
 
-export const run = async (): Promise<void> => {
-  console.log(`server benchmark${QUICK ? " (quick)" : ""}: chat completions of ${GENERATED_TOKENS} tokens, Qwen3 tokenizer and template`)
+/** Closes streams opened by {@link openStreams}, and gives the server half a second to let them go. */
+export const closeStreams = async (controllers: ReadonlyArray<AbortController>): Promise<void> => {
+  for (const controller of controllers) controller.abort()
+  await new Promise((resolve) => setTimeout(resolve, 500))
+}
+
+/** Heap per open stream: `count` streams whose replies never come, the server's heap before and with them. */
+const heapPerStream = async (server: Child, standIn: Child, url: string, count: number): Promise<number> => {
+  await standIn.call("hold")
+  const before = (await server.call("heap")).heapUsed as number
+  const controllers = await openStreams(url, count)
+  const during = (await server.call("heap")).heapUsed as number
+  if (controllers !== undefined) await closeStreams(controllers)
+  await standIn.call("release")
+  return controllers !== undefined ? (during - before) / count : Number.NaN
+}
+
+/** The coordinator stand-in, given the workload's bodies (Qwen3's tokens); its port once bound. */
+export const startStandIn = async (): Promise<{ readonly standIn: Child; readonly port: number }> => {
   const tokenizer = await Effect.runPromise(Tokenizer.fromDirectory(qwen3Directory))
   const template = await Effect.runPromise(ChatTemplate.fromTokenizer(tokenizer))
   const promptLength = tokenizer.encode(
@@ -217,6 +232,13 @@ export const run = async (): Promise<void> => {
   const standIn = spawn("coordinator stand-in", "./standIn.ts", [])
   standIn.process.send({ op: "init", ...standInBodies(generatedTokens(tokenizer), promptLength) })
   const { port } = await standIn.ready()
+  return { standIn, port }
+}
+
+export const run = async (): Promise<void> => {
+  if (process.argv.includes("--heap")) return (await import("./heap.ts")).run()
+  console.log(`server benchmark${QUICK ? " (quick)" : ""}: chat completions of ${GENERATED_TOKENS} tokens, Qwen3 tokenizer and template`)
+  const { standIn, port } = await startStandIn()
   const address = `tcp://127.0.0.1:${port}`
   const server = spawn("server", "./serverSubject.ts", [address, "1"])
   const client = spawn("bare client", "./clientSubject.ts", [address])

@@ -5,7 +5,8 @@
  * too (`Workers.fork`), each with its own server and client.
  *
  * Argv: `address [workers]`. Reports `{ url }` once listening; then answers `{ id, op }` with op
- * `cpu` (this process's CPU time, µs) or `heap` (heapUsed after a full GC, bytes).
+ * `cpu` (this process's CPU time, µs), `heap` (heapUsed after a full GC, bytes) or `snapshot` (a heap
+ * snapshot written to `path`).
  */
 import { InferenceClient } from "@mcore-effect/client"
 import { Tokenizer } from "@mcore-effect/text"
@@ -13,6 +14,7 @@ import { Context, Effect, Layer, type Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { Server, Workers } from "@mcore-effect/server"
 import { qwen3Directory } from "./fixture.ts"
+import { answerHeapOps } from "./heapOps.ts"
 
 const [address, workersArg] = process.argv.slice(2)
 const workers = Number(workersArg ?? 1)
@@ -25,13 +27,9 @@ process.on("message", (message: { readonly id?: number; readonly op?: string }) 
       const cpu = process.cpuUsage()
       return answer(message, { cpuUs: cpu.user + cpu.system })
     }
-    case "heap": {
-      globalThis.gc?.()
-      globalThis.gc?.()
-      return answer(message, { heapUsed: process.memoryUsage().heapUsed })
-    }
   }
 })
+answerHeapOps()
 process.on("disconnect", () => process.exit(0))
 
 const serveHere = Effect.gen(function*() {

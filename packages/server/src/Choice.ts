@@ -124,7 +124,7 @@ const finished = (generation: TextGeneration.Generation): Finished => ({
  * @since 0.1.0
  */
 export const generate = (context: Context, prompt: Prompt): Effect.Effect<Finished, ServerError> =>
-  context.text.generate({ tokens: prompt.ids }, options(context)).pipe(
+  context.text.generate({ tokens: Object.freeze(prompt.ids) }, options(context)).pipe(
     Effect.mapError(failure(context)),
     Effect.map(finished)
   )
@@ -141,7 +141,8 @@ export const parts = (
   context: Context,
   prompt: Prompt
 ): Stream.Stream<TextGeneration.StreamPart, TextError.TextError | ClientError.ClientError> =>
-  context.text.stream({ tokens: prompt.ids }, options(context))
+  // Frozen (its type says it never changes): the text layer uses it as it is, with no copy.
+  context.text.stream({ tokens: Object.freeze(prompt.ids) }, options(context))
 
 /**
  * The server's error for a failure of {@link parts}.

@@ -50,31 +50,56 @@ const split = (record: string): readonly [string, string] | undefined => {
 }
 
 /**
+ * The records of one stream, as one object: a `make` returning closures held five closures and
+ * their contexts per open stream (~0.6 KB, heap snapshot).
+ */
+class Records implements Chunks {
+  // Per choice index: the text around the delta, or null when it cannot be split.
+  private readonly templates: Array<readonly [string, string] | null | undefined> = []
+  private readonly object: string
+
+  constructor(private readonly format: Format, private readonly meta: Meta, private readonly includeUsage: boolean) {
+    this.object = format.chunkObject
+  }
+
+  private record(choice: unknown): string {
+    const { created, id, model } = this.meta
+    const object = this.object
+    return frame(JSON.stringify(
+      this.includeUsage
+        ? { id, object, created, model, choices: [choice], usage: null }
+        : { id, object, created, model, choices: [choice] }
+    ))
+  }
+
+  opening(index: number, prompt: Choice.Prompt): string | undefined {
+    const opening = this.format.opening
+    return opening === undefined ? undefined : this.record(opening(index, prompt))
+  }
+
+  delta(index: number, text: string): string {
+    let template = this.templates[index]
+    if (template === undefined) {
+      template = split(this.record(this.format.delta(index, MARK))) ?? null
+      this.templates[index] = template
+    }
+    return template === null ? this.record(this.format.delta(index, text)) : template[0] + JSON.stringify(text) + template[1]
+  }
+
+  closing(index: number, finished: Choice.Finished, prompt: Choice.Prompt): string {
+    return this.record(this.format.closing(index, finished, prompt))
+  }
+
+  usage(usage: Usage): string {
+    const { created, id, model } = this.meta
+    return frame(JSON.stringify({ id, object: this.object, created, model, choices: [], usage }))
+  }
+}
+
+/**
  * The records of a stream of `format`'s chunks under `meta`; with `includeUsage`, every chunk
  * carries `usage: null` and {@link Chunks.usage} the total.
  *
  * @since 0.1.0
  */
-export const make = (format: Format, meta: Meta, includeUsage: boolean): Chunks => {
-  const { created, id, model } = meta
-  const object = format.chunkObject
-  const record = (choice: unknown): string =>
-    frame(JSON.stringify(
-      includeUsage ? { id, object, created, model, choices: [choice], usage: null } : { id, object, created, model, choices: [choice] }
-    ))
-  // Per choice index: the text around the delta, or null when it cannot be split.
-  const templates: Array<readonly [string, string] | null | undefined> = []
-  return {
-    opening: (index, prompt) => format.opening === undefined ? undefined : record(format.opening(index, prompt)),
-    delta: (index, text) => {
-      let template = templates[index]
-      if (template === undefined) {
-        template = split(record(format.delta(index, MARK))) ?? null
-        templates[index] = template
-      }
-      return template === null ? record(format.delta(index, text)) : template[0] + JSON.stringify(text) + template[1]
-    },
-    closing: (index, finished, prompt) => record(format.closing(index, finished, prompt)),
-    usage: (usage) => frame(JSON.stringify({ id, object, created, model, choices: [], usage }))
-  }
-}
+export const make = (format: Format, meta: Meta, includeUsage: boolean): Chunks => new Records(format, meta, includeUsage)

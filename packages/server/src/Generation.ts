@@ -16,6 +16,7 @@ import type { ClientError } from "@mcore-effect/client"
 import type { TextError, TextGeneration } from "@mcore-effect/text"
 import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
+import * as Channel from "effect/Channel"
 import * as Effect from "effect/Effect"
 import * as Pull from "effect/Pull"
 import * as Queue from "effect/Queue"
@@ -81,12 +82,12 @@ export const respond = (
     const { n } = plan
     const meta = makeMeta(endpoint.idPrefix, context.state.config.model)
     if (plan.stream) {
-      return Effect.succeed(Sse.response(streamAll(context, prompts, n, {
+      return Sse.write(generation.request, recordsAll(context, prompts, n, {
         meta,
         includeUsage: plan.includeUsage,
         startedAt: generation.startedAt,
         format: endpoint.format
-      })))
+      }))
     }
     return runAll(context, prompts, n).pipe(
       countAbort(context),
@@ -200,7 +201,31 @@ export const streamAll = (
   n: number,
   options: StreamOptions
 ): Stream.Stream<Uint8Array> =>
-  prompts.length === 1 && n === 1 ? streamOne(context, prompts[0]!, options) : streamMany(context, prompts, n, options)
+  prompts.length === 1 && n === 1
+    ? Stream.transformPull(Choice.parts(context, prompts[0]!), recordsOne(context, prompts[0]!, options))
+    : streamMany(context, prompts, n, options)
+
+/**
+ * {@link streamAll} as the pull of its records, in the current scope (closing it ends the
+ * choices' streams): what the server writes to the HTTP response itself (`Sse.write`). One
+ * choice pulls its parts' channel in that scope, with no stream stage over it.
+ *
+ * @since 0.1.0
+ */
+export const recordsAll = (
+  context: Choice.Context,
+  prompts: ReadonlyArray<Choice.Prompt>,
+  n: number,
+  options: StreamOptions
+): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>>, never, Scope.Scope> => {
+  if (prompts.length !== 1 || n !== 1) return Stream.toPull(streamMany(context, prompts, n, options))
+  const prompt = prompts[0]!
+  return Effect.flatMap(Effect.scope, (scope) =>
+    Effect.flatMap(
+      Channel.toPullScoped(Stream.toChannel(Choice.parts(context, prompt)), scope),
+      (pull) => recordsOne(context, prompt, options)(pull, scope)
+    ))
+}
 
 /**
  * How a stream is shaped and counted.
@@ -230,18 +255,17 @@ const countAborted = (context: Choice.Context): void =>
   context.state.metrics.aborted(context.state.gate.isClosing ? "shutdown" : "disconnect")
 
 /**
- * One choice: a single stage over its parts' pull, no fiber or queue of its own (they cost a
- * fiber hand-off per pull, and this change took an open stream from 33.6 to 30.1 KB of heap,
- * measured through tsx). The first pull answers
- * with the opening record at once, so the headers and the role chunk go out before any token.
- * The scope's exit tells an abort (the writer stopped pulling first) from an end.
+ * One choice: the pull of its records over its parts' pull, no fiber or queue of its own (they
+ * cost a fiber hand-off per pull, and this change took an open stream from 33.6 to 30.1 KB of
+ * heap, measured through tsx). The first pull answers with the opening record at once, so the
+ * headers and the role chunk go out before any token. The scope's exit tells an abort (the writer
+ * stopped pulling first) from an end.
  */
-const streamOne = (
-  context: Choice.Context,
-  prompt: Choice.Prompt,
-  options: StreamOptions
-): Stream.Stream<Uint8Array> =>
-  Stream.transformPull(Choice.parts(context, prompt), (pull, scope) => {
+const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: StreamOptions) =>
+  (
+    pull: Pull.Pull<Arr.NonEmptyReadonlyArray<TextGeneration.StreamPart>, TextError.TextError | ClientError.ClientError, void>,
+    scope: Scope.Scope
+  ): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>>> => {
     const { metrics } = context.state
     const chunks = Chunks.make(options.format, options.meta, options.includeUsage)
     let opened = false
@@ -292,7 +316,7 @@ const streamOne = (
       })),
       next
     )
-  })
+  }
 
 /**
  * Several choices (`n`, or several prompts): one `Stream.callback` whose queue a single fiber

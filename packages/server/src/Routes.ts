@@ -8,6 +8,7 @@
  *
  * @since 0.1.0
  */
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import type { TextGeneration } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
@@ -22,15 +23,18 @@ import type { State } from "./ServerState.ts"
 /**
  * Answers with `work`'s response, or with the error response of its failure; counts either, and
  * a request whose client went away before the answer as 499 (nginx's "client closed request").
+ * An answer `work` writes itself (a stream, see `Sse.write`) and that is interrupted once its
+ * headers went out is counted with the status they carried, as nginx does.
  *
  * @since 0.1.0
  */
 export const answer = <R>(
   state: State,
   route: string,
-  work: Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>
+  work: Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>,
+  request?: HttpServerRequest.HttpServerRequest
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
-  Effect.matchEager(Effect.onInterrupt(work, () => Effect.sync(() => state.metrics.answered(route, 499))), {
+  Effect.matchEager(Effect.onInterrupt(work, () => Effect.sync(() => state.metrics.answered(route, sentStatus(request) ?? 499))), {
     onFailure: (failure) => {
       state.metrics.answered(route, failure.status)
       return JsonResponse.error(failure)
@@ -40,6 +44,13 @@ export const answer = <R>(
       return response
     }
   })
+
+/** The status of the Node response of `request` when its headers went out. */
+const sentStatus = (request: HttpServerRequest.HttpServerRequest | undefined): number | undefined => {
+  if (request === undefined) return undefined
+  const node = NodeHttpServerRequest.toServerResponse(request)
+  return node.headersSent ? node.statusCode : undefined
+}
 
 /**
  * A route of the server with `state` that needs the API key (when one is set), answered by
@@ -58,7 +69,7 @@ export const authenticated = <R>(
 ) =>
   HttpRouter.route(method, path, (request) => {
     const refused = state.checkApiKey(request.headers["authorization"])
-    return answer(state, path, refused === undefined ? handler(request, state) : Effect.fail(refused))
+    return answer(state, path, refused === undefined ? handler(request, state) : Effect.fail(refused), request)
   })
 
 /**
@@ -68,6 +79,8 @@ export const authenticated = <R>(
  * @since 0.1.0
  */
 export interface Generation {
+  /** The HTTP request (a streamed answer is written to its Node response). */
+  readonly request: HttpServerRequest.HttpServerRequest
   readonly body: unknown
   readonly state: State
   /** The server's text generation (tokenizer, chat template, client). */
@@ -110,6 +123,6 @@ export const generation = <R>(
     })
     return Effect.flatMap(
       readJson(request, state.config.maxBodyBytes),
-      (body) => handler({ body, state, text, startedAt, admit })
+      (body) => handler({ request, body, state, text, startedAt, admit })
     )
   })

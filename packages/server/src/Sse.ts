@@ -6,8 +6,15 @@
  *
  * @since 0.1.0
  */
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as Effect from "effect/Effect"
+import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import type * as Arr from "effect/Array"
+import type * as Cause from "effect/Cause"
+import * as Pull from "effect/Pull"
 import type * as Stream from "effect/Stream"
+import type * as Http from "node:http"
 
 const encoder = new TextEncoder()
 
@@ -78,3 +85,57 @@ export const headers = {
  */
 export const response = (body: Stream.Stream<Uint8Array>): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.stream(body, { contentType: "text/event-stream", headers })
+
+const nodeHeaders = { "content-type": "text/event-stream", ...headers }
+
+/** What the route answers once the stream was written (`NodeHttpServer` writes nothing more). */
+const written = HttpServerResponse.empty({ status: 200 })
+
+/** Resumes once `node` drained its buffer, or closed. */
+const drained = (node: Http.ServerResponse): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    if (node.destroyed) return resume(Effect.void)
+    const done = () => {
+      node.off("drain", done)
+      node.off("close", done)
+      resume(Effect.void)
+    }
+    node.on("drain", done)
+    node.on("close", done)
+    return Effect.sync(() => {
+      node.off("drain", done)
+      node.off("close", done)
+    })
+  })
+
+/**
+ * Writes the records `body` pulls (SSE-framed bytes, until it is done) to the Node response of
+ * `request` itself, as a 200 `text/event-stream`, in this fiber, and ends it; the route then
+ * answers with a response that `NodeHttpServer` does not write again (the response is ended). An
+ * interruption (the client went away, or shutdown) stops the pulls.
+ *
+ * Why not a `HttpServerResponse.stream` body: with it, each open stream held 2.8 KB more heap
+ * (22.0 against 19.1 KB per open stream, `pnpm bench server --heap`): the response object and
+ * its headers, and `NodeHttpServer`'s writer (a stream run over the body, a latch and a listener
+ * for backpressure) over our own stage.
+ *
+ * @since 0.1.0
+ */
+export const write = <R>(
+  request: HttpServerRequest.HttpServerRequest,
+  body: Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>>, never, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
+  Effect.flatMap(body, (pull) => {
+    const node = NodeHttpServerRequest.toServerResponse(request) as Http.ServerResponse
+    node.writeHead(200, nodeHeaders)
+    const loop: Effect.Effect<void> = Effect.matchCauseEffect(pull, {
+      onSuccess: (chunks) => {
+        // Gone (its close interrupts this fiber too): nothing more to write.
+        if (node.destroyed) return Effect.interrupt
+        return node.write(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)) ? loop : Effect.andThen(drained(node), loop)
+      },
+      onFailure: (cause) =>
+        Pull.isDoneCause(cause) ? Effect.sync(() => void node.end()) : Effect.failCause(cause as Cause.Cause<never>)
+    })
+    return Effect.as(loop, written)
+  })

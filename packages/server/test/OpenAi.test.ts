@@ -190,5 +190,8 @@ describe("the openai SDK against the server", () => {
       expect(yield* aborts).toBe(2)
       const metrics = yield* Effect.promise(() => fetch(`${baseURL.slice(0, -3)}/metrics`).then((r) => r.text()))
       expect(metrics).toMatch(/mcore_server_aborts_total\{reason="disconnect"\} 2/)
+      // The stream went away after its 200 headers; the plain request before its answer (499).
+      expect(metrics).toMatch(/mcore_server_requests_total\{[^}]*route="\/v1\/chat\/completions"[^}]*status="200"[^}]*\} 1/)
+      expect(metrics).toMatch(/mcore_server_requests_total\{[^}]*route="\/v1\/completions"[^}]*status="499"[^}]*\} 1/)
     }).pipe(isolated))
 })

@@ -18,13 +18,10 @@
  */
 import { ClientError, InferenceClient } from "@mcore-effect/client"
 import type { SamplingParams } from "@mcore-effect/protocol"
-import type * as Arr from "effect/Array"
-import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Pull from "effect/Pull"
 import * as References from "effect/References"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
@@ -33,7 +30,9 @@ import type * as Types from "effect/Types"
 import * as ChatTemplate from "./ChatTemplate.ts"
 import { InvalidArgument, type TextError, textError } from "./TextError.ts"
 import * as Tokenizer from "./Tokenizer.ts"
+import { intern } from "./internal/internParams.ts"
 import { type Plan, Progress, viewOf } from "./internal/progress.ts"
+import { StreamParts } from "./internal/streamParts.ts"
 
 /**
  * A chat to render with the chat template; `addGenerationPrompt` defaults to true here (the model
@@ -230,36 +229,15 @@ export interface Service {
  */
 export class TextGeneration extends Context.Service<TextGeneration, Service>()("@mcore-effect/text/TextGeneration") {}
 
-// ---------------------------------------------------------------------------------------------
-// The client's stream events: the one place that names them.
-
-// Only `Final` is named: every other event carries new tokens (`Partial`, to be renamed `Tokens`
-// with the same fields), so the rename needs no change here.
-
-/** The new ids of a token event of the client's stream; `undefined` for the final event. */
-const partialTokens = (event: InferenceClient.StreamEvent): ReadonlyArray<number> | undefined =>
-  event._tag === "Final" ? undefined : event.newTokens
-
-/** The request id a token event names. */
-const partialRequestId = (event: InferenceClient.StreamEvent): number | undefined =>
-  event._tag === "Final" ? undefined : event.requestId
-
-/** The reply of the final event. */
-const finalReply = (event: InferenceClient.StreamEvent): InferenceClient.Reply | undefined =>
-  event._tag === "Final" ? event.reply : undefined
-
-// ---------------------------------------------------------------------------------------------
-
 const invalid = (name: string, why: string): TextError => textError(new InvalidArgument({ name, why }))
+
+const isTokens = (prompt: Prompt): prompt is { readonly tokens: ReadonlyArray<number> } =>
+  typeof prompt === "object" && prompt !== null && Array.isArray((prompt as { readonly tokens?: unknown }).tokens)
 
 const isChat = (prompt: Prompt): prompt is ChatPrompt =>
   typeof prompt === "object" && prompt !== null && "messages" in prompt
 
 const isRequestAborted = (error: ClientError.ClientError | TextError): boolean =>
-  error._tag === "ClientError" && error.reason._tag === "RequestAborted"
-
-/** `RequestAborted` among a pull's failures (which include the end of the stream). */
-const isAbortedPull = (error: ClientError.ClientError | Cause.Done): error is ClientError.ClientError =>
   error._tag === "ClientError" && error.reason._tag === "RequestAborted"
 
 /**
@@ -305,18 +283,23 @@ export const make = (
             addGenerationPrompt: prompt.continueFinalMessage === true ? false : prompt.addGenerationPrompt ?? true
           }).pipe(Effect.map((text) => tokenizer.encode(text, { addSpecialTokens: false })))
         }
-        if (typeof prompt === "object" && prompt !== null && Array.isArray(prompt.tokens)) {
-          const ids = prompt.tokens
-          for (let i = 0; i < ids.length; i++) {
-            const id = ids[i]!
-            if (!Number.isSafeInteger(id) || id < 0 || id >= tokenizer.vocabSize) {
-              return Effect.fail(invalid(`prompt.tokens[${i}]`, `${String(id)} is not an id of the tokenizer (0..${tokenizer.vocabSize - 1})`))
-            }
-          }
-          return Effect.succeed(Array.from(ids))
+        if (isTokens(prompt)) {
+          const refused = refusedIds(prompt.tokens)
+          return refused === undefined ? Effect.succeed(Array.from(prompt.tokens)) : Effect.fail(refused)
         }
         return Effect.fail(invalid("prompt", "expected text, { tokens } or { messages }"))
       })
+
+    /** Why token ids cannot be a prompt of this tokenizer, if they cannot. */
+    const refusedIds = (ids: ReadonlyArray<number>): TextError | undefined => {
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i]!
+        if (!Number.isSafeInteger(id) || id < 0 || id >= tokenizer.vocabSize) {
+          return invalid(`prompt.tokens[${i}]`, `${String(id)} is not an id of the tokenizer (0..${tokenizer.vocabSize - 1})`)
+        }
+      }
+      return undefined
+    }
 
     /** The options' own errors, before anything is tokenized. */
     const refusedOptions = (opts: GenerateOptions | undefined): TextError | undefined => {
@@ -334,7 +317,7 @@ export const make = (
     // Shared by every request whose termination id is one of the tokenizer's eos ids (the default).
     const tokenizerEos: ReadonlySet<number> = new Set(tokenizer.eosTokenIds)
 
-    const planOf = (promptIds: Array<number>, opts: GenerateOptions | undefined): Plan => {
+    const planOf = (promptIds: ReadonlyArray<number>, opts: GenerateOptions | undefined): Plan => {
       const stop = opts?.stop ?? []
       const top = opts?.topLogProbs
       // Typed as the input, so a field set here is checked too; `extra` passes through as given.
@@ -355,7 +338,9 @@ export const make = (
       const budget = typeof params.num_tokens_to_generate === "number" ? params.num_tokens_to_generate : undefined
       return {
         promptIds,
-        params,
+        // The same object for the same parameters: the client's cache of validated, encoded
+        // parameters is keyed by it (internParams.ts).
+        params: intern(params),
         stop,
         eos,
         skipSpecialTokens: opts?.skipSpecialTokens ?? true,
@@ -371,6 +356,12 @@ export const make = (
       Effect.suspend(() => {
         const refused = refusedOptions(opts)
         if (refused !== undefined) return Effect.fail(refused)
+        // Frozen ids cannot change while the request runs: used as they are, not copied (the
+        // server's prompts are; a copy was ~0.27 KB of an open stream's heap for a short chat).
+        if (!isChat(prompt) && isTokens(prompt) && Object.isFrozen(prompt.tokens) && prompt.tokens.length > 0) {
+          const refusedPrompt = refusedIds(prompt.tokens)
+          return refusedPrompt === undefined ? Effect.succeed(planOf(prompt.tokens, opts)) : Effect.fail(refusedPrompt)
+        }
         return Effect.flatMap(promptTokens(prompt, opts), (promptIds) =>
           promptIds.length === 0
             ? Effect.fail(invalid("prompt", "encodes to no tokens"))
@@ -403,63 +394,10 @@ export const make = (
     const stream = (prompt: Prompt, opts?: GenerateOptions | undefined): Stream.Stream<StreamPart, TextError | ClientError.ClientError> =>
       Stream.unwrap(Effect.map(plan(prompt, opts), (p) => {
         const progress = new Progress(tokenizer, p)
-        let streamed = 0
-        let failure: ClientError.ClientError | undefined
-        /** Appends the parts an event of the client's stream gives (none, while a character is incomplete). */
-        const onEvent = (event: InferenceClient.StreamEvent, parts: Array<StreamPart>): void => {
-          if (progress.ended) return
-          const tokens = partialTokens(event)
-          if (tokens !== undefined) {
-            progress.requestId = partialRequestId(event)
-            streamed += tokens.length
-            progress.feed(tokens)
-            if (progress.fedText !== "") parts.push({ _tag: "TextDelta", text: progress.fedText, tokenIds: progress.fedIds })
-            if (progress.ended) parts.push({ _tag: "Finish", ...progress.result(undefined, false) })
-            return
-          }
-          const view = viewOf(finalReply(event)!, progress.requestId)
-          if (view instanceof ClientError.ClientError) {
-            // Fails the stream once the client's stream has ended (below): no Finish for it.
-            progress.ended = true
-            failure = view
-            return
-          }
-          // The last step's tokens come only in the final reply.
-          progress.feed(view.generatedTokens.slice(streamed))
-          const ids = progress.fedIds
-          const text = progress.fedText + progress.close()
-          if (text !== "") parts.push({ _tag: "TextDelta", text, tokenIds: ids })
-          parts.push({ _tag: "Finish", ...progress.result(view, false) })
-        }
-        /** The parts the text of an aborted request ends with: what was held back, then its Finish. */
-        const abortedParts = (): Arr.NonEmptyReadonlyArray<StreamPart> => {
-          const rest = progress.close()
-          const finish: StreamPart = { _tag: "Finish", ...progress.result(undefined, true) }
-          return rest === "" ? [finish] : [{ _tag: "TextDelta", text: rest, tokenIds: [] }, finish]
-        }
-        // One stage over the client's pull, not a pipeline of operators: each stage costs about a
-        // µs per element in the fiber runtime (mapAccumArray, takeUntil and catchIf together
-        // added ~1 µs a token). After a Finish the pull is done, which closes the client's
-        // stream early and so aborts the request (an eos or stop string ends the text first).
-        return Stream.transformPull(client.stream(p.promptIds, p.params, p.submit), (pull) => {
-          let over = false
-          const onEvents = (events: Arr.NonEmptyReadonlyArray<InferenceClient.StreamEvent>) => {
-            const parts: Array<StreamPart> = []
-            for (let i = 0; i < events.length; i++) onEvent(events[i]!, parts)
-            if (progress.ended) over = true
-            return parts.length > 0 ? Effect.succeed(parts as unknown as Arr.NonEmptyReadonlyArray<StreamPart>) : next
-          }
-          const onAborted = () => {
-            over = true
-            return Effect.succeed(abortedParts())
-          }
-          // Built once and run for every pull: no closures per token.
-          const pullParts = Effect.catchIf(Effect.flatMap(pull, onEvents), isAbortedPull, onAborted)
-          const next: Pull.Pull<Arr.NonEmptyReadonlyArray<StreamPart>, ClientError.ClientError> = Effect.suspend(() =>
-            over ? (failure === undefined ? Cause.done() : Effect.fail(failure)) : pullParts
-          )
-          return Effect.succeed(next)
-        })
+        return Stream.transformPull(
+          client.stream(p.promptIds, p.params, p.submit),
+          (events) => Effect.succeed(new StreamParts(progress, events).next)
+        )
       }))
 
     return { tokenizer, chatTemplate, promptTokens, generate, stream } satisfies Service

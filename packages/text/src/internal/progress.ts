@@ -48,7 +48,7 @@ export const viewOf = (reply: InferenceClient.Reply, requestId: number | undefin
 
 /** The request as submitted: ids, sampling parameters and what ends the text. */
 export interface Plan {
-  readonly promptIds: Array<number>
+  readonly promptIds: ReadonlyArray<number>
   readonly params: SamplingParams.SamplingParamsInput
   readonly stop: ReadonlyArray<string>
   readonly eos: ReadonlySet<number>
