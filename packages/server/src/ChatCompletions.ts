@@ -13,6 +13,7 @@ import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Choice from "./Choice.ts"
+import * as CommonShape from "./CommonShape.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest } from "./Prompts.ts"
@@ -20,7 +21,7 @@ import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
 
-const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest)
+const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest, CommonShape.isChatCompletionRequest)
 
 const neutralChoice = (choice: unknown): boolean => choice == null || choice === "none" || choice === "auto"
 
