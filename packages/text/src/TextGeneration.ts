@@ -263,15 +263,15 @@ const isAbortedPull = (error: ClientError.ClientError | Cause.Done): error is Cl
   error._tag === "ClientError" && error.reason._tag === "RequestAborted"
 
 /**
- * `effect` in a span named `name` when a tracing backend is installed, else as it is: with the
+ * The effect `make` gives (made when run), in a span named `name` when a tracing backend is installed, else as it is: with the
  * built-in native tracer nobody can see the span, and making it (a stack captured for it, its
  * context) cost about 2% of the server's CPU per request (profiled), as the client's `Spans` says.
  */
-const traced = (name: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+const traced = <A, E, R>(name: string, make: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) =>
     fiber.getRef(References.TracerEnabled) && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
-      ? Effect.withSpan(effect, name)
-      : effect
+      ? Effect.withSpan(make(), name)
+      : make()
   )
 
 /**
@@ -290,32 +290,41 @@ export const make = (
       ? Result.succeed(options.chatTemplate)
       : yield* Effect.result(ChatTemplate.fromTokenizer(tokenizer))
 
+    /** The ids of a prompt that is not a chat, at once; `undefined` for a chat (rendered by an effect). */
+    const idsNow = (
+      prompt: Prompt,
+      opts: Pick<GenerateOptions, "addSpecialTokens"> | undefined
+    ): Result.Result<Array<number>, TextError> | undefined => {
+      if (typeof prompt === "string") {
+        return Result.succeed(tokenizer.encode(prompt, { addSpecialTokens: opts?.addSpecialTokens ?? true }))
+      }
+      if (isChat(prompt)) return undefined
+      if (typeof prompt === "object" && prompt !== null && Array.isArray(prompt.tokens)) {
+        const ids = prompt.tokens
+        for (let i = 0; i < ids.length; i++) {
+          const id = ids[i]!
+          if (!Number.isSafeInteger(id) || id < 0 || id >= tokenizer.vocabSize) {
+            return Result.fail(invalid(`prompt.tokens[${i}]`, `${String(id)} is not an id of the tokenizer (0..${tokenizer.vocabSize - 1})`))
+          }
+        }
+        return Result.succeed(Array.from(ids))
+      }
+      return Result.fail(invalid("prompt", "expected text, { tokens } or { messages }"))
+    }
+
     const promptTokens = (
       prompt: Prompt,
       opts?: Pick<GenerateOptions, "addSpecialTokens"> | undefined
     ): Effect.Effect<Array<number>, TextError> =>
       Effect.suspend(() => {
-        if (typeof prompt === "string") {
-          return Effect.succeed(tokenizer.encode(prompt, { addSpecialTokens: opts?.addSpecialTokens ?? true }))
-        }
-        if (isChat(prompt)) {
-          if (Result.isFailure(chatTemplate)) return Effect.fail(chatTemplate.failure)
-          return chatTemplate.success.render(prompt.messages, {
-            ...prompt,
-            addGenerationPrompt: prompt.continueFinalMessage === true ? false : prompt.addGenerationPrompt ?? true
-          }).pipe(Effect.map((text) => tokenizer.encode(text, { addSpecialTokens: false })))
-        }
-        if (typeof prompt === "object" && prompt !== null && Array.isArray(prompt.tokens)) {
-          const ids = prompt.tokens
-          for (let i = 0; i < ids.length; i++) {
-            const id = ids[i]!
-            if (!Number.isSafeInteger(id) || id < 0 || id >= tokenizer.vocabSize) {
-              return Effect.fail(invalid(`prompt.tokens[${i}]`, `${String(id)} is not an id of the tokenizer (0..${tokenizer.vocabSize - 1})`))
-            }
-          }
-          return Effect.succeed(Array.from(ids))
-        }
-        return Effect.fail(invalid("prompt", "expected text, { tokens } or { messages }"))
+        const now = idsNow(prompt, opts)
+        if (now !== undefined) return Result.isSuccess(now) ? Effect.succeed(now.success) : Effect.fail(now.failure)
+        const chat = prompt as ChatPrompt
+        if (Result.isFailure(chatTemplate)) return Effect.fail(chatTemplate.failure)
+        return chatTemplate.success.render(chat.messages, {
+          ...chat,
+          addGenerationPrompt: chat.continueFinalMessage === true ? false : chat.addGenerationPrompt ?? true
+        }).pipe(Effect.map((text) => tokenizer.encode(text, { addSpecialTokens: false })))
       })
 
     /** The options' own errors, before anything is tokenized. */
@@ -408,37 +417,51 @@ export const make = (
     // generator function made per request brings its own prototype and hidden classes (0.6 KB
     // per open stream, measured). The default eos set is shared for the same reason.
     const plan = (prompt: Prompt, opts: GenerateOptions | undefined): Effect.Effect<Plan, TextError> =>
-      Effect.suspend(() => {
-        const refused = refusedOptions(opts)
-        if (refused !== undefined) return Effect.fail(refused)
-        return Effect.flatMap(promptTokens(prompt, opts), (promptIds) =>
-          promptIds.length === 0
-            ? Effect.fail(invalid("prompt", "encodes to no tokens"))
-            : Effect.succeed(planOf(promptIds, opts)))
-      })
+      Effect.suspend(() => withPlan(prompt, opts, Effect.succeed))
 
+    /**
+     * `then` with the plan, or the refusal: at once for text and token prompts (no step of the
+     * runtime), after the render for a chat. Call it when the effect runs (it tokenizes).
+     */
+    const withPlan = <A, E, R>(
+      prompt: Prompt,
+      opts: GenerateOptions | undefined,
+      then: (plan: Plan) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | TextError, R> => {
+      const refused = refusedOptions(opts)
+      if (refused !== undefined) return Effect.fail(refused)
+      const planned = (promptIds: Array<number>): Effect.Effect<A, E | TextError, R> =>
+        promptIds.length === 0 ? Effect.fail(invalid("prompt", "encodes to no tokens")) : then(planOf(promptIds, opts))
+      const now = idsNow(prompt, opts)
+      if (now === undefined) return Effect.flatMap(promptTokens(prompt, opts), planned)
+      return Result.isSuccess(now) ? planned(now.success) : Effect.fail(now.failure)
+    }
+
+    // Combinators, not `Effect.gen`: each `yield*` is steps of the runtime, and the generator
+    // an object, per request (generate is the whole of a non-streaming request's text layer).
     const generate = (prompt: Prompt, opts?: GenerateOptions | undefined) =>
-      Effect.gen(function*() {
-        const p = yield* plan(prompt, opts)
+      traced("TextGeneration.generate", () => withPlan(prompt, opts, (p) => {
         const progress = new Progress(tokenizer, p)
         // submitWithId for this client's id; uninterruptible until the wait for the reply starts,
         // so an interruption always lands on that wait, which aborts the request.
-        const reply = yield* Effect.uninterruptibleMask((restore) =>
+        const waited = Effect.uninterruptibleMask((restore) =>
           Effect.flatMap(client.submitWithId(p.promptIds, p.params, p.submit), (submitted) => {
             progress.requestId = submitted.requestId
             return restore(submitted.reply)
           })
-        ).pipe(
-          Effect.map((reply) => reply as InferenceClient.Reply | undefined),
-          Effect.catchIf(isRequestAborted, () => Effect.succeed(undefined))
         )
-        if (reply === undefined) return progress.result(undefined, true)
-        const view = viewOf(reply, progress.requestId)
-        if (view instanceof ClientError.ClientError) return yield* Effect.fail(view)
-        progress.feed(view.generatedTokens)
-        progress.close()
-        return progress.result(view, false)
-      }).pipe(traced("TextGeneration.generate"))
+        return Effect.matchEffect(waited, {
+          onFailure: (error): Effect.Effect<Generation, ClientError.ClientError> =>
+            isRequestAborted(error) ? Effect.succeed(progress.result(undefined, true)) : Effect.fail(error),
+          onSuccess: (reply) => {
+            const view = viewOf(reply, progress.requestId)
+            if (view instanceof ClientError.ClientError) return Effect.fail(view)
+            progress.feed(view.generatedTokens)
+            progress.close()
+            return Effect.succeed(progress.result(view, false))
+          }
+        })
+      }))
 
     const stream = (prompt: Prompt, opts?: GenerateOptions | undefined): Stream.Stream<StreamPart, TextError | ClientError.ClientError> =>
       Stream.unwrap(Effect.map(plan(prompt, opts), (p) => {
