@@ -34,6 +34,7 @@ import * as ChatTemplate from "./ChatTemplate.ts"
 import { InvalidArgument, type TextError, textError } from "./TextError.ts"
 import * as Tokenizer from "./Tokenizer.ts"
 import { type Plan, Progress, viewOf } from "./internal/progress.ts"
+import * as RenderedIds from "./internal/renderedIds.ts"
 
 /**
  * A chat to render with the chat template; `addGenerationPrompt` defaults to true here (the model
@@ -304,6 +305,8 @@ export const make = (
       ? Result.succeed(options.chatTemplate)
       : yield* Effect.result(ChatTemplate.fromTokenizer(tokenizer))
 
+    const encodeRendered = RenderedIds.make(tokenizer)
+
     /** The ids of a prompt that is not a chat, at once; `undefined` for a chat (rendered by an effect). */
     const idsNow = (
       prompt: Prompt,
@@ -336,7 +339,7 @@ export const make = (
         const chat = prompt as ChatPrompt
         if (Result.isFailure(chatTemplate)) return Effect.fail(chatTemplate.failure)
         return chatTemplate.success.render(chat.messages, renderOptions(chat)).pipe(
-          Effect.map((text) => tokenizer.encode(text, { addSpecialTokens: false }))
+          Effect.map(encodeRendered)
         )
       })
 
