@@ -20,8 +20,10 @@
  * - requests/s with `workers: 2` against one process (64 connections);
  * - at 64 connections, the same figures when every request's user message is distinct (so no
  *   cache of rendered chats or tokenized pieces answers for it: the real per-request cost), and
- *   the floor: a bare `node:http` server (`httpFloor.ts`, no Effect) reading the same requests
- *   and answering the server's own response bytes, its CPU per request measured the same way.
+ *   the floors (`httpFloor.ts`), each reading the same requests and answering the server's own
+ *   response bytes, their CPU per request measured the same way: a bare `node:http` server (no
+ *   Effect), and Effect's HTTP stack alone (`HttpRouter` on `NodeHttpServer`, nothing of ours):
+ *   what the stack the server is built on costs before any of the server's own work.
  *
  * `--quick` (or `BENCH_QUICK=1`) runs 1 round of 3 s per figure instead of 3 of 8 s.
  * `--non-streaming` runs the non-streaming rows only (and their context rows), `--streaming` only
@@ -242,8 +244,9 @@ export const run = async (): Promise<void> => {
   const address = `tcp://127.0.0.1:${port}`
   const server = spawn("server", "./serverSubject.ts", [address, "1"])
   const client = spawn("bare client", "./clientSubject.ts", [address])
-  const floor = spawn("bare node:http", "./httpFloor.ts", [])
-  const children = [standIn, server, client, floor]
+  const floor = spawn("bare node:http", "./httpFloor.ts", ["node"])
+  const effectFloor = spawn("Effect's HTTP floor", "./httpFloor.ts", ["effect"])
+  const children = [standIn, server, client, floor, effectFloor]
   try {
     const { url } = await server.ready()
     await client.ready()
@@ -254,11 +257,14 @@ export const run = async (): Promise<void> => {
       body: chatBody(false)
     }).then((response) => response.text())
     floor.process.send({ op: "init", body: answer })
+    effectFloor.process.send({ op: "init", body: answer })
     const floorUrl = (await floor.ready()).url as string
+    const effectFloorUrl = (await effectFloor.ready()).url as string
     // Warm-up: both paths, both kinds, until the JIT settles.
     await load(server, url, 64, false, 2)
     await load(server, url, 64, false, 2, true)
     await load(floor, floorUrl, 64, false, 2)
+    await load(effectFloor, effectFloorUrl, 64, false, 2)
     if (!NON_STREAMING_ONLY) await load(server, url, 16, true, 2)
     await client.call("run", { kind: "plain", concurrency: 64, millis: 2_000 })
     if (!NON_STREAMING_ONLY) await client.call("run", { kind: "stream", concurrency: 16, millis: 2_000 })
@@ -270,12 +276,14 @@ export const run = async (): Promise<void> => {
       const c: Array<Reply> = []
       const d: Array<Awaited<ReturnType<typeof load>>> = []
       const f: Array<Awaited<ReturnType<typeof load>>> = []
+      const e: Array<Awaited<ReturnType<typeof load>>> = []
       for (let round = 0; round < ROUNDS; round++) {
         s.push(await load(server, url, connections, false, SECONDS))
         c.push(await client.call("run", { kind: "plain", concurrency: connections, millis: SECONDS * 1000 }))
         if (connections === 64) {
           d.push(await load(server, url, connections, false, SECONDS, true))
           f.push(await load(floor, floorUrl, connections, false, SECONDS))
+          e.push(await load(effectFloor, effectFloorUrl, connections, false, SECONDS))
         }
       }
       const serverRps = median(s.map((r) => r.perSecond))
@@ -294,12 +302,16 @@ export const run = async (): Promise<void> => {
       if (connections === 64) {
         const distinctCpu = median(d.map((r) => r.cpuUs / r.requests))
         const floorCpu = median(f.map((r) => r.cpuUs / r.requests))
+        const effectCpu = median(e.map((r) => r.cpuUs / r.requests))
         context.push(
           `non-streaming, 64 connections, every user message distinct (no cache hit): ${fmt(median(d.map((r) => r.perSecond)))} req/s; ` +
             `p50 ${fmt(median(d.map((r) => r.p50)), 1)} ms; server CPU ${fmt(distinctCpu)} µs/request (bare client ${fmt(clientCpu)}: added ${fmt(distinctCpu - clientCpu)} µs, target <= 100)`,
           `context, 64 connections: bare node:http (no Effect) reading the same requests and answering the same bytes: ` +
             `${fmt(median(f.map((r) => r.perSecond)))} req/s, CPU ${fmt(floorCpu)} µs/request ` +
-            `(the server's CPU over this floor: ${fmt(serverCpu - floorCpu)} µs, ${fmt(distinctCpu - floorCpu)} with distinct messages)`
+            `(the server's CPU over this floor: ${fmt(serverCpu - floorCpu)} µs, ${fmt(distinctCpu - floorCpu)} with distinct messages)`,
+          `context, 64 connections: Effect's HTTP floor (HttpRouter on NodeHttpServer, nothing of ours) reading the same requests and answering the same bytes: ` +
+            `${fmt(median(e.map((r) => r.perSecond)))} req/s, CPU ${fmt(effectCpu)} µs/request ` +
+            `(${fmt(effectCpu - floorCpu)} over bare node:http; the server's CPU over this floor: ${fmt(serverCpu - effectCpu)} µs, ${fmt(distinctCpu - effectCpu)} with distinct messages)`
         )
       }
     }

@@ -63,13 +63,19 @@ interface NodeBody {
 const isNodeBody = (source: object): source is NodeBody =>
   typeof (source as Partial<NodeBody>).on === "function" && (source as Partial<NodeBody>).readableEnded === false
 
-const parse = (text: string): Effect.Effect<unknown, ServerError> => {
+/** The body's JSON handed to `then`, or the 400 for a body that is empty or not JSON. */
+const parseThen = <A, E, R>(
+  text: string,
+  then: (body: unknown) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | ServerError, R> => {
   if (text.length === 0) return Effect.fail(badRequest(null, "the request body is empty; expected a JSON object"))
+  let body: unknown
   try {
-    return Effect.succeed(JSON.parse(text) as unknown)
+    body = JSON.parse(text)
   } catch (cause) {
     return Effect.fail(badRequest(null, `the request body is not valid JSON: ${(cause as Error).message}`))
   }
+  return then(body)
 }
 
 /**
@@ -81,10 +87,15 @@ const tooLarge = (maxBytes: number): ServerError => serverError(new BodyTooLarge
 /**
  * A Node request's body read from its events: the platform's reader builds an Effect stream per
  * request for a body that nearly always arrives in one chunk (the difference did not rise clearly
- * above the noise of the shared machine it was measured on; it allocates less).
+ * above the noise of the shared machine it was measured on; it allocates less). The fiber resumes
+ * straight into `then` with the parsed body: no step of the runtime between reading and handling.
  */
-const readNode = (body: NodeBody, maxBytes: number): Effect.Effect<string, ServerError> =>
-  Effect.callback<string, ServerError>((resume) => {
+const readNode = <A, E, R>(
+  body: NodeBody,
+  maxBytes: number,
+  then: (body: unknown) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | ServerError, R> =>
+  Effect.callback<A, E | ServerError, R>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
     const cleanup = () => {
@@ -103,7 +114,7 @@ const readNode = (body: NodeBody, maxBytes: number): Effect.Effect<string, Serve
     }
     const onEnd = () => {
       cleanup()
-      resume(Effect.succeed(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8")))
+      resume(parseThen(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8"), then))
     }
     const onError = (error?: unknown) => {
       cleanup()
@@ -123,10 +134,22 @@ const readNode = (body: NodeBody, maxBytes: number): Effect.Effect<string, Serve
 export const readJson = (
   request: HttpServerRequest.HttpServerRequest,
   maxBytes: number
-): Effect.Effect<unknown, ServerError> => {
+): Effect.Effect<unknown, ServerError> => withJson(request, maxBytes, Effect.succeed)
+
+/**
+ * {@link readJson}, then `then` with the body: for a Node request, run straight from the read's
+ * callback (one step of the runtime fewer per request than `Effect.flatMap(readJson(...), then)`).
+ *
+ * @since 0.1.0
+ */
+export const withJson = <A, E, R>(
+  request: HttpServerRequest.HttpServerRequest,
+  maxBytes: number,
+  then: (body: unknown) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | ServerError, R> => {
   const declared = request.headers["content-length"]
   if (declared !== undefined && Number(declared) > maxBytes) return Effect.fail(tooLarge(maxBytes))
-  if (isNodeBody(request.source)) return Effect.flatMap(readNode(request.source, maxBytes), parse)
+  if (isNodeBody(request.source)) return readNode(request.source, maxBytes, then)
   return request.text.pipe(
     Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.fromInputUnsafe(maxBytes)),
     Effect.mapError((error) =>
@@ -134,7 +157,7 @@ export const readJson = (
         ? tooLarge(maxBytes)
         : badRequest(null, `the request body could not be read: ${error.message}`)
     ),
-    Effect.flatMap(parse)
+    Effect.flatMap((text) => parseThen(text, then))
   )
 }
 

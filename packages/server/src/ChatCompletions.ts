@@ -13,6 +13,7 @@ import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Choice from "./Choice.ts"
+import * as CommonShape from "./CommonShape.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest } from "./Prompts.ts"
@@ -20,7 +21,7 @@ import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
 
-const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest)
+const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest, CommonShape.isChatCompletionRequest)
 
 const neutralChoice = (choice: unknown): boolean => choice == null || choice === "none" || choice === "auto"
 
@@ -46,15 +47,33 @@ const unsupported = (request: OpenAiSchema.ChatCompletionRequest): ServerError |
   return undefined
 }
 
+/**
+ * `message` without its `content` and `refusal` (its other keys in their order), then `content`.
+ * Plain code, not `{ content, refusal, ...rest }`: object rest is a call into V8's runtime, and
+ * this took ~1.9% of the server's CPU per request (profiled).
+ */
+const withContent = (message: OpenAiSchema.ChatMessage, content: string | null): ChatTemplate.Message => {
+  if (message.name === undefined && message.tool_call_id === undefined && message.tool_calls === undefined) {
+    return { role: message.role, content }
+  }
+  const out: Record<string, unknown> = {}
+  for (const key in message) {
+    if (key !== "content" && key !== "refusal") out[key] = message[key as keyof OpenAiSchema.ChatMessage]
+  }
+  out["content"] = content
+  return out as unknown as ChatTemplate.Message
+}
+
 /** The messages as the template takes them: text parts joined, anything else refused by name. */
 const templateMessages = (
   messages: ReadonlyArray<OpenAiSchema.ChatMessage>
 ): Result.Result<Array<ChatTemplate.Message>, ServerError> => {
   const out: Array<ChatTemplate.Message> = []
   for (let i = 0; i < messages.length; i++) {
-    const { content, refusal: _, ...rest } = messages[i]!
+    const message = messages[i]!
+    const content = message.content
     if (content == null || typeof content === "string") {
-      out.push({ ...rest, content: content ?? null })
+      out.push(withContent(message, content ?? null))
       continue
     }
     const texts: Array<string> = []
@@ -66,7 +85,7 @@ const templateMessages = (
       if (part.text === undefined) return Result.fail(badRequest(`messages[${i}].content[${j}].text`, "missing"))
       texts.push(part.text)
     }
-    out.push({ ...rest, content: texts.join("\n") })
+    out.push(withContent(message, texts.join("\n")))
   }
   return Result.succeed(out)
 }

@@ -124,10 +124,12 @@ const finished = (generation: TextGeneration.Generation): Finished => ({
  * @since 0.1.0
  */
 export const generate = (context: Context, prompt: Prompt): Effect.Effect<Finished, ServerError> =>
-  context.text.generate({ tokens: Object.freeze(prompt.ids) }, options(context)).pipe(
-    Effect.mapError(failure(context)),
-    Effect.map(finished)
-  )
+  // One step (matchEffect) rather than two (mapError, then map). The ids frozen: the text layer
+  // then holds them as they are, without a copy of its own.
+  Effect.matchEffect(context.text.generate({ tokens: Object.freeze(prompt.ids) }, options(context)), {
+    onFailure: (error) => Effect.fail(failure(context)(error)),
+    onSuccess: (generation) => Effect.succeed(finished(generation))
+  })
 
 /**
  * One choice as a stream of the text package's parts (text deltas, then `Finish`). Ending

@@ -12,6 +12,7 @@ import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Choice from "./Choice.ts"
+import * as CommonShape from "./CommonShape.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
@@ -19,7 +20,7 @@ import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
 
-const decode = OpenAiSchema.decode(OpenAiSchema.CompletionRequest)
+const decode = OpenAiSchema.decode(OpenAiSchema.CompletionRequest, CommonShape.isCompletionRequest)
 
 /** OpenAI's default `max_tokens` for completions. */
 const DEFAULT_MAX_TOKENS = 16

@@ -78,7 +78,7 @@ export const respond = (
   plan: Sampling.Plan,
   endpoint: Endpoint
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> =>
-  Effect.flatMap(generation.admit, () => {
+  generation.admitThen(() => {
     const { n } = plan
     const meta = makeMeta(endpoint.idPrefix, context.state.config.model)
     if (plan.stream) {
@@ -89,21 +89,24 @@ export const respond = (
         format: endpoint.format
       }))
     }
-    return runAll(context, prompts, n).pipe(
-      countAbort(context),
-      Effect.map((finished) => {
-        const total = usage(finished, n)
-        context.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
-        return JsonResponse.json({
-          id: meta.id,
-          object: endpoint.object,
-          created: meta.created,
-          model: meta.model,
-          choices: finished.map((choice, index) => endpoint.choice(index, choice, prompts[Math.floor(index / n)]!)),
-          usage: total,
-          system_fingerprint: null
-        })
+    const reply = (finished: Array<Choice.Finished>) => {
+      const total = usage(finished, n)
+      context.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
+      return JsonResponse.json({
+        id: meta.id,
+        object: endpoint.object,
+        created: meta.created,
+        model: meta.model,
+        choices: finished.map((choice, index) => endpoint.choice(index, choice, prompts[Math.floor(index / n)]!)),
+        usage: total,
+        system_fingerprint: null
       })
+    }
+    // One choice (the usual request): one step from its generation to the response.
+    return countAbort(context)(
+      prompts.length === 1 && n === 1
+        ? Effect.map(Choice.generate(context, prompts[0]!), (one) => reply([one]))
+        : Effect.map(runAll(context, prompts, n), reply)
     )
   })
 

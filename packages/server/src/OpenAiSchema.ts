@@ -173,7 +173,9 @@ const pathName = (path: ReadonlyArray<PropertyKey>): string | null => {
 
 /**
  * A decoder for a request body that refuses unknown keys and turns the first issue into a 400
- * naming the field.
+ * naming the field. `common`, when given, recognises bodies the schema accepts as they are (see
+ * `CommonShape`): those are taken without the Schema decode; every other body, and every error,
+ * goes through it.
  *
  * @example
  * ```ts
@@ -187,7 +189,10 @@ const pathName = (path: ReadonlyArray<PropertyKey>): string | null => {
  *
  * @since 0.1.0
  */
-export const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(schema: S) => {
+export const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(
+  schema: S,
+  common?: ((body: unknown) => boolean) | undefined
+) => {
   const parse = SchemaParser.decodeUnknownResult(schema as never, { onExcessProperty: "error", errors: "first" }) as (
     input: unknown
   ) => Result.Result<S["Type"], SchemaIssue.Issue>
@@ -195,6 +200,7 @@ export const decode = <S extends Schema.Top & { readonly DecodingServices: never
     if (typeof input !== "object" || input === null || Array.isArray(input)) {
       return Result.fail(badRequest(null, "the request body must be a JSON object"))
     }
+    if (common !== undefined && common(input)) return Result.succeed(input as S["Type"])
     const decoded = parse(input)
     if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
     const first = formatter(decoded.failure).issues[0]

@@ -10,12 +10,13 @@
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import type { TextGeneration } from "@mcore-effect/text"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
-import type * as Scope from "effect/Scope"
-import { readJson } from "./Admission.ts"
+import * as Scope from "effect/Scope"
+import { withJson } from "./Admission.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import type { ServerError } from "./ServerError.ts"
 import type { State } from "./ServerState.ts"
@@ -92,6 +93,8 @@ export interface Generation {
    * the request's scope closes: after the last byte of its response, streamed or not.
    */
   readonly admit: Effect.Effect<void, ServerError, Scope.Scope>
+  /** {@link admit}, then `then` (in fewer steps of the runtime than `Effect.flatMap`). */
+  readonly admitThen: <A, E, R>(then: () => Effect.Effect<A, E, R>) => Effect.Effect<A, E | ServerError, R | Scope.Scope>
 }
 
 /**
@@ -110,19 +113,25 @@ export const generation = <R>(
     const startedAt = performance.now()
     const closed = state.gate.closed()
     if (closed !== undefined) return Effect.fail(closed)
-    const admit = Effect.suspend(() => {
-      const refused = state.gate.enter()
-      if (refused !== undefined) return Effect.fail(refused)
-      state.metrics.started()
-      return Effect.addFinalizer(() =>
-        Effect.sync(() => {
+    // The finalizer goes on the request's scope first, the place is taken after it in one
+    // synchronous step: no interruption can fall between taking the place and the finalizer that
+    // gives it back. Three steps of the runtime; `Effect.addFinalizer` in a `suspend` was seven.
+    const admitThen = <A, E, R>(then: () => Effect.Effect<A, E, R>): Effect.Effect<A, E | ServerError, R | Scope.Scope> =>
+      Effect.withFiber((fiber) => {
+        let entered = false
+        const release = Effect.sync(() => {
+          if (!entered) return
           state.gate.leave()
           state.metrics.finished(path, startedAt)
         })
-      )
-    })
-    return Effect.flatMap(
-      readJson(request, state.config.maxBodyBytes),
-      (body) => handler({ request, body, state, text, startedAt, admit })
-    )
+        return Effect.flatMap(Scope.addFinalizer(Context.get(fiber.context as Context.Context<Scope.Scope>, Scope.Scope), release), (): Effect.Effect<A, E | ServerError, R> => {
+          const refused = state.gate.enter()
+          if (refused !== undefined) return Effect.fail(refused)
+          entered = true
+          state.metrics.started()
+          return then()
+        })
+      })
+    const admit = admitThen(() => Effect.void)
+    return withJson(request, state.config.maxBodyBytes, (body) => handler({ request, body, state, text, startedAt, admit, admitThen }))
   })

@@ -32,6 +32,7 @@ import { InvalidArgument, type TextError, textError } from "./TextError.ts"
 import * as Tokenizer from "./Tokenizer.ts"
 import { intern } from "./internal/internParams.ts"
 import { type Plan, Progress, viewOf } from "./internal/progress.ts"
+import * as RenderedIds from "./internal/renderedIds.ts"
 import { StreamParts } from "./internal/streamParts.ts"
 
 /**
@@ -241,16 +242,30 @@ const isRequestAborted = (error: ClientError.ClientError | TextError): boolean =
   error._tag === "ClientError" && error.reason._tag === "RequestAborted"
 
 /**
- * `effect` in a span named `name` when a tracing backend is installed, else as it is: with the
+ * The effect `make` gives (made when run), in a span named `name` when a tracing backend is installed, else as it is: with the
  * built-in native tracer nobody can see the span, and making it (a stack captured for it, its
  * context) cost about 2% of the server's CPU per request (profiled), as the client's `Spans` says.
  */
-const traced = (name: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+const traced = <A, E, R>(name: string, make: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) =>
     fiber.getRef(References.TracerEnabled) && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
-      ? Effect.withSpan(effect, name)
-      : effect
+      ? Effect.withSpan(make(), name)
+      : make()
   )
+
+/**
+ * A chat's render options: its own fields but `messages` (given to `render` on their own; in the
+ * options too, the render cache's key wrote every message twice, which doubled the key's cost:
+ * ~10 µs a request, microbenchmark), with the generation prompt on by default.
+ */
+const renderOptions = (chat: ChatPrompt): ChatTemplate.RenderOptions => {
+  const options: Record<string, unknown> = {}
+  for (const key in chat) {
+    if (key !== "messages" && Object.hasOwn(chat, key)) options[key] = (chat as unknown as Record<string, unknown>)[key]
+  }
+  options["addGenerationPrompt"] = chat.continueFinalMessage === true ? false : chat.addGenerationPrompt ?? true
+  return options as ChatTemplate.RenderOptions
+}
 
 /**
  * The service over a client and a tokenizer; chats are rendered with `chatTemplate` when given,
@@ -268,27 +283,23 @@ export const make = (
       ? Result.succeed(options.chatTemplate)
       : yield* Effect.result(ChatTemplate.fromTokenizer(tokenizer))
 
-    const promptTokens = (
+    const encodeRendered = RenderedIds.make(tokenizer)
+
+    /** The ids of a prompt that is not a chat, at once; `undefined` for a chat (rendered by an effect). */
+    const idsNow = (
       prompt: Prompt,
-      opts?: Pick<GenerateOptions, "addSpecialTokens"> | undefined
-    ): Effect.Effect<Array<number>, TextError> =>
-      Effect.suspend(() => {
-        if (typeof prompt === "string") {
-          return Effect.succeed(tokenizer.encode(prompt, { addSpecialTokens: opts?.addSpecialTokens ?? true }))
-        }
-        if (isChat(prompt)) {
-          if (Result.isFailure(chatTemplate)) return Effect.fail(chatTemplate.failure)
-          return chatTemplate.success.render(prompt.messages, {
-            ...prompt,
-            addGenerationPrompt: prompt.continueFinalMessage === true ? false : prompt.addGenerationPrompt ?? true
-          }).pipe(Effect.map((text) => tokenizer.encode(text, { addSpecialTokens: false })))
-        }
-        if (isTokens(prompt)) {
-          const refused = refusedIds(prompt.tokens)
-          return refused === undefined ? Effect.succeed(Array.from(prompt.tokens)) : Effect.fail(refused)
-        }
-        return Effect.fail(invalid("prompt", "expected text, { tokens } or { messages }"))
-      })
+      opts: Pick<GenerateOptions, "addSpecialTokens"> | undefined
+    ): Result.Result<Array<number>, TextError> | undefined => {
+      if (typeof prompt === "string") {
+        return Result.succeed(tokenizer.encode(prompt, { addSpecialTokens: opts?.addSpecialTokens ?? true }))
+      }
+      if (isChat(prompt)) return undefined
+      if (isTokens(prompt)) {
+        const refused = refusedIds(prompt.tokens)
+        return refused === undefined ? Result.succeed(Array.from(prompt.tokens)) : Result.fail(refused)
+      }
+      return Result.fail(invalid("prompt", "expected text, { tokens } or { messages }"))
+    }
 
     /** Why token ids cannot be a prompt of this tokenizer, if they cannot. */
     const refusedIds = (ids: ReadonlyArray<number>): TextError | undefined => {
@@ -300,6 +311,20 @@ export const make = (
       }
       return undefined
     }
+
+    const promptTokens = (
+      prompt: Prompt,
+      opts?: Pick<GenerateOptions, "addSpecialTokens"> | undefined
+    ): Effect.Effect<Array<number>, TextError> =>
+      Effect.suspend(() => {
+        const now = idsNow(prompt, opts)
+        if (now !== undefined) return Result.isSuccess(now) ? Effect.succeed(now.success) : Effect.fail(now.failure)
+        const chat = prompt as ChatPrompt
+        if (Result.isFailure(chatTemplate)) return Effect.fail(chatTemplate.failure)
+        return chatTemplate.success.render(chat.messages, renderOptions(chat)).pipe(
+          Effect.map(encodeRendered)
+        )
+      })
 
     /** The options' own errors, before anything is tokenized. */
     const refusedOptions = (opts: GenerateOptions | undefined): TextError | undefined => {
@@ -317,7 +342,7 @@ export const make = (
     // Shared by every request whose termination id is one of the tokenizer's eos ids (the default).
     const tokenizerEos: ReadonlySet<number> = new Set(tokenizer.eosTokenIds)
 
-    const planOf = (promptIds: ReadonlyArray<number>, opts: GenerateOptions | undefined): Plan => {
+    const derivedParams = (opts: GenerateOptions | undefined): Types.Mutable<SamplingParams.SamplingParamsInput> => {
       const stop = opts?.stop ?? []
       const top = opts?.topLogProbs
       // Typed as the input, so a field set here is checked too; `extra` passes through as given.
@@ -331,6 +356,13 @@ export const make = (
         if (params.skip_prompt_log_probs === undefined) params.skip_prompt_log_probs = opts?.promptLogProbs !== true
       }
       if (top !== undefined && top > 0) params.top_n_logprobs = top
+      return params
+    }
+
+    const planOf = (promptIds: ReadonlyArray<number>, opts: GenerateOptions | undefined): Plan => {
+      // The same object for the same parameters: the client's cache of validated, encoded
+      // parameters is keyed by it (internParams.ts).
+      const params = intern(derivedParams(opts))
       const termination = params.termination_id
       const eos = typeof termination === "number" && !tokenizerEos.has(termination)
         ? new Set([...tokenizerEos, termination])
@@ -338,10 +370,8 @@ export const make = (
       const budget = typeof params.num_tokens_to_generate === "number" ? params.num_tokens_to_generate : undefined
       return {
         promptIds,
-        // The same object for the same parameters: the client's cache of validated, encoded
-        // parameters is keyed by it (internParams.ts).
-        params: intern(params),
-        stop,
+        params,
+        stop: opts?.stop ?? [],
         eos,
         skipSpecialTokens: opts?.skipSpecialTokens ?? true,
         budget,
@@ -353,43 +383,57 @@ export const make = (
     // generator function made per request brings its own prototype and hidden classes (0.6 KB
     // per open stream, measured). The default eos set is shared for the same reason.
     const plan = (prompt: Prompt, opts: GenerateOptions | undefined): Effect.Effect<Plan, TextError> =>
-      Effect.suspend(() => {
-        const refused = refusedOptions(opts)
-        if (refused !== undefined) return Effect.fail(refused)
-        // Frozen ids cannot change while the request runs: used as they are, not copied (the
-        // server's prompts are; a copy was ~0.27 KB of an open stream's heap for a short chat).
-        if (!isChat(prompt) && isTokens(prompt) && Object.isFrozen(prompt.tokens) && prompt.tokens.length > 0) {
-          const refusedPrompt = refusedIds(prompt.tokens)
-          return refusedPrompt === undefined ? Effect.succeed(planOf(prompt.tokens, opts)) : Effect.fail(refusedPrompt)
-        }
-        return Effect.flatMap(promptTokens(prompt, opts), (promptIds) =>
-          promptIds.length === 0
-            ? Effect.fail(invalid("prompt", "encodes to no tokens"))
-            : Effect.succeed(planOf(promptIds, opts)))
-      })
+      Effect.suspend(() => withPlan(prompt, opts, Effect.succeed))
 
+    /**
+     * `then` with the plan, or the refusal: at once for text and token prompts (no step of the
+     * runtime), after the render for a chat. Call it when the effect runs (it tokenizes).
+     */
+    const withPlan = <A, E, R>(
+      prompt: Prompt,
+      opts: GenerateOptions | undefined,
+      then: (plan: Plan) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | TextError, R> => {
+      const refused = refusedOptions(opts)
+      if (refused !== undefined) return Effect.fail(refused)
+      const planned = (promptIds: ReadonlyArray<number>): Effect.Effect<A, E | TextError, R> =>
+        promptIds.length === 0 ? Effect.fail(invalid("prompt", "encodes to no tokens")) : then(planOf(promptIds, opts))
+      // Frozen ids cannot change while the request runs: used as they are, not copied (the
+      // server's prompts are; a copy was ~0.27 KB of an open stream's heap for a short chat).
+      if (!isChat(prompt) && isTokens(prompt) && Object.isFrozen(prompt.tokens)) {
+        const refusedPrompt = refusedIds(prompt.tokens)
+        return refusedPrompt === undefined ? planned(prompt.tokens) : Effect.fail(refusedPrompt)
+      }
+      const now = idsNow(prompt, opts)
+      if (now === undefined) return Effect.flatMap(promptTokens(prompt, opts), planned)
+      return Result.isSuccess(now) ? planned(now.success) : Effect.fail(now.failure)
+    }
+
+    // Combinators, not `Effect.gen`: each `yield*` is steps of the runtime, and the generator
+    // an object, per request (generate is the whole of a non-streaming request's text layer).
     const generate = (prompt: Prompt, opts?: GenerateOptions | undefined) =>
-      Effect.gen(function*() {
-        const p = yield* plan(prompt, opts)
+      traced("TextGeneration.generate", () => withPlan(prompt, opts, (p) => {
         const progress = new Progress(tokenizer, p)
         // submitWithId for this client's id; uninterruptible until the wait for the reply starts,
         // so an interruption always lands on that wait, which aborts the request.
-        const reply = yield* Effect.uninterruptibleMask((restore) =>
+        const waited = Effect.uninterruptibleMask((restore) =>
           Effect.flatMap(client.submitWithId(p.promptIds, p.params, p.submit), (submitted) => {
             progress.requestId = submitted.requestId
             return restore(submitted.reply)
           })
-        ).pipe(
-          Effect.map((reply) => reply as InferenceClient.Reply | undefined),
-          Effect.catchIf(isRequestAborted, () => Effect.succeed(undefined))
         )
-        if (reply === undefined) return progress.result(undefined, true)
-        const view = viewOf(reply, progress.requestId)
-        if (view instanceof ClientError.ClientError) return yield* Effect.fail(view)
-        progress.feed(view.generatedTokens)
-        progress.close()
-        return progress.result(view, false)
-      }).pipe(traced("TextGeneration.generate"))
+        return Effect.matchEffect(waited, {
+          onFailure: (error): Effect.Effect<Generation, ClientError.ClientError> =>
+            isRequestAborted(error) ? Effect.succeed(progress.result(undefined, true)) : Effect.fail(error),
+          onSuccess: (reply) => {
+            const view = viewOf(reply, progress.requestId)
+            if (view instanceof ClientError.ClientError) return Effect.fail(view)
+            progress.feed(view.generatedTokens)
+            progress.close()
+            return Effect.succeed(progress.result(view, false))
+          }
+        })
+      }))
 
     const stream = (prompt: Prompt, opts?: GenerateOptions | undefined): Stream.Stream<StreamPart, TextError | ClientError.ClientError> =>
       Stream.unwrap(Effect.map(plan(prompt, opts), (p) => {

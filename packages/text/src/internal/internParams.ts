@@ -61,8 +61,8 @@ const keyOf = (params: SamplingParams.SamplingParamsInput): string | undefined =
 }
 
 /**
- * The interned object with the same parameters as `params` (`params` itself, frozen, the first
- * time), or `params` as it is when it cannot be interned.
+ * The interned object with the same parameters as `params` (`params` itself, or a copy when it
+ * holds stop words, frozen, the first time), or `params` as it is when it cannot be interned.
  *
  * @since 0.1.0
  * @internal
@@ -72,7 +72,11 @@ export const intern = (params: SamplingParams.SamplingParamsInput): SamplingPara
   if (key === undefined) return params
   const known = interned.get(key)
   if (known !== undefined) return known
-  if (Array.isArray(params.stop_words)) Object.freeze(params.stop_words)
-  interned.set(key, Object.freeze(params))
-  return params
+  // Frozen, and with a list of its own: the list may be the caller's (`samplingParams.stop_words`
+  // as given), which must not be frozen under it.
+  const held: SamplingParams.SamplingParamsInput = Array.isArray(params.stop_words)
+    ? { ...params, stop_words: Object.freeze([...params.stop_words]) }
+    : params
+  interned.set(key, Object.freeze(held))
+  return held
 }

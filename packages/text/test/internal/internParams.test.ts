@@ -29,6 +29,14 @@ describe("internParams", () => {
     expect(intern({ temperature: 1, num_tokens_to_generate: 8 })).not.toBe(a)
   })
 
+  it("never freezes the caller's list of stop words", () => {
+    const words = ["</s>"]
+    const held = intern({ temperature: 0.25, stop_words: words })
+    expect(Object.isFrozen(words)).toBe(false)
+    expect(held.stop_words).toStrictEqual(words)
+    expect(Object.isFrozen(held.stop_words)).toBe(true)
+  })
+
   it("gives the same object only for the same keys in the same order with the same values", () => {
     fc.assert(fc.property(params, params, (x, y) => {
       const same = isDeepStrictEqual(Object.entries(x), Object.entries(y))
