@@ -18,12 +18,12 @@ import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
 import * as Effect from "effect/Effect"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Pull from "effect/Pull"
 import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
-import type * as HttpServerResponse from "effect/http/HttpServerResponse"
-import * as Scope from "effect/Scope"
 import * as Chunks from "./Chunks.ts"
 import * as Choice from "./Choice.ts"
 import * as JsonResponse from "./JsonResponse.ts"
@@ -190,28 +190,12 @@ export const countAbort = (context: Choice.Context) => <A, E, R>(effect: Effect.
     Effect.sync(() => context.state.metrics.aborted(context.state.gate.isClosing ? "shutdown" : "disconnect")))
 
 /**
- * The event stream of a request's choices, framed as SSE bytes, with the records of one pull
- * (everything that was waiting) in one buffer, so one `write`. One choice (the usual request) is
- * one stage over its parts' pull ({@link streamOne}); several are merged by {@link streamMany}.
- * Either way, the response writer ending early (the client went away, or shutdown) closes the
- * choices' streams, which aborts each request, and counts the abort.
- *
- * @since 0.1.0
- */
-export const streamAll = (
-  context: Choice.Context,
-  prompts: ReadonlyArray<Choice.Prompt>,
-  n: number,
-  options: StreamOptions
-): Stream.Stream<Uint8Array> =>
-  prompts.length === 1 && n === 1
-    ? Stream.transformPull(Choice.parts(context, prompts[0]!), recordsOne(context, prompts[0]!, options))
-    : streamMany(context, prompts, n, options)
-
-/**
- * {@link streamAll} as the pull of its records, in the current scope (closing it ends the
- * choices' streams): what the server writes to the HTTP response itself (`Sse.write`). One
- * choice pulls its parts' channel in that scope, with no stream stage over it.
+ * The records of a request's choices, framed as SSE bytes, as a pull in the current scope: what
+ * the route writes to the HTTP response itself (`Sse.write`). The records of one pull (everything
+ * that was waiting) come in one buffer, so one `write`. One choice (the usual request) pulls its
+ * parts' channel in that scope, with no stream stage over it ({@link recordsOne}); several are
+ * merged by {@link streamMany}. Either way, closing the scope early (the client went away, or
+ * shutdown) closes the choices' streams, which aborts each request, and counts the abort.
  *
  * @since 0.1.0
  */

@@ -7,13 +7,12 @@
  * @since 0.1.0
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import type * as Arr from "effect/Array"
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
-import type * as Arr from "effect/Array"
-import type * as Cause from "effect/Cause"
 import * as Pull from "effect/Pull"
-import type * as Stream from "effect/Stream"
 import type * as Http from "node:http"
 
 const encoder = new TextEncoder()
@@ -77,14 +76,6 @@ export const headers = {
   "cache-control": "no-cache",
   "x-accel-buffering": "no"
 } as const
-
-/**
- * A 200 response streaming `body` (already SSE-framed bytes) as `text/event-stream`.
- *
- * @since 0.1.0
- */
-export const response = (body: Stream.Stream<Uint8Array>): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.stream(body, { contentType: "text/event-stream", headers })
 
 const nodeHeaders = { "content-type": "text/event-stream", ...headers }
 
