@@ -16,7 +16,7 @@ import * as HttpRouter from "effect/http/HttpRouter"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Scope from "effect/Scope"
-import { withJson } from "./Admission.ts"
+import { readJson } from "./Admission.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import type { ServerError } from "./ServerError.ts"
 import type { State } from "./ServerState.ts"
@@ -133,5 +133,8 @@ export const generation = <R>(
         })
       })
     const admit = admitThen(() => Effect.void)
-    return withJson(request, state.config.maxBodyBytes, (body) => handler({ request, body, state, text, startedAt, admit, admitThen }))
+    return Effect.flatMap(
+      readJson(request, state.config.maxBodyBytes),
+      (body) => handler({ request, body, state, text, startedAt, admit, admitThen })
+    )
   })
