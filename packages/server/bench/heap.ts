@@ -76,7 +76,8 @@ export const run = async (): Promise<void> => {
       await standIn.call("release")
     }
   } finally {
-    for (const child of children) await child.stop()
+    // The stand-in last: stopped before the servers, it made each of them log that it lost the coordinator.
+    for (const child of children.reverse()) await child.stop()
     if (process.argv.includes("--keep")) console.log(`snapshots kept in ${dir}`)
     else rmSync(dir, { recursive: true, force: true })
   }

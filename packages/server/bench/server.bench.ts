@@ -369,6 +369,7 @@ export const run = async (): Promise<void> => {
     // The context rows last, after the rows the benchmark always printed.
     for (const row of [...rows, ...context]) console.log(`  ${row}`)
   } finally {
-    for (const child of children) await child.stop()
+    // The stand-in last: stopped before the servers, it made each of them log that it lost the coordinator.
+    for (const child of children.reverse()) await child.stop()
   }
 }
