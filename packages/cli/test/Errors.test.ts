@@ -10,12 +10,15 @@ import * as Mcore from "./support/Mcore.ts"
 
 beforeAll(ensureBuilt, 300_000)
 
-/** A loopback port nothing listens on (bound, then released). */
+/**
+ * A loopback port nothing listens on (bound, then released). On 127.0.0.2: a test binding
+ * 127.0.0.1:0 meanwhile may be given the same port, but listens on its own address only.
+ */
 const freePort = Effect.promise(() =>
   new Promise<number>((resolve, reject) => {
     const server = createServer()
     server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
+    server.listen(0, "127.0.0.2", () => {
       const { port } = server.address() as { port: number }
       server.close(() => resolve(port))
     })
@@ -36,7 +39,7 @@ const oneLine = (args: ReadonlyArray<string>, code: number) =>
 describe("errors", () => {
   it.live("an unreachable coordinator: the client's ConnectTimeout, after --connect-timeout", () =>
     Effect.gen(function*() {
-      const address = `tcp://127.0.0.1:${yield* freePort}`
+      const address = `tcp://127.0.0.2:${yield* freePort}`
       expect(yield* oneLine(["generate", "--address", address, "--connect-timeout", "300ms", "hello"], 1)).toBe(
         `mcore: ConnectTimeout: no CONNECT_ACK from ${address} within 300 ms: the connection was refused (ZeroMQ keeps retrying)`
       )
