@@ -57,7 +57,7 @@ export const run = async (): Promise<void> => {
   try {
     for (const kind of ["node", "effect"]) {
       if (!subjects.includes(kind)) continue
-      const floor = spawn(`${kind} floor`, "./floorSubject.ts", [kind])
+      const floor = spawn(`${kind} floor`, "./floorSubject.ts", [kind, "stream"])
       children.push(floor)
       const { url } = await floor.ready()
       await measure(kind === "node" ? "bare node:http" : "Effect HttpRouter on NodeHttpServer", floor, url, streams, top, dir)

@@ -20,7 +20,7 @@
  * - requests/s with `workers: 2` against one process (64 connections);
  * - at 64 connections, the same figures when every request's user message is distinct (so no
  *   cache of rendered chats or tokenized pieces answers for it: the real per-request cost), and
- *   the floors (`httpFloor.ts`), each reading the same requests and answering the server's own
+ *   the floors (`floorSubject.ts`), each reading the same requests and answering the server's own
  *   response bytes, their CPU per request measured the same way: a bare `node:http` server (no
  *   Effect), and Effect's HTTP stack alone (`HttpRouter` on `NodeHttpServer`, nothing of ours):
  *   what the stack the server is built on costs before any of the server's own work.
@@ -244,8 +244,8 @@ export const run = async (): Promise<void> => {
   const address = `tcp://127.0.0.1:${port}`
   const server = spawn("server", "./serverSubject.ts", [address, "1"])
   const client = spawn("bare client", "./clientSubject.ts", [address])
-  const floor = spawn("bare node:http", "./httpFloor.ts", ["node"])
-  const effectFloor = spawn("Effect's HTTP floor", "./httpFloor.ts", ["effect"])
+  const floor = spawn("bare node:http", "./floorSubject.ts", ["node", "answer"])
+  const effectFloor = spawn("Effect's HTTP floor", "./floorSubject.ts", ["effect", "answer"])
   const children = [standIn, server, client, floor, effectFloor]
   try {
     const { url } = await server.ready()
