@@ -285,18 +285,25 @@ export const make = (
 
     const encodeRendered = RenderedIds.make(tokenizer)
 
-    /** The ids of a prompt that is not a chat, at once; `undefined` for a chat (rendered by an effect). */
+    /**
+     * The ids of a prompt that is not a chat, at once; `undefined` for a chat (rendered by an
+     * effect). A fresh array, but with `keepFrozen`, frozen token ids as they are: they cannot
+     * change while a request runs, so a plan holds them without a copy (the server's prompts are
+     * frozen; a copy was ~0.27 KB of an open stream's heap for a short chat).
+     */
     const idsNow = (
       prompt: Prompt,
-      opts: Pick<GenerateOptions, "addSpecialTokens"> | undefined
-    ): Result.Result<Array<number>, TextError> | undefined => {
+      opts: Pick<GenerateOptions, "addSpecialTokens"> | undefined,
+      keepFrozen: boolean
+    ): Result.Result<ReadonlyArray<number>, TextError> | undefined => {
       if (typeof prompt === "string") {
         return Result.succeed(tokenizer.encode(prompt, { addSpecialTokens: opts?.addSpecialTokens ?? true }))
       }
       if (isChat(prompt)) return undefined
       if (isTokens(prompt)) {
         const refused = refusedIds(prompt.tokens)
-        return refused === undefined ? Result.succeed(Array.from(prompt.tokens)) : Result.fail(refused)
+        if (refused !== undefined) return Result.fail(refused)
+        return Result.succeed(keepFrozen && Object.isFrozen(prompt.tokens) ? prompt.tokens : Array.from(prompt.tokens))
       }
       return Result.fail(invalid("prompt", "expected text, { tokens } or { messages }"))
     }
@@ -317,8 +324,9 @@ export const make = (
       opts?: Pick<GenerateOptions, "addSpecialTokens"> | undefined
     ): Effect.Effect<Array<number>, TextError> =>
       Effect.suspend(() => {
-        const now = idsNow(prompt, opts)
-        if (now !== undefined) return Result.isSuccess(now) ? Effect.succeed(now.success) : Effect.fail(now.failure)
+        const now = idsNow(prompt, opts, false)
+        // A fresh array (not `keepFrozen`): the caller's to change.
+        if (now !== undefined) return Result.isSuccess(now) ? Effect.succeed(now.success as Array<number>) : Effect.fail(now.failure)
         const chat = prompt as ChatPrompt
         if (Result.isFailure(chatTemplate)) return Effect.fail(chatTemplate.failure)
         return chatTemplate.success.render(chat.messages, renderOptions(chat)).pipe(
@@ -398,13 +406,7 @@ export const make = (
       if (refused !== undefined) return Effect.fail(refused)
       const planned = (promptIds: ReadonlyArray<number>): Effect.Effect<A, E | TextError, R> =>
         promptIds.length === 0 ? Effect.fail(invalid("prompt", "encodes to no tokens")) : then(planOf(promptIds, opts))
-      // Frozen ids cannot change while the request runs: used as they are, not copied (the
-      // server's prompts are; a copy was ~0.27 KB of an open stream's heap for a short chat).
-      if (!isChat(prompt) && isTokens(prompt) && Object.isFrozen(prompt.tokens)) {
-        const refusedPrompt = refusedIds(prompt.tokens)
-        return refusedPrompt === undefined ? planned(prompt.tokens) : Effect.fail(refusedPrompt)
-      }
-      const now = idsNow(prompt, opts)
+      const now = idsNow(prompt, opts, true)
       if (now === undefined) return Effect.flatMap(promptTokens(prompt, opts), planned)
       return Result.isSuccess(now) ? planned(now.success) : Effect.fail(now.failure)
     }
