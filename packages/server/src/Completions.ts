@@ -116,10 +116,18 @@ export const handle = (
   if (all.length * n > OpenAiSchema.MAX_CHOICES) {
     return Effect.fail(badRequest("n", `n times the prompts must be at most ${OpenAiSchema.MAX_CHOICES}`))
   }
-  const context = Choice.context(text, state, plan)
+  return Generation.respond(generation, Choice.context(text, state, plan), all, plan, endpointOf(tokenizer, logprobs, echo))
+}
+
+/**
+ * The endpoint's shapes, made outside `handle`, as `ChatCompletions` makes its own: a streamed
+ * response holds its format until the last chunk, and closures made in `handle` would hold
+ * everything of `handle` they share a context with (the request, its body and plan).
+ */
+const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined, echo: boolean): Generation.Endpoint => {
   const logprobsOf = (finished: Choice.Finished, prompt: Choice.Prompt) =>
     logprobs === undefined ? null : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0)
-  return Generation.respond(generation, context, all, plan, {
+  return {
     idPrefix: "cmpl-",
     object: "text_completion",
     format: {
@@ -139,5 +147,5 @@ export const handle = (
       logprobs: logprobsOf(finished, prompt),
       finish_reason: finished.finishReason
     })
-  })
+  }
 }
