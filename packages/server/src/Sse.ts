@@ -86,17 +86,17 @@ const written = HttpServerResponse.empty({ status: 200 })
 const drained = (node: Http.ServerResponse): Effect.Effect<void> =>
   Effect.callback<void>((resume) => {
     if (node.destroyed) return resume(Effect.void)
-    const done = () => {
+    const off = () => {
       node.off("drain", done)
       node.off("close", done)
+    }
+    const done = () => {
+      off()
       resume(Effect.void)
     }
     node.on("drain", done)
     node.on("close", done)
-    return Effect.sync(() => {
-      node.off("drain", done)
-      node.off("close", done)
-    })
+    return Effect.sync(off)
   })
 
 /**
