@@ -37,7 +37,9 @@ const runProgram = <E, R>(address: string, beforeGo: Effect.Effect<void, E, R>) 
   Effect.gen(function*() {
     const child = fork(program, [address], {
       execArgv: ["--conditions=source", "--import", "tsx"],
-      stdio: ["ignore", "inherit", "pipe", "ipc"]
+      // Its standard output is the client's log: a client closing while its coordinator goes
+      // may warn of the lost coordinator, which a passing run does not print.
+      stdio: ["ignore", "ignore", "pipe", "ipc"]
     })
     yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
     let stderr = ""
