@@ -180,6 +180,8 @@ interface Compiled {
   /** Per metadata value, the keys written as float64 (or `undefined`). */
   readonly floatKeys: ReadonlyArray<ReadonlySet<string> | undefined>
   readonly bodies: ReadonlyArray<readonly [string, FieldDecoder]>
+  /** Per body, the keys written as float64 (or `undefined`): single-frame bodies are map values too. */
+  readonly bodyFloatKeys: ReadonlyArray<ReadonlySet<string> | undefined>
   /** Decoder of one element of the variadic body. */
   readonly variadicElement: FieldDecoder | undefined
 }
@@ -197,6 +199,7 @@ const compile = (spec: MessageSpec.Any): Compiled => {
     bodies: spec.bodyKeys
       .filter((key) => key !== variadic?.body)
       .map((key) => [key, fieldDecoder(spec.bodies[key])] as const),
+    bodyFloatKeys: spec.bodyKeys.map((key) => floatKeysOf(SchemaAST.toEncoded((spec.bodies[key] as Schema.Top).ast))),
     variadicElement: variadic === undefined
       ? undefined
       : fieldDecoder((spec.bodies[variadic.body] as unknown as Schema.$Array<Schema.Top>).value)
@@ -215,7 +218,33 @@ export interface Envelope<S extends MessageSpec.Any = MessageSpec.Any> {
   readonly metadata: Record<string, unknown>
   /** Frame 0 as msgpack decoded it (header first), before the declarations' decoding. */
   readonly raw: ReadonlyArray<unknown>
+  /**
+   * The message's frames, bodies by frame index. With the single-frame framing, frame 0 is the
+   * whole message and each body's frame is a view of its bytes inside it (not a copy), so a body
+   * is read, forwarded or measured the same way in either framing.
+   */
   readonly frames: Frames
+}
+
+/**
+ * How a message's values travel: `multipart`, the header and metadata in frame 0 and one frame
+ * per body (the reference protocol, Megatron-LM PR 6497); `single`, the header, metadata and
+ * bodies as one msgpack array in one frame (Megatron-LM's releases and main).
+ *
+ * @since 0.2.0
+ */
+export type Framing = "multipart" | "single"
+
+/**
+ * What a codec is derived with besides its declarations.
+ *
+ * @since 0.2.0
+ */
+export interface CodecOptions {
+  /** Default `multipart`. */
+  readonly framing?: Framing | undefined
+  /** The header table the codec reads headers with (default: the reference table). */
+  readonly headers?: Headers.Table | undefined
 }
 
 /**
@@ -225,6 +254,8 @@ export interface Envelope<S extends MessageSpec.Any = MessageSpec.Any> {
  */
 export interface Codec<Specs extends ReadonlyArray<MessageSpec.Any>> {
   readonly specs: Specs
+  readonly framing: Framing
+  readonly headers: Headers.Table
   /**
    * Builds the frames of a message. Fails only for values with no msgpack form. The frames are
    * read-only: they may share storage (every nil body is the same one-byte frame).
@@ -251,8 +282,13 @@ const unpack = (frame: Uint8Array | undefined): Result.Result<unknown, string> =
   }
 }
 
+/** Frame 0's array: its element count and where its first element starts. */
+const arrayOf = (frame0: Uint8Array): { readonly count: number; readonly start: number } | undefined =>
+  MsgpackScan.arrayHeader(frame0, 0)
+
 /**
- * Derives the codec of one direction from its message declarations.
+ * Derives the codec of one direction from its message declarations, in a framing and with a
+ * header table (by default the reference protocol's: multipart, the IntEnum table).
  *
  * @example
  * ```ts
@@ -265,14 +301,30 @@ const unpack = (frame: Uint8Array | undefined): Result.Result<unknown, string> =
  *
  * @since 0.1.0
  */
-export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs: Specs): Codec<Specs> => {
+export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(
+  specs: Specs,
+  options?: CodecOptions
+): Codec<Specs> => {
+  const framing: Framing = options?.framing ?? "multipart"
+  const table = options?.headers ?? Headers.reference
+  const single = framing === "single"
   const byHeader = new Map<number, Compiled>()
-  const byTag = new Map<string, Compiled>()
+  const byTag = new Map<string, Compiled & { readonly wireHeader: number }>()
   for (const spec of specs) {
-    if (byHeader.has(spec.header)) throw new globalThis.Error(`two messages with header ${spec.header}`)
+    const wireHeader = table.values[spec.headerName]
+    if (wireHeader === undefined) throw new globalThis.Error(`${spec.tag}: ${spec.headerName} is not in the header table`)
+    if (byHeader.has(wireHeader)) throw new globalThis.Error(`two messages with header ${wireHeader}`)
+    if (single && spec.variadic !== undefined) throw new globalThis.Error(`${spec.tag}: a single frame has no variadic body`)
     const compiled = compile(spec)
-    byHeader.set(spec.header, compiled)
-    byTag.set(spec.tag, compiled)
+    byHeader.set(wireHeader, compiled)
+    byTag.set(spec.tag, { ...compiled, wireHeader })
+  }
+
+  /** A value as it is written: remembered bytes as they are, float fields marked. */
+  const wireValue = (value: unknown, floats: ReadonlySet<string> | undefined): unknown => {
+    // Validated sampling parameters reused request after request are encoded once.
+    const bytes = Msgpack.rememberedBytes(value)
+    return bytes !== undefined ? new Msgpack.Raw(bytes) : floats === undefined ? value : withFloats(value, floats)
   }
 
   const encode = (message: { readonly _tag: string }): Result.Result<Array<Uint8Array>, ProtocolError> => {
@@ -287,16 +339,21 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
       // Arrays made at their final length: one grown by `push` from a literal of one element
       // gets room for 17 (152 bytes), twice per SUBMIT_REQUEST.
       const metadataKeys = spec.metadataKeys
-      const head: Array<unknown> = new Array(1 + metadataKeys.length)
-      head[0] = spec.header
-      for (let i = 0; i < metadataKeys.length; i++) {
-        const value = values[metadataKeys[i]!]
-        const floats = compiled.floatKeys[i]
-        // Validated sampling parameters reused request after request are encoded once.
-        const bytes = Msgpack.rememberedBytes(value)
-        head[i + 1] = bytes !== undefined ? new Msgpack.Raw(bytes) : floats === undefined ? value : withFloats(value, floats)
-      }
       const bodyKeys = spec.bodyKeys
+      const head: Array<unknown> = new Array(1 + metadataKeys.length + (single ? bodyKeys.length : 0))
+      head[0] = compiled.wireHeader
+      for (let i = 0; i < metadataKeys.length; i++) {
+        head[i + 1] = wireValue(values[metadataKeys[i]!], compiled.floatKeys[i])
+      }
+      if (single) {
+        // One array: the bodies follow the metadata in it, a nil body as nil.
+        field = "bodies"
+        for (let i = 0; i < bodyKeys.length; i++) {
+          const value = values[bodyKeys[i]!]
+          head[1 + metadataKeys.length + i] = value === undefined ? null : wireValue(value, compiled.bodyFloatKeys[i])
+        }
+        return Result.succeed([Msgpack.encode(head)])
+      }
       const variadic = spec.variadic?.body
       const frames: Array<Uint8Array> = variadic === undefined ? new Array(1 + bodyKeys.length) : []
       frames[0] = Msgpack.encode(head)
@@ -321,39 +378,28 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
     }
   }
 
-  const decodeHead = (
-    frames: Frames
-  ): Result.Result<{ compiled: Compiled; metadata: Record<string, unknown>; raw: ReadonlyArray<unknown> }, ProtocolError> => {
-    if (!Array.isArray(frames) || frames.length === 0) return malformed(null, 0, "a message has at least one frame")
-    const head = unpack(frames[0])
-    if (Result.isFailure(head)) return malformed(null, 0, head.failure)
-    const values = head.success
-    if (!Array.isArray(values) || values.length === 0) {
-      return malformed(null, 0, "the metadata frame is not an array starting with a header")
-    }
-    const frame0 = frames[0]!
+  /** The declaration of a header value read off the wire (first element of frame 0). */
+  const compiledFor = (frame0: Uint8Array, first: number, value: unknown): Result.Result<Compiled, ProtocolError> => {
     // 21.0 decodes to 21: a header is an integer on the wire, and a float one is not a header.
-    // Frame 0 decoded to an array: fixarray, array16 or array32.
-    const t = frame0[0]!
-    const first = t <= 0x9f ? 1 : t === 0xdc ? 3 : 5
     if (isFloatByte(frame0[first])) return malformed(null, 0, "the header should be a msgpack integer, got a float")
-    const header = Headers.decode(values[0])
-    if (Result.isFailure(header)) return Result.fail(header.failure)
-    const compiled = byHeader.get(header.success)
-    if (compiled === undefined) {
-      const name = Headers.nameOf(header.success)
-      return malformed(null, 0, `${name} (${header.success}) is not sent in this direction`)
-    }
+    const name = Headers.decodeName(table, value)
+    if (Result.isFailure(name)) return Result.fail(name.failure)
+    const compiled = byHeader.get(value as number)
+    return compiled === undefined
+      ? malformed(null, 0, `${name.success} (${value}) is not sent in this direction`)
+      : Result.succeed(compiled)
+  }
+
+  /** The metadata values decoded and checked, given their raw values and where frame 0's first one starts. */
+  const decodeMetadata = (
+    compiled: Compiled,
+    frame0: Uint8Array,
+    values: ReadonlyArray<unknown>,
+    start: number
+  ): Result.Result<Record<string, unknown>, ProtocolError> => {
     const { spec } = compiled
-    const arity = MessageSpec.fixedArity(spec)
-    if (arity !== undefined && frames.length !== arity) {
-      return Result.fail(protocolError(new ArityMismatch({ messageTag: spec.tag, expected: arity, actual: frames.length })))
-    }
-    if (values.length !== 1 + compiled.metadata.length) {
-      return malformed(spec.tag, 0, `expected ${compiled.metadata.length} metadata value(s) after the header, got ${values.length - 1}`)
-    }
     const metadata: Record<string, unknown> = {}
-    let p = compiled.lastWireInt < 0 ? 0 : MsgpackScan.skip(frame0, first)
+    let p = start
     for (let i = 0; i < compiled.metadata.length; i++) {
       const [key, decode] = compiled.metadata[i]!
       const value = decode(values[i + 1])
@@ -365,22 +411,111 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
       metadata[key] = value.success
       if (i < compiled.lastWireInt) p = MsgpackScan.skip(frame0, p)
     }
+    return Result.succeed(metadata)
+  }
+
+  interface Head {
+    readonly compiled: Compiled
+    readonly metadata: Record<string, unknown>
+    readonly raw: ReadonlyArray<unknown>
+    readonly frames: Frames
+  }
+
+  const decodeHeadMultipart = (frames: Frames): Result.Result<Head, ProtocolError> => {
+    const head = unpack(frames[0])
+    if (Result.isFailure(head)) return malformed(null, 0, head.failure)
+    const values = head.success
+    if (!Array.isArray(values) || values.length === 0) {
+      return malformed(null, 0, "the metadata frame is not an array starting with a header")
+    }
+    const frame0 = frames[0]!
+    // Frame 0 decoded to an array: fixarray, array16 or array32.
+    const first = arrayOf(frame0)!.start
+    const found = compiledFor(frame0, first, values[0])
+    if (Result.isFailure(found)) return Result.fail(found.failure)
+    const compiled = found.success
+    const { spec } = compiled
+    const arity = MessageSpec.fixedArity(spec)
+    if (arity !== undefined && frames.length !== arity) {
+      return Result.fail(protocolError(new ArityMismatch({ messageTag: spec.tag, expected: arity, actual: frames.length })))
+    }
+    if (values.length !== 1 + compiled.metadata.length) {
+      return malformed(spec.tag, 0, `expected ${compiled.metadata.length} metadata value(s) after the header, got ${values.length - 1}`)
+    }
+    const metadata = decodeMetadata(compiled, frame0, values, compiled.lastWireInt < 0 ? 0 : MsgpackScan.skip(frame0, first))
+    if (Result.isFailure(metadata)) return Result.fail(metadata.failure)
     if (spec.variadic !== undefined) {
-      const count = (metadata[spec.variadic.countedBy] as ReadonlyArray<unknown>).length
+      const count = (metadata.success[spec.variadic.countedBy] as ReadonlyArray<unknown>).length
       const expected = 1 + spec.bodyKeys.length - 1 + count
       if (frames.length !== expected) {
         return Result.fail(protocolError(new ArityMismatch({ messageTag: spec.tag, expected, actual: frames.length })))
       }
     }
-    return Result.succeed({ compiled, metadata, raw: values })
+    return Result.succeed({ compiled, metadata: metadata.success, raw: values, frames })
+  }
+
+  /**
+   * One frame holding one array: the header and metadata are decoded element by element, and the
+   * bodies are only located (views of their bytes), as a multipart message's body frames are.
+   */
+  const decodeHeadSingle = (frames: Frames): Result.Result<Head, ProtocolError> => {
+    const frame0 = frames[0]
+    if (!(frame0 instanceof Uint8Array)) return malformed(null, 0, "not a byte frame")
+    const array = arrayOf(frame0)
+    if (array === undefined || array.count === 0) return malformed(null, 0, "the frame is not an array starting with a header")
+    const headerEnd = MsgpackScan.skip(frame0, array.start)
+    const header = unpack(frame0.subarray(array.start, headerEnd))
+    if (Result.isFailure(header)) return malformed(null, 0, header.failure)
+    const found = compiledFor(frame0, array.start, header.success)
+    if (Result.isFailure(found)) return Result.fail(found.failure)
+    const compiled = found.success
+    const { spec } = compiled
+    if (frames.length !== 1) {
+      return Result.fail(protocolError(new ArityMismatch({ messageTag: spec.tag, expected: 1, actual: frames.length })))
+    }
+    const metadataCount = compiled.metadata.length
+    if (array.count !== 1 + metadataCount + spec.bodyKeys.length) {
+      return malformed(
+        spec.tag,
+        0,
+        `expected ${metadataCount + spec.bodyKeys.length} value(s) after the header, got ${array.count - 1}`
+      )
+    }
+    const raw: Array<unknown> = new Array(1 + metadataCount)
+    raw[0] = header.success
+    const bodyFrames: Array<Uint8Array> = new Array(1 + spec.bodyKeys.length)
+    bodyFrames[0] = frame0
+    let p = headerEnd
+    for (let i = 0; i < array.count - 1; i++) {
+      const end = MsgpackScan.skip(frame0, p)
+      if (i < metadataCount) {
+        const value = unpack(frame0.subarray(p, end))
+        if (Result.isFailure(value)) return malformed(spec.tag, 0, value.failure)
+        raw[i + 1] = value.success
+      } else {
+        bodyFrames[1 + i - metadataCount] = frame0.subarray(p, end)
+      }
+      p = end
+    }
+    if (p !== frame0.length) return malformed(spec.tag, 0, `${frame0.length - p} byte(s) after the array`)
+    const metadata = decodeMetadata(compiled, frame0, raw, headerEnd)
+    if (Result.isFailure(metadata)) return Result.fail(metadata.failure)
+    return Result.succeed({ compiled, metadata: metadata.success, raw, frames: bodyFrames })
+  }
+
+  const decodeHead = (frames: Frames): Result.Result<Head, ProtocolError> => {
+    if (!Array.isArray(frames) || frames.length === 0) return malformed(null, 0, "a message has at least one frame")
+    return single ? decodeHeadSingle(frames) : decodeHeadMultipart(frames)
   }
 
   const decodeFrame = (tag: string, frames: Frames, index: number, key: string, decode: FieldDecoder) => {
     const raw = unpack(frames[index])
-    if (Result.isFailure(raw)) return malformed(tag, index, raw.failure)
+    // A single frame's bodies are all in frame 0.
+    const at = single ? 0 : index
+    if (Result.isFailure(raw)) return malformed(tag, at, raw.failure)
     const value = decode(raw.success)
     return Result.isFailure(value)
-      ? malformed(tag, index, `${key}: ${value.failure}`)
+      ? malformed(tag, at, `${key}: ${value.failure}`)
       : Result.succeed<unknown>(value.success)
   }
 
@@ -409,27 +544,36 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(specs:
     try {
       return f()
     } catch (cause) {
-      // Not expected; but a decoder must never throw at a listener, whatever the bytes.
+      // Not expected (but a scan of bytes that are not msgpack throws); a decoder must never
+      // throw at a listener, whatever the bytes.
+      if (cause instanceof MsgpackScan.ScanError) return malformed(null, 0, cause.message)
       return malformed(null, 0, `unexpected: ${cause instanceof globalThis.Error ? cause.message : String(cause)}`)
     }
   }
 
   return {
     specs,
+    framing,
+    headers: table,
     encode: encode as Codec<Specs>["encode"],
     decode: ((frames: Frames) =>
       guard(() => {
         const head = decodeHead(frames)
         return Result.isFailure(head)
           ? Result.fail(head.failure)
-          : decodeBodies(head.success.compiled, head.success.metadata, frames)
+          : decodeBodies(head.success.compiled, head.success.metadata, head.success.frames)
       })) as Codec<Specs>["decode"],
     decodeEnvelope: ((frames: Frames) =>
       guard(() => {
         const head = decodeHead(frames)
         return Result.isFailure(head)
           ? Result.fail(head.failure)
-          : Result.succeed({ spec: head.success.compiled.spec, metadata: head.success.metadata, raw: head.success.raw, frames })
+          : Result.succeed({
+            spec: head.success.compiled.spec,
+            metadata: head.success.metadata,
+            raw: head.success.raw,
+            frames: head.success.frames
+          })
       })) as Codec<Specs>["decodeEnvelope"],
     decodeBody: (envelope, body) =>
       guard(() => {

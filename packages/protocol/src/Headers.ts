@@ -107,3 +107,64 @@ export const decode = (value: unknown): Result.Result<Header, ProtocolError> =>
   typeof value === "number" && names.has(value)
     ? Result.succeed(value as Header)
     : Result.fail(protocolError(new UnknownHeader({ value })))
+
+/**
+ * One protocol's header table: the headers it has and their wire values. Megatron-LM numbered
+ * its headers with `enum.auto()` up to core_v0.18 (CONNECT = 1, ...) and with the table above
+ * from core_v0.19 on, and each release has a subset; a header a coordinator's table lacks kills
+ * it (`Headers(value)` raises), so a codec reads and writes headers through its dialect's table.
+ *
+ * @since 0.2.0
+ */
+export interface Table {
+  /** Header values by name, for the headers this table has. */
+  readonly values: { readonly [K in HeaderName]?: number }
+  /** Names by wire value. */
+  readonly names: ReadonlyMap<number, HeaderName>
+}
+
+/**
+ * Builds a table from the values of the headers it has (each value used once).
+ *
+ * @example
+ * ```ts
+ * import { Headers } from "@mcore-effect/protocol"
+ *
+ * const t = Headers.makeTable({ CONNECT: 1, CONNECT_ACK: 2 })
+ * t.names.get(2) // "CONNECT_ACK"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const makeTable = (values: { readonly [K in HeaderName]?: number }): Table => {
+  const byValue = new Map<number, HeaderName>()
+  for (const [name, value] of Object.entries(values) as Array<[HeaderName, number]>) {
+    if (byValue.has(value)) throw new globalThis.Error(`header value ${value} used twice`)
+    byValue.set(value, name)
+  }
+  return { values, names: byValue }
+}
+
+/**
+ * The reference table ({@link table}): every header at its IntEnum value.
+ *
+ * @since 0.2.0
+ */
+export const reference: Table = makeTable(values)
+
+/**
+ * Reads a header value off the wire with a table: its name, or an `UnknownHeader` error.
+ *
+ * @example
+ * ```ts
+ * import { Headers } from "@mcore-effect/protocol"
+ *
+ * Headers.decodeName(Headers.reference, 21) // Result.succeed("ENGINE_REPLY")
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const decodeName = (t: Table, value: unknown): Result.Result<HeaderName, ProtocolError> => {
+  const name = typeof value === "number" ? t.names.get(value) : undefined
+  return name !== undefined ? Result.succeed(name) : Result.fail(protocolError(new UnknownHeader({ value })))
+}

@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import type { Header } from "./Headers.ts"
+import { type Header, type HeaderName, nameOf } from "./Headers.ts"
 
 /**
  * One message's declaration.
@@ -20,7 +20,10 @@ export interface MessageSpec<
   Bodies extends Schema.Struct.Fields = Schema.Struct.Fields
 > {
   readonly tag: Tag
+  /** The header's value in the reference table. */
   readonly header: Header
+  /** The header's name: a codec writes the value its own table gives this name. */
+  readonly headerName: HeaderName
   /** Values of frame 0 after the header, in wire order. Bounded: nothing here grows with the prompt. */
   readonly metadata: Metadata
   /** Body frames, in wire order. */
@@ -87,6 +90,7 @@ export const make = <
   return {
     tag,
     header,
+    headerName: nameOf(header),
     metadata: layout.metadata,
     bodies: layout.bodies,
     variadic: layout.variadic,

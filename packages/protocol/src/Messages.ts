@@ -18,21 +18,32 @@ import { BlockHashList, IntList, KvMeta, RequestId } from "./WireTypes.ts"
 const signal = <const Tag extends string>(tag: Tag, header: (typeof H)[keyof typeof H]) =>
   MessageSpec.make(tag, header, { metadata: {}, bodies: {} })
 
-/** Token ids as an integer typed array: sent as a msgpack int array, never as bin. */
-const TypedTokenIds = Schema.declare(
+/**
+ * Token ids as an integer typed array: sent as a msgpack int array, never as bin.
+ *
+ * @since 0.2.0
+ */
+export const TypedTokenIds = Schema.declare(
   (u: unknown): u is Int32Array | Uint32Array | Int16Array | Uint16Array | Float64Array =>
     u instanceof Int32Array || u instanceof Uint32Array || u instanceof Int16Array ||
     u instanceof Uint16Array || u instanceof Float64Array
 )
 
-/** A body handed over already encoded (the media frame, hashed for its cache key as sent). */
-const RawFrame = Schema.instanceOf(Raw)
+/**
+ * A body handed over already encoded (the media frame, hashed for its cache key as sent).
+ *
+ * @since 0.2.0
+ */
+export const RawFrame = Schema.instanceOf(Raw)
 
 /**
  * What a prompt body holds: text, or token ids (decoded as a plain array), or, on the way out,
- * the frame `Prompt.frame` checked and encoded in one pass (what `Submission` builds).
+ * the frame `Prompt.frame` checked and encoded in one pass (what `Submission` builds). Every
+ * dialect's prompt is this.
+ *
+ * @since 0.2.0
  */
-const PromptBody = Schema.Union([PromptWire, TypedTokenIds, RawFrame])
+export const PromptBody = Schema.Union([PromptWire, TypedTokenIds, RawFrame])
 
 // ---------------------------------------------------------------------------------------------
 // Client to coordinator (and, re-numbered, coordinator to engine)
@@ -190,14 +201,13 @@ export const EngineReplyPartialBatch = MessageSpec.make("EngineReplyPartialBatch
 // ---------------------------------------------------------------------------------------------
 
 /**
- * What a client sends to the coordinator (and what the coordinator forwards to engines).
+ * The messages that are laid out alike in every dialect (their metadata only, one frame): the
+ * request-scoped controls and the signals, in the reference's order. A dialect declares the ones
+ * its header table has.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const Client = Frames.codec([
-  Connect,
-  SubmitRequest,
-  SubmitRequestWithKv,
+export const controls = [
   AbortRequest,
   ReleaseKv,
   Pause,
@@ -210,7 +220,15 @@ export const Client = Frames.codec([
   SetGenerationEpoch,
   Disconnect,
   Shutdown
-])
+] as const
+
+/**
+ * What a client sends to the coordinator (and what the coordinator forwards to engines).
+ *
+ * @since 0.1.0
+ */
+export const Client = Frames.codec([Connect, SubmitRequest, SubmitRequestWithKv, ...controls])
+
 
 /**
  * @since 0.1.0

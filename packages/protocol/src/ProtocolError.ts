@@ -181,6 +181,26 @@ export class NotEncodable extends Schema.Class<NotEncodable>("@mcore-effect/prot
 }
 
 /**
+ * Something the configured protocol dialect cannot carry (streaming on Megatron-LM core_v0.19,
+ * media on PR 6497, ...): refused before anything is sent, never silently dropped, since the
+ * coordinator of that dialect would either die on the message or ignore what it asks for.
+ *
+ * @since 0.2.0
+ */
+export class UnsupportedByDialect extends Schema.Class<UnsupportedByDialect>(
+  "@mcore-effect/protocol/UnsupportedByDialect"
+)({
+  _tag: Schema.tag("UnsupportedByDialect"),
+  dialect: Schema.String,
+  feature: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `the ${this.dialect} protocol does not support ${this.feature}: ${this.why}`
+  }
+}
+
+/**
  * Every reason a protocol operation can fail.
  *
  * @since 0.1.0
@@ -195,7 +215,8 @@ export const ProtocolErrorReason = Schema.Union([
   UnsupportedModality,
   InvalidMedia,
   InvalidKvHandoff,
-  NotEncodable
+  NotEncodable,
+  UnsupportedByDialect
 ])
 
 /**

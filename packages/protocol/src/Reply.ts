@@ -423,7 +423,12 @@ export const DynamicInferenceRequestFromMap = ReplyMap.pipe(
  */
 export const PartialReply = Schema.Struct({
   request_id: NonNegativeInt,
-  new_tokens: TokenIds
+  new_tokens: TokenIds,
+  /**
+   * The log probs of `new_tokens`, one each, when the request asked for them (`return_log_probs`;
+   * Megatron main's engine sends them, older engines do not).
+   */
+  new_log_probs: Schema.optionalKey(Schema.Array(Schema.Finite))
 })
 
 /**
@@ -462,5 +467,29 @@ export const decodePartialReply = (map: unknown): Result.Result<PartialReply, Pr
       })
     ))
   }
-  return Result.succeed({ request_id: request_id as number, new_tokens: new_tokens as ReadonlyArray<number> })
+  const logProbs = map["new_log_probs"]
+  if (logProbs === undefined || logProbs === null) {
+    return Result.succeed({ request_id: request_id as number, new_tokens: new_tokens as ReadonlyArray<number> })
+  }
+  if (!finiteArray(logProbs)) {
+    return Result.fail(protocolError(
+      new MalformedFrame({
+        messageTag: "EngineReplyPartial",
+        frame: 1,
+        why: `new_log_probs should be a list of numbers, got ${describeValue(logProbs)}`
+      })
+    ))
+  }
+  return Result.succeed({
+    request_id: request_id as number,
+    new_tokens: new_tokens as ReadonlyArray<number>,
+    new_log_probs: logProbs
+  })
+}
+
+/** A list of finite numbers (Python floats; an int is a float there too). */
+const finiteArray = (value: unknown): value is ReadonlyArray<number> => {
+  if (!Array.isArray(value)) return false
+  for (let i = 0; i < value.length; i++) if (typeof value[i] !== "number" || !Number.isFinite(value[i])) return false
+  return true
 }

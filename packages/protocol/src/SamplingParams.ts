@@ -45,6 +45,20 @@ const PYTHON_METHODS: ReadonlySet<string> = new Set(["serialize", "deserialize",
 
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
+/** The two rules across fields, which every release's `SamplingParams` has. */
+const crossFieldProblem = (p: {
+  readonly num_tokens_to_generate: number | null
+  readonly num_tokens_total: number | null
+  readonly return_prompt_top_n_logprobs: boolean
+  readonly top_n_logprobs: number
+  readonly skip_prompt_log_probs: boolean
+}): string | undefined =>
+  p.num_tokens_to_generate !== null && p.num_tokens_total !== null
+    ? "num_tokens_to_generate and num_tokens_total cannot both be set"
+    : p.return_prompt_top_n_logprobs !== (p.top_n_logprobs > 0 && !p.skip_prompt_log_probs)
+    ? "return_prompt_top_n_logprobs must equal top_n_logprobs > 0 && !skip_prompt_log_probs"
+    : undefined
+
 /**
  * The known fields, in wire order.
  *
@@ -101,15 +115,28 @@ export const KnownFields = Schema.Struct({
  */
 export const SamplingParams = Schema.StructWithRest(KnownFields, [
   Schema.Record(Schema.String.check(Schema.isPattern(EXTRA_KEY)), Schema.Unknown)
-]).check(
-  Schema.makeFilter((p) =>
-    p.num_tokens_to_generate !== null && p.num_tokens_total !== null
-      ? "num_tokens_to_generate and num_tokens_total cannot both be set"
-      : p.return_prompt_top_n_logprobs !== (p.top_n_logprobs > 0 && !p.skip_prompt_log_probs)
-      ? "return_prompt_top_n_logprobs must equal top_n_logprobs > 0 && !skip_prompt_log_probs"
-      : undefined
-  )
-)
+]).check(Schema.makeFilter(crossFieldProblem))
+
+/**
+ * The sampling parameters map of a Megatron-LM release whose `SamplingParams` has only the first
+ * `count` known fields (each release added fields at the end): the same rules, those fields
+ * required, any other key an extra one.
+ *
+ * @example
+ * ```ts
+ * import { SamplingParams } from "@mcore-effect/protocol"
+ *
+ * const v017 = SamplingParams.withKnownFields(14) // up to detokenize_stop_sequence
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const withKnownFields = (count: number): Schema.Codec<SamplingParams> => {
+  const fields = Object.fromEntries(Object.entries(KnownFields.fields).slice(0, count))
+  return Schema.StructWithRest(Schema.Struct(fields), [
+    Schema.Record(Schema.String.check(Schema.isPattern(EXTRA_KEY)), Schema.Unknown)
+  ]).check(Schema.makeFilter((p) => crossFieldProblem(p as unknown as SamplingParams))) as unknown as Schema.Codec<SamplingParams>
+}
 
 /**
  * @since 0.1.0

@@ -7,6 +7,8 @@
  * @since 0.1.0
  */
 export * as BlockHashes from "./BlockHashes.ts"
+export * as Dialect from "./Dialect.ts"
+export * as Dialects from "./Dialects.ts"
 export * as Frames from "./Frames.ts"
 export * as FrameSocket from "./FrameSocket.ts"
 export * as Headers from "./Headers.ts"

@@ -195,8 +195,17 @@ describe("Reply.PartialReply", () => {
     expect(Result.isSuccess(fast) && fast.success).toEqual({ request_id: 7, new_tokens: [9, 10] })
   })
 
+  it("carries new_log_probs, as Megatron main's engine sends them with return_log_probs", () => {
+    const map = Msgpack.decode(Msgpack.encode({ request_id: 7, new_tokens: [9, 10], new_log_probs: [-0.25, -1.5] }))
+    const fast = Reply.decodePartialReply(map)
+    expect(Result.isSuccess(fast) && fast.success).toEqual({ request_id: 7, new_tokens: [9, 10], new_log_probs: [-0.25, -1.5] })
+    // None (older engines, or log probs not asked for): absent.
+    const none = Reply.decodePartialReply({ request_id: 7, new_tokens: [9], new_log_probs: null })
+    expect(Result.isSuccess(none) && none.success).toEqual({ request_id: 7, new_tokens: [9] })
+  })
+
   it("refuses a malformed partial body, as frame 1", () => {
-    for (const value of [null, [7, [1]], { request_id: -1, new_tokens: [] }, { request_id: 1, new_tokens: [0.5] }, { request_id: 1 }]) {
+    for (const value of [null, [7, [1]], { request_id: -1, new_tokens: [] }, { request_id: 1, new_tokens: [0.5] }, { request_id: 1 }, { request_id: 1, new_tokens: [1], new_log_probs: ["a"] }, { request_id: 1, new_tokens: [1], new_log_probs: 0.5 }]) {
       const result = Reply.decodePartialReply(value)
       expect(Result.isFailure(result)).toBe(true)
       if (Result.isFailure(result)) {

@@ -1,0 +1,156 @@
+/**
+ * Every dialect against the bytes Megatron-LM's own Python client, coordinator and engines put
+ * on the wire at its ref (`fixtures/megatron/`, captured by `scripts/megatron/capture.py`): each
+ * message decodes with the dialect's codec of its direction and names the header it was sent
+ * as; what a client sends re-encodes to the same bytes; and a submission built by the dialect
+ * from the same prompt and parameters is byte for byte what Megatron's client sent.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Result } from "effect"
+import { Dialect, Dialects, type Frames, SamplingParams } from "../src/index.ts"
+import { hex, readFixture } from "./fixtureValues.ts"
+
+interface Captured {
+  readonly seq: number
+  readonly scenario: string
+  readonly direction: "client->coordinator" | "coordinator->client" | "coordinator->engine" | "engine->coordinator"
+  readonly header: string
+  readonly frames: ReadonlyArray<string>
+}
+
+interface Fixture {
+  readonly dialect: string
+  readonly commit: string
+  readonly headers: Readonly<Record<string, number>>
+  readonly messages: ReadonlyArray<Captured>
+}
+
+const bytes = (frames: ReadonlyArray<string>): Frames.Frames => frames.map((f) => Uint8Array.from(Buffer.from(f, "hex")))
+
+const codecOf = (dialect: Dialect.Dialect, direction: Captured["direction"]) =>
+  direction === "coordinator->client"
+    ? dialect.coordinator
+    : direction === "engine->coordinator"
+    ? dialect.engine
+    : dialect.client
+
+const hashing = { blockSizeTokens: null, prefixCachingPolicy: null }
+
+for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17"] as const) {
+  const fixture = readFixture<Fixture>(`megatron/${name}.json`)
+  const dialect = Dialects.get(name)
+
+  describe(`the ${name} dialect against Megatron-LM ${fixture.commit.slice(0, 10)}`, () => {
+    it("has the ref's header values for every header it declares", () => {
+      for (const [header, value] of Object.entries(dialect.headers.values)) {
+        expect([header, fixture.headers[header]]).toEqual([header, value])
+      }
+    })
+
+    const messages = fixture.messages.filter((m) => m.header !== "REGISTER")
+
+    it(`decodes all ${messages.length} captured messages, each as the header it was sent as`, () => {
+      for (const m of messages) {
+        const envelope = codecOf(dialect, m.direction).decodeEnvelope(bytes(m.frames))
+        if (Result.isFailure(envelope)) throw new Error(`#${m.seq} ${m.direction} ${m.header}: ${envelope.failure.message}`)
+        expect(envelope.success.spec.headerName).toBe(m.header)
+        expect(Result.isSuccess(codecOf(dialect, m.direction).decode(bytes(m.frames)))).toBe(true)
+      }
+    })
+
+    it("re-encodes what a client sends to the same bytes", () => {
+      for (const m of messages.filter((m) => m.direction === "client->coordinator")) {
+        const decoded = Result.getOrThrow(dialect.client.decode(bytes(m.frames)))
+        const frames = Result.getOrThrow(Dialect.encodeClient(dialect, decoded as Dialect.Message))
+        expect([m.seq, frames.map(hex)]).toEqual([m.seq, m.frames])
+      }
+    })
+
+    it("builds Megatron's client's SUBMIT_REQUEST bytes from its prompt and parameters", () => {
+      const submits = messages.filter((m) => m.direction === "client->coordinator" && m.header === "SUBMIT_REQUEST")
+      expect(submits.length).toBeGreaterThan(0)
+      for (const m of submits) {
+        const decoded = Result.getOrThrow(dialect.client.decode(bytes(m.frames))) as unknown as {
+          readonly requestId: number
+          readonly prompt: unknown
+          readonly samplingParams: SamplingParams.SamplingParams
+        }
+        const message = Result.getOrThrow(dialect.submit({
+          requestId: decoded.requestId,
+          prompt: decoded.prompt,
+          samplingParams: SamplingParams.toInput(decoded.samplingParams)
+        }, hashing))
+        const frames = Result.getOrThrow(Dialect.encodeClient(dialect, message))
+        expect([m.scenario, frames.map(hex)]).toEqual([m.scenario, m.frames])
+      }
+    })
+  })
+}
+
+describe("what a dialect lacks is refused before anything is built", () => {
+  const release = Dialects.get("core_v0.19")
+
+  it("streaming, abort, the KV hand-off, media, offload params and client hashes on core_v0.19", () => {
+    const reasons = [
+      release.submit({ requestId: 0, prompt: "hi", streaming: true }, hashing),
+      Dialect.encodeClient(release, { _tag: "AbortRequest", requestId: 0 }),
+      release.submitWithKv({ requestId: 0, prompt: [1, 2], kvMeta: { agent: "p" }, srcBlockIds: [0] }),
+      release.submit({ requestId: 0, prompt: "hi", multiModalData: { image: new Uint8Array([1]) } }, hashing),
+      release.submit({ requestId: 0, prompt: "hi", offloadParams: { a: 1 } }, hashing),
+      release.submit({ requestId: 0, prompt: [1, 2, 3] }, { blockSizeTokens: 2, prefixCachingPolicy: "longest_prefix" })
+    ].map((r: Result.Result<unknown, { readonly reason: { readonly _tag: string } }>) =>
+      Result.isFailure(r) ? r.failure.reason._tag : "built"
+    )
+    expect(reasons).toEqual(Array(6).fill("UnsupportedByDialect"))
+  })
+
+  it("a sampling field the release has not got, unless it holds its default (then it is left out)", () => {
+    const v017 = Dialects.get("core_v0.17")
+    const refused = v017.submit({ requestId: 0, prompt: "hi", samplingParams: { return_prompt_tokens: true } }, hashing)
+    expect(Result.isFailure(refused) && refused.failure.message).toContain("return_prompt_tokens")
+    const built = Result.getOrThrow(v017.submit({ requestId: 0, prompt: "hi", samplingParams: { temperature: 0.5 } }, hashing))
+    expect(Object.keys(built.samplingParams as object)).toEqual(v017.samplingFields)
+  })
+
+  it("control signals a release lacks (profiler on core_v0.17) and media on pr-6497", () => {
+    const v017 = Result.getOrThrow(Result.flip(Dialect.encodeClient(Dialects.get("core_v0.17"), { _tag: "StartCudaProfiler" })))
+    expect(v017.message).toContain("profiler")
+    const pr = Dialects.get("pr-6497").submit({ requestId: 0, prompt: "hi", multiModalData: { image: new Uint8Array([1]) } }, hashing)
+    expect(Result.isFailure(pr) && pr.failure.reason._tag).toBe("UnsupportedByDialect")
+  })
+
+  it("core_v0.17's headers count from 1: CONNECT is pack([1])", () => {
+    const frames = Result.getOrThrow(Dialect.encodeClient(Dialects.get("core_v0.17"), { _tag: "Connect" }))
+    expect(frames.map(hex)).toEqual(["9101"])
+  })
+})
+
+describe("single-frame decoding never throws", () => {
+  const main = Dialects.get("main")
+
+  it("refuses trailing bytes, a wrong count, a second frame and bytes that are not msgpack", () => {
+    const reply = Buffer.from("9315" + "05" + "80", "hex") // [21, 5, {}]
+    expect(Result.isSuccess(main.coordinator.decode([reply]))).toBe(true)
+    const cases: ReadonlyArray<Frames.Frames> = [
+      [Buffer.concat([reply, Buffer.from("00", "hex")])],
+      [Buffer.from("921505", "hex")],
+      [reply, reply],
+      [Buffer.from("93150", "hex")],
+      [Buffer.from("c1", "hex")],
+      [Buffer.from("dd", "hex")],
+      [new Uint8Array(0)]
+    ]
+    for (const frames of cases) {
+      const decoded = main.coordinator.decode(frames)
+      expect(Result.isFailure(decoded)).toBe(true)
+    }
+  })
+
+  it("gives a reply's body as a view of its bytes", () => {
+    const reply = Buffer.from("9315" + "05" + "81a16101", "hex") // [21, 5, {a: 1}]
+    const envelope = Result.getOrThrow(main.coordinator.decodeEnvelope([reply]))
+    expect(envelope.metadata).toEqual({ requestId: 5 })
+    expect(hex(envelope.frames[1]!)).toBe("81a16101")
+    expect(Result.getOrThrow(main.coordinator.decodeBody(envelope, "reply"))).toEqual({ a: 1 })
+  })
+})
