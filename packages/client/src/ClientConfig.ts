@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { PrefixHashing, Values } from "@mcore-effect/protocol"
+import { Dialect, Dialects, PrefixHashing, Values } from "@mcore-effect/protocol"
 import * as Config from "effect/Config"
 import { SourceError } from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
@@ -23,6 +23,14 @@ const { describeValue } = Values
 export interface ClientOptions {
   /** The coordinator's ROUTER address: `tcp://host:port` or `ipc://path`. */
   readonly address: string
+  /**
+   * The wire protocol the coordinator speaks, by the Megatron-LM version that speaks it (see
+   * `Dialects` in `@mcore-effect/protocol`: `main`, `pr-6497`, `core_v0.19`, `core_v0.18`,
+   * `core_v0.17`). Default `reference`, the five-frame reference protocol. What the dialect
+   * cannot carry (streaming, abort, KV hand-off, media, control signals it lacks) fails with
+   * `InvalidRequest` (`UnsupportedByDialect`) before anything is sent.
+   */
+  readonly protocol?: Dialect.Name | undefined
   /**
    * `true`: replies are typed `DynamicInferenceRequest`s. `false` (default): the raw reply map,
    * for lower overhead.
@@ -91,6 +99,7 @@ export interface CurveOptions {
  */
 export interface ResolvedOptions {
   readonly address: string
+  readonly dialect: Dialect.Dialect
   readonly deserialize: boolean
   readonly hashing: PrefixHashing.HashingConfig
   readonly connectTimeoutMillis: number
@@ -181,8 +190,11 @@ export const resolve = (options: ClientOptions): Result.Result<ResolvedOptions, 
   }
   const ms = (name: typeof DURATIONS[number][0]) => durations[name] ?? Duration.toMillis(defaults[name as keyof typeof defaults] as Duration.Duration)
   const requestTimeout = durations.requestTimeout
+  const dialect = Dialects.parse(options.protocol ?? "reference")
+  if (Result.isFailure(dialect)) return Result.fail({ name: "protocol", why: dialect.failure })
   const resolved: ResolvedOptions = {
     address: options.address,
+    dialect: dialect.success,
     deserialize: options.deserialize === true,
     hashing: {
       blockSizeTokens: options.blockSizeTokens ?? null,
@@ -198,9 +210,22 @@ export const resolve = (options: ClientOptions): Result.Result<ResolvedOptions, 
     curve: options.curve,
     closeTimeoutMillis: ms("closeTimeout")
   }
-  const problem = limitsProblem(resolved)
+  const problem = limitsProblem(resolved) ?? hashingProblem(resolved)
   return problem === undefined ? Result.succeed(resolved) : Result.fail(problem)
 }
+
+/**
+ * Client block hashes where the dialect's coordinator hashes prompts itself (every Megatron-LM
+ * release and main): refused when the client is built, not on its first request.
+ */
+const hashingProblem = (options: ResolvedOptions): OptionProblem | undefined =>
+  options.dialect.features.has("blockHashes") || options.hashing.blockSizeTokens === null ||
+    !PrefixHashing.routesOnPrefixes(options.hashing.prefixCachingPolicy)
+    ? undefined
+    : {
+      name: "prefixCachingPolicy",
+      why: `the ${options.dialect.name} coordinator hashes prompts itself: set its prefix caching policy and block size on the coordinator, not on the client`
+    }
 
 /** The duration options, and whether each may be infinite. */
 const DURATIONS = [
@@ -326,6 +351,7 @@ const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORD
  * | variable | option |
  * |---|---|
  * | `MCORE_COORDINATOR_ADDRESS` (required) | `address` |
+ * | `MCORE_PROTOCOL` | `protocol` (a dialect's name) |
  * | `MCORE_DESERIALIZE` | `deserialize` |
  * | `MCORE_BLOCK_SIZE_TOKENS` | `blockSizeTokens` |
  * | `MCORE_PREFIX_CACHING_POLICY` | `prefixCachingPolicy` |
@@ -360,6 +386,7 @@ const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORD
  */
 export const config: Config.Config<ClientOptions> = Config.all({
   address: addressConfig,
+  protocol: optional(Config.Literals(Dialect.names, "MCORE_PROTOCOL")),
   deserialize: Config.Boolean("MCORE_DESERIALIZE").pipe(Config.withDefault(false)),
   blockSizeTokens: optional(Config.Int("MCORE_BLOCK_SIZE_TOKENS")),
   prefixCachingPolicy: optional(

@@ -17,7 +17,7 @@
  * @since 0.1.0
  * @internal
  */
-import { type Media, Messages, type Prompt, type ProtocolError, type SamplingParams, Submission, type WireTypes } from "@mcore-effect/protocol"
+import { Dialect, type Media, type Prompt, type ProtocolError, type SamplingParams, type WireTypes } from "@mcore-effect/protocol"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -64,11 +64,6 @@ export interface Request {
   readonly srcBlockIds?: ReadonlyArray<number> | undefined
 }
 
-const encodeConstant = (message: Messages.ClientMessage): ReadonlyArray<Uint8Array> =>
-  Result.getOrThrow(Messages.Client.encode(message))
-
-const CONNECT = encodeConstant({ _tag: "Connect" })
-
 const invalidRequest = (error: ProtocolError.ProtocolError): ClientError => clientError(new InvalidRequest({ error }))
 
 const noDeadline = Result.succeed(undefined)
@@ -95,6 +90,9 @@ export class Connection {
   private nextRequestId = 0
   private readonly closedError = clientError(new ClientClosed())
   private readonly lostError: ClientError
+  /** The dialect's CONNECT, and its ABORT_REQUEST when it has one (`undefined`: it has none). */
+  readonly connectFrames: ReadonlyArray<Uint8Array>
+  private readonly canAbort: boolean
 
   constructor(
     readonly config: ClientConfig.ResolvedOptions,
@@ -105,6 +103,17 @@ export class Connection {
   ) {
     this.pending = new PendingRequests(metrics)
     this.lostError = clientError(new CoordinatorLost({ address: config.address }))
+    this.connectFrames = Result.getOrThrow(Dialect.encodeClient(config.dialect, { _tag: "Connect" }))
+    this.canAbort = config.dialect.features.has("abort")
+  }
+
+  /**
+   * The frames of a message that is not a request (a signal, a release), in the client's
+   * dialect; `InvalidRequest` (`UnsupportedByDialect`) when the dialect cannot carry it.
+   */
+  encode(message: Dialect.Message): Result.Result<ReadonlyArray<Uint8Array>, ClientError> {
+    const frames = Dialect.encodeClient(this.config.dialect, message)
+    return Result.isFailure(frames) ? Result.fail(invalidRequest(frames.failure)) : Result.succeed(frames.success)
   }
 
   /** A new single-reply entry (not registered yet); one function per connection, not per request. */
@@ -135,8 +144,9 @@ export class Connection {
     const deadline = deadlineOf(request.timeout, this.config.requestTimeoutMillis)
     if (Result.isFailure(deadline)) return Result.fail(deadline.failure)
     const requestId = this.nextRequestId
-    const message: Result.Result<Messages.ClientMessage, ProtocolError.ProtocolError> = request.kvMeta === undefined
-      ? Submission.submitRequest({
+    const dialect = this.config.dialect
+    const message: Result.Result<Dialect.Message, ProtocolError.ProtocolError> = request.kvMeta === undefined
+      ? dialect.submit({
         requestId,
         prompt: request.prompt,
         samplingParams: request.samplingParams,
@@ -144,7 +154,7 @@ export class Connection {
         offloadParams: request.offloadParams,
         streaming
       }, this.config.hashing)
-      : Submission.submitRequestWithKv({
+      : dialect.submitWithKv({
         requestId,
         prompt: request.prompt,
         samplingParams: request.samplingParams,
@@ -153,7 +163,7 @@ export class Connection {
         streaming
       })
     if (Result.isFailure(message)) return Result.fail(invalidRequest(message.failure))
-    const frames = Messages.Client.encode(message.success)
+    const frames = Dialect.encodeClient(dialect, message.success)
     if (Result.isFailure(frames)) return Result.fail(invalidRequest(frames.failure))
     this.nextRequestId++
     const entry = entryOf(requestId)
@@ -178,19 +188,31 @@ export class Connection {
     for (const requestId of this.pending.idsOf(sink)) this.cancel(requestId)
   }
 
-  /** `abort(requestId)`: ABORT_REQUEST whether or not the id is pending here, then the local end. */
-  abort(requestId: number): void {
-    this.send(encodeConstant({ _tag: "AbortRequest", requestId }))
+  /**
+   * `abort(requestId)`: ABORT_REQUEST whether or not the id is pending here, then the local end.
+   * Refused (nothing sent, nothing ended) where the dialect has no ABORT_REQUEST.
+   */
+  abort(requestId: number): ClientError | undefined {
+    const frames = this.encode({ _tag: "AbortRequest", requestId })
+    if (Result.isFailure(frames)) return frames.failure
+    this.send(frames.success)
     const entry = this.pending.take(requestId)
     if (entry !== undefined) this.pending.fail(entry, clientError(new RequestAborted({ requestId })), "aborted")
+    return undefined
   }
 
-  /** @internal the deadline's timer */
+  /**
+   * @internal the deadline's timer, an interrupted waiter. Where the dialect has no
+   * ABORT_REQUEST (Megatron-LM's releases), nothing is sent: the engine runs the request to its
+   * end, and its reply, when it comes, is for an id no longer pending here (counted and dropped).
+   */
   giveUp(requestId: number, error: ClientError, as: "aborted" | "failed"): void {
     const entry = this.pending.take(requestId)
     if (entry === undefined) return
     // Not the request's own message: a failure to send it fails nothing.
-    if (this.state.phase === "ready") this.send(encodeConstant({ _tag: "AbortRequest", requestId }))
+    if (this.canAbort && this.state.phase === "ready") {
+      this.send(Result.getOrThrow(Dialect.encodeClient(this.config.dialect, { _tag: "AbortRequest", requestId })))
+    }
     this.pending.fail(entry, error, as)
   }
 
@@ -200,7 +222,7 @@ export class Connection {
 
   /** The transport came up. */
   up(): void {
-    if (this.state.up()) this.send(CONNECT)
+    if (this.state.up()) this.send(this.connectFrames)
   }
 
   /** The transport dropped. */
@@ -347,6 +369,7 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
   )
 
   yield* Listener.make(dealer, {
+    dialect: config.dialect,
     pending: connection.pending,
     metrics,
     deserialize: config.deserialize,
@@ -373,7 +396,7 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
   // pending fails now rather than after the socket has flushed its queue.
   yield* Effect.addFinalizer(() => Effect.sync(() => connection.close()))
 
-  connection.send(CONNECT)
+  connection.send(connection.connectFrames)
   yield* Deferred.await(firstAck).pipe(
     Effect.timeoutOrElse({
       duration: Duration.millis(config.connectTimeoutMillis),

@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { type Media, Messages, PrefixHashing, Prompt, type Reply as ProtocolReply, type SamplingParams, type WireTypes } from "@mcore-effect/protocol"
+import { type Dialect, type Media, PrefixHashing, Prompt, type Reply as ProtocolReply, type SamplingParams, type WireTypes } from "@mcore-effect/protocol"
 import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
@@ -295,9 +295,6 @@ export class InferenceClient extends Context.Service<InferenceClient, Service>()
   "@mcore-effect/client/InferenceClient"
 ) {}
 
-const encodeConstant = (message: Messages.ClientMessage): ReadonlyArray<Uint8Array> =>
-  Result.getOrThrow(Messages.Client.encode(message))
-
 
 const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
 
@@ -323,23 +320,26 @@ const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
   }
   const connection = yield* Connection.make(config, new Recorder(context), warn)
 
-  const signal = (name: string, message: Messages.ClientMessage) => {
-    const frames = encodeConstant(message)
+  // Encoded once; a signal the dialect lacks fails every call, before anything is sent.
+  const signal = (name: string, message: Dialect.Message) => {
+    const frames = connection.encode(message)
     return Effect.fn(name)(function*() {
+      if (Result.isFailure(frames)) return yield* Effect.fail(frames.failure)
       const error = connection.available()
       if (error !== undefined) return yield* Effect.fail(error)
-      connection.send(frames)
+      connection.send(frames.success)
     })
   }
 
-  const withRequestId = (name: string, send: (requestId: number) => void) =>
+  const withRequestId = (name: string, send: (requestId: number) => ClientError | undefined) =>
     Effect.fn(name)(function*(requestId: number) {
       yield* Effect.annotateCurrentSpan(REQUEST_ID, requestId)
       const invalid = checkRequestId(requestId)
       if (invalid !== undefined) return yield* Effect.fail(invalid)
       const error = connection.available()
       if (error !== undefined) return yield* Effect.fail(error)
-      send(requestId)
+      const refused = send(requestId)
+      if (refused !== undefined) return yield* Effect.fail(refused)
     })
 
   const { KvHandoff, Submit, SubmitWithId } = requestsOf(connection)
@@ -362,7 +362,12 @@ const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
       }),
     releaseKvHandoff: withRequestId(
       "InferenceClient.releaseKvHandoff",
-      (requestId) => connection.send(encodeConstant({ _tag: "ReleaseKv", requestId }))
+      (requestId) => {
+        const frames = connection.encode({ _tag: "ReleaseKv", requestId })
+        if (Result.isFailure(frames)) return frames.failure
+        connection.send(frames.success)
+        return undefined
+      }
     ),
     abort: withRequestId("InferenceClient.abort", (requestId) => connection.abort(requestId)),
     pauseEngines: signal("InferenceClient.pauseEngines", { _tag: "Pause" }),
@@ -380,9 +385,11 @@ const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
           invalidArgument("generationEpoch", `expected a non-negative integer, got ${String(generationEpoch)}`)
         )
       }
+      const frames = connection.encode({ _tag: "SetGenerationEpoch", generationEpoch })
+      if (Result.isFailure(frames)) return yield* Effect.fail(frames.failure)
       const error = connection.available()
       if (error !== undefined) return yield* Effect.fail(error)
-      connection.send(encodeConstant({ _tag: "SetGenerationEpoch", generationEpoch }))
+      connection.send(frames.success)
     }),
     blockHashes: (prompt, mediaCacheKey) =>
       Effect.suspend(() => {

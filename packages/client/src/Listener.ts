@@ -12,7 +12,7 @@
  * @since 0.1.0
  * @internal
  */
-import { FrameSocket, Messages, Msgpack, MsgpackScan, type ProtocolError, Reply, Values } from "@mcore-effect/protocol"
+import { type Dialect, FrameSocket, Headers, Messages, Msgpack, MsgpackScan, type ProtocolError, Reply, Values } from "@mcore-effect/protocol"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
@@ -43,6 +43,8 @@ export interface Handshake {
  * @since 0.1.0
  */
 export interface Options {
+  /** The coordinator's dialect: what its replies look like. */
+  readonly dialect: Dialect.Dialect
   readonly pending: PendingRequests
   readonly metrics: Recorder
   readonly deserialize: boolean
@@ -143,19 +145,25 @@ const reply = (options: Options, requestId: number, body: Uint8Array): void => {
 export const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): void => {
   const { handshake, metrics, pending } = options
   handshake.received()
-  // The metadata frame is decoded below: it must be within the limits itself.
-  if (frames.length > 0 && overLimit(options, frames[0]!) !== undefined) {
+  // The metadata frame is decoded below: it must be within the limits itself. A one-frame
+  // message's frame 0 is mostly its body, which is measured on its own below (failing its own
+  // request); its header and request id are decoded element by element, not as a whole.
+  const coordinator = options.dialect.coordinator
+  if (coordinator.framing === "multipart" && frames.length > 0 && overLimit(options, frames[0]!) !== undefined) {
     metrics.malformed()
     if (handshake.awaitingFirstAck()) return handshake.rejected(`an oversized frame of ${frames[0]!.byteLength} bytes`)
     return options.warn(`dropped a message from the coordinator with an oversized frame 0 (${frames[0]!.byteLength} bytes)`)
   }
-  // A reply in its usual shape is read from frame 0's bytes; anything else is decoded.
-  const replyId = Messages.engineReplyId(frames)
+  // A reference-framed reply in its usual shape is read from frame 0's bytes; anything else is
+  // decoded (a one-frame reply's envelope locates its body without decoding it).
+  const replyId = coordinator.framing === "multipart" && coordinator.headers === Headers.reference
+    ? Messages.engineReplyId(frames)
+    : undefined
   if (replyId !== undefined) {
     if (handshake.awaitingFirstAck()) return handshake.rejected("EngineReply")
     return reply(options, replyId, frames[1]!)
   }
-  const envelope = Messages.Coordinator.decodeEnvelope(frames)
+  const envelope = coordinator.decodeEnvelope(frames)
   if (Result.isFailure(envelope)) {
     metrics.malformed()
     if (handshake.awaitingFirstAck()) return handshake.rejected(describe(envelope.failure, frames))
@@ -166,19 +174,22 @@ export const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): voi
   if (spec.tag === "ConnectAck") return handshake.acknowledged()
   if (handshake.awaitingFirstAck()) return handshake.rejected(spec.tag)
   const requestId = metadata.requestId as number
-  if (spec.tag === "EngineReply") return reply(options, requestId, frames[1]!)
+  // The body by its frame index: a frame of its own, or its bytes inside a single frame.
+  const body = envelope.success.frames[1]!
+  if (spec.tag === "EngineReply") return reply(options, requestId, body)
   // EngineReplyPartial
   const entry = pending.get(requestId)
   if (entry === undefined) return metrics.unknownRequest()
-  const over = overLimit(options, frames[1]!)
+  const over = overLimit(options, body)
   if (over !== undefined) return tooLarge(options, pending.take(requestId)!, over)
-  const body = Messages.Coordinator.decodeBody(envelope.success, "partial")
-  if (Result.isFailure(body)) {
+  const partial = coordinator.decodeBody(envelope.success, "partial")
+  if (Result.isFailure(partial)) {
     metrics.malformed()
-    options.warn(`dropped a malformed partial of request ${requestId}: ${body.failure.message}`)
+    options.warn(`dropped a malformed partial of request ${requestId}: ${partial.failure.message}`)
     return
   }
-  pending.partial(entry, (body.success as Reply.PartialReply).new_tokens)
+  const received = partial.success as Reply.PartialReply
+  pending.partial(entry, received.new_tokens, received.new_log_probs)
 }
 
 /**

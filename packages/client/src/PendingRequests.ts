@@ -308,14 +308,22 @@ export class PendingRequests {
     }
   }
 
-  /** Hands new tokens to a pending streamed request; a single-reply request ignores them. */
-  partial(entry: Entry, newTokens: ReadonlyArray<number>): void {
+  /**
+   * Hands new tokens (and their log probs, when the engine sent them) to a pending streamed
+   * request; a single-reply request ignores them.
+   */
+  partial(entry: Entry, newTokens: ReadonlyArray<number>, newLogProbs?: ReadonlyArray<number> | undefined): void {
     if (!(entry instanceof Streamed)) return
     if (!entry.started) {
       entry.started = true
       this.metrics.firstToken(this.elapsedSeconds(entry.requestId))
     }
-    Queue.offerUnsafe(entry.queue, { _tag: "Tokens", requestId: entry.requestId, newTokens })
+    Queue.offerUnsafe(
+      entry.queue,
+      newLogProbs === undefined
+        ? { _tag: "Tokens", requestId: entry.requestId, newTokens }
+        : { _tag: "Tokens", requestId: entry.requestId, newTokens, newLogProbs }
+    )
   }
 
   /** Ends a taken request with an error, counted as aborted or as failed. */

@@ -59,6 +59,8 @@ export interface Tokens {
   /** This client's id for the request (what `abort` takes). */
   readonly requestId: number
   readonly newTokens: ReadonlyArray<number>
+  /** The log probs of `newTokens`, when the request asked for them and the engine sent them. */
+  readonly newLogProbs?: ReadonlyArray<number> | undefined
 }
 
 /**

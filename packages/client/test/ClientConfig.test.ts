@@ -1,3 +1,4 @@
+import { Dialects } from "@mcore-effect/protocol"
 import { describe, expect, it } from "@effect/vitest"
 import { TestSupport } from "@mcore-effect/testkit"
 import { ConfigProvider, Effect, Layer, Metric, Result } from "effect"
@@ -14,6 +15,7 @@ describe("ClientConfig", () => {
   it("applies the defaults", () => {
     expect(resolved({ address: "tcp://127.0.0.1:5555" })).toEqual({
       address: "tcp://127.0.0.1:5555",
+      dialect: Dialects.get("reference"),
       deserialize: false,
       hashing: { blockSizeTokens: null, prefixCachingPolicy: null },
       connectTimeoutMillis: 10_000,

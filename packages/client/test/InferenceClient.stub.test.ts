@@ -22,18 +22,7 @@ const dropped = (reason: "malformed" | "unknown_request") =>
 /** Warnings off: the test sends what the client warns about. */
 const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, References.MinimumLogLevel, "Error")
 
-/** The next message whose tag is `tag`, skipping CONNECTs. */
-const takeMessage = (stub: StubCoordinator.StubCoordinator) =>
-  Effect.gen(function*() {
-    for (;;) {
-      const received = yield* stub.take
-      if (Result.isSuccess(received.message) && received.message.success._tag === "Connect") continue
-      return received
-    }
-  })
-
-const tagOf = (received: StubCoordinator.Received) =>
-  Result.isSuccess(received.message) ? received.message.success._tag : "undecodable"
+const { nextMessage: takeMessage, tagOf } = StubCoordinator
 
 /** Every message up to and including the next PAUSE (the test's end-of-sequence marker). */
 const takeUntilPause = (stub: StubCoordinator.StubCoordinator) =>

@@ -4,7 +4,7 @@
  * without taking anything else down.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Msgpack } from "@mcore-effect/protocol"
+import { Dialects, Msgpack } from "@mcore-effect/protocol"
 import { TestSupport } from "@mcore-effect/testkit"
 import { Effect, Exit, Metric } from "effect"
 import { ClientMetrics } from "../src/index.ts"
@@ -19,6 +19,7 @@ const setup = (options?: { readonly awaitingFirstAck?: boolean; readonly deseria
     const log: Array<string> = []
     let awaiting = options?.awaitingFirstAck ?? false
     const listener: Listener.Options = {
+      dialect: Dialects.get("reference"),
       pending,
       metrics,
       deserialize: options?.deserialize ?? false,

@@ -4,13 +4,14 @@
  * Used where a test needs the coordinator to misbehave on cue (late replies, garbage, silence); the
  * behaviours of a real coordinator come from the testkit.
  */
-import { FrameSocket, Messages, Msgpack } from "@mcore-effect/protocol"
-import { Effect, Queue, type Result, type Scope } from "effect"
+import { type Dialect, Dialects, FrameSocket, type Messages } from "@mcore-effect/protocol"
+import { Effect, Queue, Result, type Scope } from "effect"
 import * as Zmq from "zeromq"
 
 export interface Received {
   readonly identity: Buffer
   readonly frames: ReadonlyArray<Buffer>
+  /** Decoded with the dialect's codec (typed as the reference's messages; other dialects' fields differ). */
   readonly message: Result.Result<Messages.ClientMessage, unknown>
 }
 
@@ -32,6 +33,8 @@ export const make = (options: {
   /** Answer CONNECT with CONNECT_ACK (default true). */
   readonly ack?: boolean
   readonly address?: string
+  /** The dialect it decodes and answers in (default the reference protocol). */
+  readonly dialect?: Dialect.Dialect
 } = {}): Effect.Effect<StubCoordinator, never, Scope.Scope> =>
   Effect.gen(function*() {
     const router = yield* Effect.acquireRelease(
@@ -44,14 +47,16 @@ export const make = (options: {
     )
     const inbox = yield* Queue.unbounded<Received>()
     const ack = options.ack ?? true
-    const connectAck = Msgpack.encode([1])
+    const dialect = options.dialect ?? Dialects.get("reference")
+    const encode = (message: Dialect.Message) => Result.getOrThrow(dialect.coordinator.encode(message as never))
+    const connectAck = encode({ _tag: "ConnectAck" })
     // The socket's one writer and one reader, as every peer has.
     const writer = new FrameSocket.Writer(router)
     yield* FrameSocket.reader(router, {
       onMessage: (parts) => {
         const [identity, ...frames] = parts as [Buffer, ...Array<Buffer>]
-        const message = Messages.Client.decode(frames)
-        if (ack && message._tag === "Success" && message.success._tag === "Connect") writer.send([identity, connectAck])
+        const message = dialect.client.decode(frames) as Result.Result<Messages.ClientMessage, unknown>
+        if (ack && message._tag === "Success" && message.success._tag === "Connect") writer.send([identity, ...connectAck])
         Queue.offerUnsafe(inbox, { identity, frames, message })
       },
       onHandlerError: () => {},
@@ -67,12 +72,23 @@ export const make = (options: {
       take: Queue.take(inbox),
       drain: Queue.clear(inbox),
       send,
-      reply: (identity, requestId, reply) => send(identity, [Msgpack.encode([21, requestId]), Msgpack.encode(reply)]),
+      reply: (identity, requestId, reply) => send(identity, encode({ _tag: "EngineReply", requestId, reply })),
       partial: (identity, requestId, newTokens) =>
-        send(identity, [
-          Msgpack.encode([22, requestId]),
-          Msgpack.encode({ request_id: requestId, new_tokens: newTokens })
-        ]),
+        send(identity, encode({ _tag: "EngineReplyPartial", requestId, partial: { request_id: requestId, new_tokens: newTokens } })),
       close: Effect.sync(() => router.close())
     } satisfies StubCoordinator
   })
+
+/** The next message a client sent that is not CONNECT. */
+export const nextMessage = (stub: StubCoordinator): Effect.Effect<Received> =>
+  Effect.gen(function*() {
+    for (;;) {
+      const received = yield* stub.take
+      if (Result.isSuccess(received.message) && received.message.success._tag === "Connect") continue
+      return received
+    }
+  })
+
+/** A received message's tag, or `undecodable`. */
+export const tagOf = (received: Received): string =>
+  Result.isSuccess(received.message) ? received.message.success._tag : "undecodable"

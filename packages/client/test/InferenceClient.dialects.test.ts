@@ -1,0 +1,95 @@
+/**
+ * The client in each Megatron-LM dialect, over a real ZeroMQ socket on loopback, against a stub
+ * coordinator that decodes and answers in the same dialect: its messages are one frame where the
+ * dialect's are, replies and partials in that framing reach their requests, and what the dialect
+ * lacks is refused before anything is sent (an interrupted request on a dialect without ABORT
+ * sends nothing).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Dialects } from "@mcore-effect/protocol"
+import { TestSupport } from "@mcore-effect/testkit"
+import { Effect, Fiber, Result, Stream } from "effect"
+import { InferenceClient } from "../src/index.ts"
+import * as StubCoordinator from "./support/StubCoordinator.ts"
+
+const { withRegistry } = TestSupport
+
+const { nextMessage, tagOf } = StubCoordinator
+
+const reasonOf = <A>(effect: Effect.Effect<A, { readonly reason: { readonly _tag: string; readonly error?: { readonly reason: { readonly _tag: string } } } }>) =>
+  Effect.flip(effect).pipe(Effect.map((e) => e.reason.error?.reason._tag ?? e.reason._tag))
+
+describe("InferenceClient in Megatron-LM's dialects", () => {
+  it.live("main: one frame each way; a reply and a stream's partials reach their requests", () =>
+    Effect.gen(function*() {
+      const dialect = Dialects.get("main")
+      const stub = yield* StubCoordinator.make({ dialect })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: "main" })
+      const connect = yield* stub.take
+      expect(connect.frames.map((f) => f.toString("hex"))).toEqual(["9100"])
+
+      const submitted = yield* Effect.forkChild(client.submit("Hello", { num_tokens_to_generate: 2 }))
+      const submit = yield* nextMessage(stub)
+      expect([tagOf(submit), submit.frames.length]).toEqual(["SubmitRequest", 1])
+      const id = (submit.message as Result.Success<{ readonly requestId: number }, unknown>).success.requestId
+      yield* stub.reply(submit.identity, id, { request_id: 9, generated_tokens: [7, 8], status: "COMPLETED" })
+      const reply = yield* Fiber.join(submitted)
+      expect(reply.generated_tokens).toEqual([7, 8])
+
+      const streamed = yield* Effect.forkChild(Stream.runCollect(client.stream([1, 2, 3], { num_tokens_to_generate: 2 })))
+      const stream = yield* nextMessage(stub)
+      const streamId = (stream.message as Result.Success<{ readonly requestId: number }, unknown>).success.requestId
+      yield* stub.partial(stream.identity, streamId, [5])
+      yield* stub.partial(stream.identity, streamId, [6])
+      yield* stub.reply(stream.identity, streamId, { request_id: 10, generated_tokens: [5, 6], status: "COMPLETED" })
+      const events = yield* Fiber.join(streamed)
+      expect(events.map((e) => e._tag)).toEqual(["Tokens", "Tokens", "Final"])
+    }).pipe(Effect.scoped, withRegistry))
+
+  it.live("core_v0.19: streams, aborts, KV hand-offs and media are refused, nothing sent; an interrupted submit sends no ABORT", () =>
+    Effect.gen(function*() {
+      const dialect = Dialects.get("core_v0.19")
+      const stub = yield* StubCoordinator.make({ dialect })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: "core_v0.19" })
+      yield* stub.take
+
+      const refused = [
+        yield* reasonOf(Stream.runDrain(client.stream("x"))),
+        yield* reasonOf(client.abort(0)),
+        yield* reasonOf(client.submitWithKvHandoff([1, 2], undefined, { agent: "p" }, [0])),
+        yield* reasonOf(client.submit("x", undefined, { multiModalData: { image: new Uint8Array([1]) } })),
+        yield* reasonOf(client.releaseKvHandoff(0))
+      ]
+      expect(refused).toEqual(Array(5).fill("UnsupportedByDialect"))
+
+      const fiber = yield* Effect.forkChild(client.submit("Hello", { num_tokens_to_generate: 4 }))
+      const submit = yield* nextMessage(stub)
+      expect([tagOf(submit), submit.frames.length]).toEqual(["SubmitRequest", 1])
+      yield* Fiber.interrupt(fiber)
+      // The next message the stub sees is this PAUSE: no ABORT_REQUEST (header 23 would kill a
+      // core_v0.19 coordinator) and nothing of the refused calls went before it.
+      yield* client.pauseEngines()
+      expect(tagOf(yield* nextMessage(stub))).toBe("Pause")
+      expect(yield* client.pendingCount).toBe(0)
+    }).pipe(Effect.scoped, withRegistry))
+
+  it.live("core_v0.17: headers from 1, no profiler; the client's block hashes are refused when it is built", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make({ dialect: Dialects.get("core_v0.17") })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: "core_v0.17" })
+      expect((yield* stub.take).frames.map((f) => f.toString("hex"))).toEqual(["9101"])
+      expect(yield* reasonOf(client.startCudaProfiler())).toBe("UnsupportedByDialect")
+      yield* client.setGenerationEpoch(3)
+      const epoch = yield* nextMessage(stub)
+      expect(epoch.frames.map((f) => f.toString("hex"))).toEqual(["920903"])
+      const error = yield* Effect.flip(
+        Effect.scoped(InferenceClient.make({
+          address: stub.address,
+          protocol: "core_v0.17",
+          blockSizeTokens: 16,
+          prefixCachingPolicy: "longest_prefix"
+        }))
+      )
+      expect(error.reason).toMatchObject({ _tag: "InvalidArgument", name: "prefixCachingPolicy" })
+    }).pipe(Effect.scoped, withRegistry))
+})
