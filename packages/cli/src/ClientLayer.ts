@@ -19,7 +19,7 @@ import type { Connection } from "./Flags.ts"
  * import { Option } from "effect"
  * import { clientLayer } from "./ClientLayer.ts"
  *
- * const layer = clientLayer({ address: "tcp://127.0.0.1:5555", connectTimeout: Option.none() })
+ * const layer = clientLayer({ address: "tcp://127.0.0.1:5555", connectTimeout: Option.none(), protocol: "main" })
  * ```
  *
  * @since 0.1.0
@@ -30,6 +30,7 @@ export const clientLayer = (
 ): Layer.Layer<InferenceClient.InferenceClient, ClientError.ClientError> =>
   InferenceClient.layer({
     address: connection.address,
+    protocol: connection.protocol,
     connectTimeout: Option.getOrUndefined(connection.connectTimeout),
     requestTimeout: options?.requestTimeout === undefined ? undefined : Option.getOrUndefined(options.requestTimeout)
   })

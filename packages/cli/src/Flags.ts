@@ -6,6 +6,7 @@
  * @internal
  */
 import { ClientConfig } from "@mcore-effect/client"
+import { Dialect } from "@mcore-effect/protocol"
 import { Loopback } from "@mcore-effect/testkit"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
@@ -109,11 +110,25 @@ export const connectTimeout: Flag.Flag<Option.Option<Duration.Duration>> = durat
 )
 
 /**
- * The two flags every command that talks to a coordinator takes.
+ * `--protocol`: the coordinator's wire dialect, by the Megatron-LM version that speaks it
+ * (`main`, `pr-6497`, `core_v0.19`, `core_v0.18`, `core_v0.17`; default `reference`).
+ *
+ * @since 0.2.0
+ */
+export const protocol: Flag.Flag<Dialect.Name> = Flag.Literals("protocol", Dialect.names).pipe(
+  Flag.withDescription(
+    "The coordinator's wire protocol, by Megatron-LM version: main, pr-6497, core_v0.19, core_v0.18, core_v0.17, or reference (default; env MCORE_PROTOCOL)"
+  ),
+  Flag.withFallbackConfig(Config.Literals(Dialect.names, "MCORE_PROTOCOL")),
+  Flag.withDefault<Dialect.Name>("reference")
+)
+
+/**
+ * The flags every command that talks to a coordinator takes.
  *
  * @since 0.1.0
  */
-export const connection = { address, connectTimeout } as const
+export const connection = { address, connectTimeout, protocol } as const
 
 /**
  * What {@link connection} parses to.
@@ -123,4 +138,5 @@ export const connection = { address, connectTimeout } as const
 export interface Connection {
   readonly address: string
   readonly connectTimeout: Option.Option<Duration.Duration>
+  readonly protocol: Dialect.Name
 }

@@ -81,6 +81,7 @@ describe("errors", () => {
       const generate = (...args: ReadonlyArray<string>) => oneLine(["generate", "-a", "tcp://127.0.0.1:1", ...args], 2)
       const see = "; see mcore generate --help"
       expect(yield* generate("--tokens", "many", "hi")).toBe(`mcore generate: invalid value "many" for --tokens: expected an integer >= 1${see}`)
+      expect(yield* generate("--protocol", "v0.19", "hi")).toContain(`mcore generate: invalid value "v0.19" for --protocol`)
       expect(yield* generate("-n", "0", "hi")).toBe(`mcore generate: invalid value "0" for --tokens: expected an integer >= 1${see}`)
       expect(yield* generate("--top-k", "abc", "hi")).toBe(
         `mcore generate: invalid value "abc" for --top-k: expected a non-negative integer${see}`

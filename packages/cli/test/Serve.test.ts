@@ -10,12 +10,12 @@ import * as Mcore from "./support/Mcore.ts"
 
 beforeAll(ensureBuilt, 300_000)
 
-const completion = (url: string) =>
+const completion = (url: string, maxTokens = 4) =>
   Effect.promise(async () => {
     const response = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ messages: [{ role: "user", content: "the quick fox" }], max_tokens: 4 })
+      body: JSON.stringify({ messages: [{ role: "user", content: "the quick fox" }], max_tokens: maxTokens })
     })
     return { status: response.status, body: await response.json() as any }
   })
@@ -51,10 +51,37 @@ describe("mcore serve", () => {
       expect(status).toBe(200)
       expect(body.model).toBe("embedded")
       expect(body.choices[0].message.content.split(" ")).toHaveLength(4)
+      // The embedded context length (4096): a request past it is refused by name.
+      const tooMany = yield* completion(url, 4096)
+      expect(tooMany.status).toBe(400)
+      expect(tooMany.body.error.param).toBe("max_tokens")
+      expect(tooMany.body.error.message).toContain("maximum context length is 4096 tokens")
       yield* process.kill("SIGTERM")
       const ended = yield* process.exited()
       expect(ended.code).toBe(143)
       expect(ended.stdout).toBe(`${url}\n`)
+    }), 120_000)
+
+  it.live("--max-model-len sets the context length; --allowed-origins the CORS origins", () =>
+    Effect.gen(function*() {
+      const process = yield* Mcore.start([
+        "serve", "--embedded", "--port", "0", "--step-ms", "0", "--max-model-len", "32",
+        "--allowed-origins", "https://a.example, https://b.example"
+      ])
+      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      const refused = yield* completion(url, 32)
+      expect(refused.status).toBe(400)
+      expect(refused.body.error.message).toContain("maximum context length is 32 tokens")
+      const fits = yield* completion(url, 8)
+      expect(fits.status).toBe(200)
+      // --allowed-origins: a preflight from one of them is answered.
+      const preflight = yield* Effect.promise(() =>
+        fetch(`${url}/v1/chat/completions`, { method: "OPTIONS", headers: { origin: "https://b.example" } })
+      )
+      expect(preflight.status).toBe(204)
+      expect(preflight.headers.get("access-control-allow-origin")).toBe("https://b.example")
+      yield* process.kill("SIGTERM")
+      expect((yield* process.exited()).code).toBe(143)
     }), 120_000)
 
   it.live("--workers 2: two processes share the port; one killed is replaced; SIGTERM stops them all", () =>

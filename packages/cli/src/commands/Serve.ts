@@ -12,7 +12,7 @@
  * @since 0.1.0
  */
 import { InferenceClient } from "@mcore-effect/client"
-import { Server, ServerConfig, Workers } from "@mcore-effect/server"
+import { ReasoningParser, Server, ServerConfig, ToolCallParser, Workers } from "@mcore-effect/server"
 import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
 import { Tokenizer } from "@mcore-effect/text"
 import * as Config from "effect/Config"
@@ -30,9 +30,16 @@ import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
 import { integer } from "../Values.ts"
 
+/**
+ * The embedded word tokenizer's context length: its config says 2^20 (no real limit), and the
+ * test engines generate as long as they are asked, so an omitted `max_tokens` would be a million.
+ */
+const EMBEDDED_MAX_MODEL_LEN = 4096
+
 /** How a worker learns what the primary set up (an embedded cluster's address, its tokenizer). */
 const WORKER_COORDINATOR = "MCORE_SERVE_COORDINATOR"
 const WORKER_TOKENIZER = "MCORE_SERVE_TOKENIZER"
+const WORKER_EMBEDDED = "MCORE_SERVE_EMBEDDED"
 
 const flags = {
   coordinator: Flag.String("coordinator").pipe(
@@ -76,6 +83,14 @@ const flags = {
     Flag.withDescription("A Jinja chat template to use instead of the tokenizer's"),
     Flag.optional
   ),
+  toolCallParser: Flag.Literals("tool-call-parser", [...ToolCallParser.parsers.keys()]).pipe(
+    Flag.withDescription("How tool calls are read from generated text (without one, requests with tools get 400)"),
+    Flag.optional
+  ),
+  reasoningParser: Flag.Literals("reasoning-parser", [...ReasoningParser.parsers.keys()]).pipe(
+    Flag.withDescription("Split <think> reasoning into reasoning_content"),
+    Flag.optional
+  ),
   maxBodyBytes: integer("max-body-bytes", 1).pipe(
     Flag.withDefault(ServerConfig.defaults.maxBodyBytes),
     Flag.withDescription("Largest request body, in bytes (default 4 MiB)")
@@ -92,7 +107,19 @@ const flags = {
     Flag.withDescription("On SIGTERM or Ctrl-C, how long streams in flight may take to finish (default 10s)"),
     Flag.optional
   ),
+  maxModelLen: integer("max-model-len", 2).pipe(
+    Flag.withDescription(
+      "Context length, prompt plus generated tokens; more is a 400 (default: the tokenizer directory's config.json / tokenizer_config.json, as vLLM reads them; 4096 with --embedded)"
+    ),
+    Flag.optional
+  ),
+  allowedOrigins: Flag.String("allowed-origins").pipe(
+    Flag.withMetavar("origins"),
+    Flag.withDescription("Origins whose browser pages may call the server (CORS), comma-separated; * for any (default none)"),
+    Flag.optional
+  ),
   connectTimeout: Flags.connectTimeout,
+  protocol: Flags.protocol,
   embedded: Flag.Boolean("embedded").pipe(
     Flag.withDefault(false),
     Flag.withDescription("Start a test coordinator, test engines and the word tokenizer in this process")
@@ -131,46 +158,56 @@ const backend = (options: Parsed) =>
   Effect.gen(function*() {
     const fromPrimary = process.env[WORKER_COORDINATOR]
     if (Workers.isWorker() && fromPrimary !== undefined) {
-      return { coordinator: fromPrimary, tokenizer: process.env[WORKER_TOKENIZER]!, model: "embedded" }
+      return { coordinator: fromPrimary, tokenizer: process.env[WORKER_TOKENIZER]!, model: "embedded", embedded: process.env[WORKER_EMBEDDED] === "1" }
     }
     if (options.embedded) {
       const cluster = yield* TestCluster.make({ engines: options.engines, engine: { stepMs: options.stepMs } })
       const tokenizer = yield* WordTokenizer.directory
-      return { coordinator: cluster.address, tokenizer, model: "embedded" }
+      return { coordinator: cluster.address, tokenizer, model: "embedded", embedded: true }
     }
     if (Option.isNone(options.coordinator)) return yield* usage("--coordinator (or MCORE_COORDINATOR_ADDRESS) is required without --embedded")
     if (Option.isNone(options.tokenizer)) return yield* usage("--tokenizer DIR is required without --embedded")
     return {
       coordinator: options.coordinator.value,
       tokenizer: options.tokenizer.value,
-      model: Path.basename(Path.resolve(options.tokenizer.value))
+      model: Path.basename(Path.resolve(options.tokenizer.value)),
+      embedded: false
     }
   })
 
-const serverOptions = (options: Parsed, model: string): ServerConfig.ServerOptions => ({
+const serverOptions = (options: Parsed, model: string, embedded: boolean): ServerConfig.ServerOptions => ({
   model: Option.getOrElse(options.model, () => model),
   host: options.host,
   port: options.port,
   apiKey: Option.match(options.apiKey, { onNone: () => undefined, onSome: Redacted.make }),
   chatTemplate: Option.getOrUndefined(options.chatTemplate),
+  toolCallParser: Option.getOrUndefined(options.toolCallParser),
+  reasoningParser: Option.getOrUndefined(options.reasoningParser),
   maxBodyBytes: options.maxBodyBytes,
   maxConcurrentRequests: options.maxConcurrent,
   requestTimeout: Option.getOrUndefined(options.requestTimeout),
-  shutdownGracePeriod: Option.getOrUndefined(options.shutdownGrace)
+  shutdownGracePeriod: Option.getOrUndefined(options.shutdownGrace),
+  maxModelLen: Option.getOrElse(options.maxModelLen, () => embedded ? EMBEDDED_MAX_MODEL_LEN : undefined),
+  allowedOrigins: Option.match(options.allowedOrigins, {
+    onNone: () => undefined,
+    onSome: (list) => list.split(",").map((origin) => origin.trim()).filter((origin) => origin.length > 0)
+  })
 })
 
 const urlOf = (address: HttpServer.HttpServer["Service"]["address"], host: string): string =>
   "port" in address ? `http://${host.includes(":") ? `[${host}]` : host}:${address.port}` : HttpServer.formatAddress(address)
 
 /** One server in this process, until interrupted. */
-const serveHere = (options: Parsed, coordinator: string, tokenizer: string, model: string) =>
+const serveHere = (options: Parsed, coordinator: string, tokenizer: string, model: string, embedded: boolean) =>
   Effect.gen(function*() {
     const client = InferenceClient.layer({
       address: coordinator,
+      // The embedded coordinator speaks the reference protocol.
+      protocol: embedded ? "reference" : options.protocol,
       connectTimeout: Option.getOrUndefined(options.connectTimeout)
     })
     const context = yield* Layer.build(
-      Server.layer(serverOptions(options, model)).pipe(
+      Server.layer(serverOptions(options, model, embedded)).pipe(
         Layer.provide(Layer.merge(client, Tokenizer.layer(tokenizer)))
       )
     )
@@ -179,7 +216,7 @@ const serveHere = (options: Parsed, coordinator: string, tokenizer: string, mode
       yield* Workers.reportListening(url)
     } else {
       yield* Output.line(url)
-      yield* Output.errorLine(`serving ${serverOptions(options, model).model} over ${coordinator}; stop with Ctrl-C`)
+      yield* Output.errorLine(`serving ${serverOptions(options, model, embedded).model} over ${coordinator}; stop with Ctrl-C`)
     }
     return yield* Effect.never
   })
@@ -199,9 +236,9 @@ export const command = Command.make(
   "serve",
   flags,
   Effect.fn("mcore.serve")(function*(options) {
-    const { coordinator, model, tokenizer } = yield* backend(options).pipe(Effect.mapError(failed))
+    const { coordinator, embedded, model, tokenizer } = yield* backend(options).pipe(Effect.mapError(failed))
     if (options.workers === 1 || Workers.isWorker()) {
-      return yield* serveHere(options, coordinator, tokenizer, model).pipe(Effect.mapError(failed))
+      return yield* serveHere(options, coordinator, tokenizer, model, embedded).pipe(Effect.mapError(failed))
     }
     const graceMillis = Option.match(options.shutdownGrace, {
       onNone: () => ServerConfig.defaults.shutdownGraceMillis,
@@ -209,7 +246,7 @@ export const command = Command.make(
     })
     const url = yield* Workers.fork({
       count: options.workers,
-      env: { [WORKER_COORDINATOR]: coordinator, [WORKER_TOKENIZER]: tokenizer },
+      env: { [WORKER_COORDINATOR]: coordinator, [WORKER_TOKENIZER]: tokenizer, [WORKER_EMBEDDED]: embedded ? "1" : "0" },
       graceMillis,
       warn: (line) => Output.print(`${line}\n`)
     }).pipe(Effect.catch((why) => usage(why)))
