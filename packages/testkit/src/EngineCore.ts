@@ -20,6 +20,7 @@ import { BlockHashes, FrameSocket, type Frames, Headers, type Media, Messages, M
 import * as Result from "effect/Result"
 import { randomUUID } from "node:crypto"
 import * as Zmq from "zeromq"
+import type * as Continuations from "./Continuations.ts"
 import type { Log } from "./CoordinatorConfig.ts"
 import { EngineRequest } from "./EngineRequest.ts"
 import * as Faults from "./Faults.ts"
@@ -47,6 +48,7 @@ export interface EngineConfig {
   readonly maxActiveRequests: number
   readonly blockSizeTokens: number
   readonly defaultTokensToGenerate: number
+  readonly continuations?: Continuations.Script | undefined
   readonly recordLimit: number
   /** `finish`: an aborted request completes at the next step with what it has (Megatron). `drop`: it vanishes, no reply. */
   readonly abort: "finish" | "drop"
@@ -385,6 +387,7 @@ export class EngineCore {
         numCachedTokens,
         numMatchedPrefixBlocks: matched,
         defaultTokensToGenerate: this.config.defaultTokensToGenerate,
+        continuations: this.config.continuations,
         generationEpoch: this.generationEpoch,
         disaggregatedParams,
         uid: `chatcmpl-${randomUUID().replaceAll("-", "")}`,

@@ -7,6 +7,7 @@
  * @internal
  */
 import { Msgpack, SamplingParams } from "@mcore-effect/protocol"
+import type * as Continuations from "./Continuations.ts"
 import * as Generation from "./Generation.ts"
 import * as Vocabulary from "./Vocabulary.ts"
 
@@ -85,6 +86,8 @@ export interface EngineRequestInit {
   /** Set for a KV-handoff submission: the peer's export and blocks. */
   readonly disaggregatedParams: Readonly<Record<string, unknown>> | null
   readonly uid: string
+  /** Chosen continuations by prompt (`TestEngine` option `continuations`). */
+  readonly continuations?: Continuations.Script | undefined
   /** Seconds (wall clock, as Python's `time.time()`). */
   readonly now: number
 }
@@ -116,6 +119,8 @@ export class EngineRequest {
   disaggregatedParams: Readonly<Record<string, unknown>> | null
   private emitted = 0
   private readonly seed: number
+  /** The script's continuation of this prompt, when it has one (see `Continuations`). */
+  private readonly scripted: ReadonlyArray<number> | undefined
   private readonly tpot: Array<number> = []
   private ttft: number | null = null
   private lastTokenAt: number
@@ -137,6 +142,7 @@ export class EngineRequest {
     this.returnLogProbs = sp.return_log_probs === true
     this.disaggregatedParams = init.disaggregatedParams
     this.seed = Generation.seedOf(init.promptTokens)
+    this.scripted = init.continuations?.(init.promptTokens)
     this.lastTokenAt = init.now
     if (init.generationEpoch !== null) {
       this.policyEpoch = [[0, init.generationEpoch]]
@@ -154,7 +160,9 @@ export class EngineRequest {
   /** Generates one token; true when the request is finished. */
   step(now: number): boolean {
     if (this.aborted || this.generated.length >= this.maxTokens) return true
-    const token = Generation.tokenAt(this.seed, this.generated.length)
+    const scripted = this.scripted
+    if (scripted !== undefined && this.generated.length >= scripted.length) return true
+    const token = scripted === undefined ? Generation.tokenAt(this.seed, this.generated.length) : scripted[this.generated.length]!
     this.generated.push(token)
     if (this.ttft === null) this.ttft = now - this.init.now
     else this.tpot.push(now - this.lastTokenAt)
@@ -167,7 +175,7 @@ export class EngineRequest {
         return true
       }
     }
-    return this.generated.length >= this.maxTokens
+    return this.generated.length >= this.maxTokens || (scripted !== undefined && this.generated.length >= scripted.length)
   }
 
   private endsWith(stop: ReadonlyArray<number>): boolean {

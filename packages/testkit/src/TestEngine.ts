@@ -12,6 +12,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import type * as Continuations from "./Continuations.ts"
 import type { Log } from "./CoordinatorConfig.ts"
 import {
   type CurveClientKeys,
@@ -51,6 +52,11 @@ export interface Options {
   readonly blockSizeTokens?: number | undefined
   /** Tokens to generate when a request sets neither `num_tokens_to_generate` nor `num_tokens_total`. Default 8. */
   readonly defaultTokensToGenerate?: number | undefined
+  /**
+   * Chosen continuations by prompt: a prompt the script knows generates the script's tokens
+   * (then finishes) instead of the deterministic stream (see `Continuations`).
+   */
+  readonly continuations?: Continuations.Script | undefined
   /** Messages kept for inspection (oldest dropped first); 0 keeps none. Default 1,000 (the most recent). */
   readonly recordLimit?: number | undefined
   /**
@@ -181,6 +187,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
       maxActiveRequests,
       blockSizeTokens,
       defaultTokensToGenerate,
+      continuations: options.continuations,
       recordLimit,
       abort,
       log,
