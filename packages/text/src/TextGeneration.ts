@@ -154,6 +154,11 @@ export interface TextDelta {
   readonly _tag: "TextDelta"
   readonly text: string
   readonly tokenIds: ReadonlyArray<number>
+  /**
+   * The log probs of `tokenIds`, one each, when log probs were asked for and the engine's partials
+   * carry them (Megatron main's do); otherwise absent, and they come with the `Finish`.
+   */
+  readonly logProbs?: ReadonlyArray<number> | undefined
 }
 
 /**
@@ -349,6 +354,7 @@ export const make = (
 
     // Shared by every request whose termination id is one of the tokenizer's eos ids (the default).
     const tokenizerEos: ReadonlySet<number> = new Set(tokenizer.eosTokenIds)
+    const noEos: ReadonlySet<number> = new Set()
 
     const derivedParams = (opts: GenerateOptions | undefined): Types.Mutable<SamplingParams.SamplingParamsInput> => {
       const stop = opts?.stop ?? []
@@ -372,7 +378,10 @@ export const make = (
       // parameters is keyed by it (internParams.ts).
       const params = intern(derivedParams(opts))
       const termination = params.termination_id
-      const eos = typeof termination === "number" && !tokenizerEos.has(termination)
+      // -1: no termination id (vLLM's `ignore_eos`); then no eos ends the text here either.
+      const eos = termination === -1
+        ? noEos
+        : typeof termination === "number" && !tokenizerEos.has(termination)
         ? new Set([...tokenizerEos, termination])
         : tokenizerEos
       const budget = typeof params.num_tokens_to_generate === "number" ? params.num_tokens_to_generate : undefined

@@ -8,7 +8,7 @@ import { InferenceClient } from "@mcore-effect/client"
 import { Messages, Msgpack } from "@mcore-effect/protocol"
 import { Generation, type Trace, type TraceRecorder, TestSupport, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
 import { Effect, Fiber, Latch, Result, Stream, Tracer } from "effect"
-import { TextGeneration } from "../src/index.ts"
+import { TextGeneration, Tokenizer } from "../src/index.ts"
 import { quiet, setup } from "./support/Setup.ts"
 
 const prompt = "the quick fox"
@@ -69,6 +69,24 @@ describe("TextGeneration over the test cluster", () => {
       const { submits } = sent(yield* recorder.waitFor("the submit", (e) => sent(e).submits.length === 1))
       expect(submits[0]!.prompt).toEqual(promptIds)
       expect(result.requestId).toBe(submits[0]!.requestId)
+    }).pipe(quiet))
+
+  it.live("termination_id -1 (vLLM's ignore_eos): no eos ends the text, the engine's nor the tokenizer's", () =>
+    Effect.gen(function*() {
+      const { client } = yield* setup()
+      // A tokenizer whose eos is the third word the engines will generate for the prompt.
+      const third = Generation.tokens(promptIds, 3)[2]!
+      const tokenizer = yield* Tokenizer.fromFiles(
+        { tokenizer: WordTokenizer.tokenizerJson(), config: { ...WordTokenizer.tokenizerConfig(), eos_token: Vocabulary.words[third] } },
+        "eos-is-a-word"
+      )
+      const text = yield* TextGeneration.make(client, tokenizer)
+      const ended = yield* text.generate({ tokens: promptIds }, { samplingParams: { num_tokens_to_generate: 5 } })
+      expect(ended.finishReason).toBe("stop")
+      expect(ended.tokenIds).toEqual(Generation.tokens(promptIds, 3))
+      const ignoring = yield* text.generate({ tokens: promptIds }, { samplingParams: { num_tokens_to_generate: 5, termination_id: -1 } })
+      expect(ignoring.finishReason).toBe("length")
+      expect(ignoring.tokenIds).toEqual(Generation.tokens(promptIds, 5))
     }).pipe(quiet))
 
   it.live("generate runs in a TextGeneration.generate span when a tracer is installed, the client's span inside it", () =>

@@ -30,6 +30,10 @@ import { type Progress, viewOf } from "./progress.ts"
 const partialTokens = (event: InferenceClient.StreamEvent): ReadonlyArray<number> | undefined =>
   event._tag === "Final" ? undefined : event.newTokens
 
+/** The log probs a token event carries (Megatron main's engines send them), if any. */
+const partialLogProbs = (event: InferenceClient.StreamEvent): ReadonlyArray<number> | undefined =>
+  event._tag === "Final" ? undefined : event.newLogProbs
+
 /** The request id a token event names. */
 const partialRequestId = (event: InferenceClient.StreamEvent): number | undefined =>
   event._tag === "Final" ? undefined : event.requestId
@@ -55,6 +59,11 @@ type Events = Pull.Pull<Arr.NonEmptyReadonlyArray<InferenceClient.StreamEvent>, 
 export class StreamParts {
   /** Ids streamed so far (the final reply's tail starts after them). */
   private streamed = 0
+  /**
+   * The log probs of the ids streamed so far, one each, while every token event carried them
+   * (`undefined` once one did not: its deltas then carry none).
+   */
+  private logProbs: Array<number> | undefined = []
   /** The final reply could not be read: the stream fails with it once it is over. */
   private failure: ClientError.ClientError | undefined = undefined
   private over = false
@@ -86,8 +95,9 @@ export class StreamParts {
     if (tokens !== undefined) {
       progress.requestId = partialRequestId(event)
       this.streamed += tokens.length
+      this.keepLogProbs(tokens, partialLogProbs(event))
       progress.feed(tokens)
-      if (progress.fedText !== "") parts.push({ _tag: "TextDelta", text: progress.fedText, tokenIds: progress.fedIds })
+      if (progress.fedText !== "") parts.push(this.delta(progress.fedText, progress.fedIds))
       if (progress.ended) parts.push({ _tag: "Finish", ...progress.result(undefined, false) })
       return
     }
@@ -104,6 +114,28 @@ export class StreamParts {
     const text = progress.fedText + progress.close()
     if (text !== "") parts.push({ _tag: "TextDelta", text, tokenIds: ids })
     parts.push({ _tag: "Finish", ...progress.result(view, false) })
+  }
+
+  /** Appends an event's log probs, or stops carrying them when it has none for its tokens. */
+  private keepLogProbs(tokens: ReadonlyArray<number>, logProbs: ReadonlyArray<number> | undefined): void {
+    const kept = this.logProbs
+    if (kept === undefined) return
+    if (logProbs === undefined || logProbs.length !== tokens.length) {
+      this.logProbs = undefined
+      return
+    }
+    for (let i = 0; i < logProbs.length; i++) kept.push(logProbs[i]!)
+  }
+
+  /** A delta of `ids` (the last consumed), with their log probs when they are known. */
+  private delta(text: string, ids: ReadonlyArray<number>): StreamPart {
+    const kept = this.logProbs
+    if (kept === undefined || kept.length === 0) return { _tag: "TextDelta", text, tokenIds: ids }
+    const end = this.progress.tokenIds.length
+    const start = end - ids.length
+    return end > kept.length
+      ? { _tag: "TextDelta", text, tokenIds: ids }
+      : { _tag: "TextDelta", text, tokenIds: ids, logProbs: kept.slice(start, end) }
   }
 
   /** The parts the text of an aborted request ends with: what was held back, then its Finish. */
