@@ -1,9 +1,9 @@
 /**
  * `POST /v1/chat/completions`: the messages rendered with the model's chat template (with the
- * generation prompt), `n` choices, `logprobs` / `top_logprobs`, streamed or not. Tool calls,
- * structured output, audio and the like are not supported, and a request that asks for them is
- * refused with a 400 naming the parameter: a client must never get plain text where it asked for
- * a tool call or a JSON schema.
+ * generation prompt), `n` choices, `logprobs` / `top_logprobs`, streamed or not; tool calls and
+ * reasoning read out of the text by the server's parsers (`tools/`). Structured output, audio and
+ * the like are not supported, and a request that asks for them is refused with a 400 naming the
+ * parameter: a client must never get plain text where it asked for a JSON schema.
  *
  * @since 0.1.0
  */
@@ -14,12 +14,16 @@ import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Choice from "./Choice.ts"
 import * as CommonShape from "./CommonShape.ts"
+import * as ContextLength from "./ContextLength.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
+import * as VllmParams from "./VllmParams.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
+import * as AssistantReply from "./tools/AssistantReply.ts"
+import * as ToolRequest from "./tools/ToolRequest.ts"
 
 const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest, CommonShape.isChatCompletionRequest)
 
@@ -27,8 +31,6 @@ const neutralChoice = (choice: unknown): boolean => choice == null || choice ===
 
 /** The first parameter asking for something not supported, as a 400. */
 const unsupported = (request: OpenAiSchema.ChatCompletionRequest): ServerError | undefined => {
-  if (request.tools != null && request.tools.length > 0) return badRequest("tools", "tool calls are not supported")
-  if (!neutralChoice(request.tool_choice)) return badRequest("tool_choice", "tool calls are not supported")
   if (request.functions != null && request.functions.length > 0) return badRequest("functions", "function calls are not supported")
   if (!neutralChoice(request.function_call)) return badRequest("function_call", "function calls are not supported")
   if (request.response_format != null && request.response_format.type !== "text") {
@@ -39,7 +41,6 @@ const unsupported = (request: OpenAiSchema.ChatCompletionRequest): ServerError |
   }
   if (request.audio != null) return badRequest("audio", "not supported")
   if (request.prediction != null) return badRequest("prediction", "not supported")
-  if (request.reasoning_effort != null) return badRequest("reasoning_effort", "not supported")
   if (request.web_search_options != null) return badRequest("web_search_options", "not supported")
   if (request.top_logprobs != null && request.logprobs !== true) {
     return badRequest("top_logprobs", "requires logprobs to be true")
@@ -64,8 +65,12 @@ const withContent = (message: OpenAiSchema.ChatMessage, content: string | null):
   return out as unknown as ChatTemplate.Message
 }
 
-/** The messages as the template takes them: text parts joined, anything else refused by name. */
-const templateMessages = (
+/**
+ * The messages as the template takes them: text parts joined, anything else refused by name.
+ *
+ * @since 0.1.0
+ */
+export const templateMessages = (
   messages: ReadonlyArray<OpenAiSchema.ChatMessage>
 ): Result.Result<Array<ChatTemplate.Message>, ServerError> => {
   const out: Array<ChatTemplate.Message> = []
@@ -73,7 +78,9 @@ const templateMessages = (
     const message = messages[i]!
     const content = message.content
     if (content == null || typeof content === "string") {
-      out.push(withContent(message, content ?? null))
+      // No content (an assistant turn that only called tools) is an empty text, as vLLM gives
+      // it: templates test it as a string (Qwen3's `'</think>' in message.content` fails on null).
+      out.push(withContent(message, content ?? ""))
       continue
     }
     const texts: Array<string> = []
@@ -95,7 +102,7 @@ const bytesOf = (token: string): Array<number> => Array.from(Buffer.from(token, 
 /** OpenAI's chat log probs for a finished choice. */
 const chatLogprobs = (
   tokenizer: Tokenizer.Service,
-  finished: Choice.Finished,
+  finished: Pick<Choice.Finished, "tokens" | "logprobs" | "topLogprobs">,
   top: number
 ): { readonly content: ReadonlyArray<OpenAiSchema.ChatLogprob> } => {
   const content: Array<OpenAiSchema.ChatLogprob> = []
@@ -140,7 +147,16 @@ const makeEndpoint = (tokenizer: Tokenizer.Service, logprobs: number | undefined
       chunkObject: "chat.completion.chunk",
       opening: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
       delta: (index, content) => ({ index, delta: { content }, logprobs: null, finish_reason: null }),
-      closing: (index, finished) => ({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: finished.finishReason })
+      closing: (index, finished) => ({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: finished.finishReason }),
+      // Per chunk only without top log probs: the engines' partials carry no top tokens.
+      deltaLogprobs: logprobs === 0
+        ? (index, content, tokens, values) => ({
+          index,
+          delta: { content },
+          logprobs: chatLogprobs(tokenizer, { tokens, logprobs: values, topLogprobs: undefined }, 0),
+          finish_reason: null
+        })
+        : undefined
     },
     choice: (index, finished) => ({
       index,
@@ -148,6 +164,57 @@ const makeEndpoint = (tokenizer: Tokenizer.Service, logprobs: number | undefined
       logprobs: logprobsOf(finished),
       finish_reason: finished.finishReason
     })
+  }
+}
+
+/** Reads a finished text as the message and finish reason of a choice. */
+const readFinished = (reading: AssistantReply.Reading, finished: Choice.Finished) => {
+  const reply = AssistantReply.read(reading, finished.text, true)
+  const called = reply.calls.length > 0
+  const message: Record<string, unknown> = {
+    role: "assistant",
+    content: called && reply.content === "" ? null : reply.content,
+    refusal: null
+  }
+  if (reading.reasoning !== undefined) message["reasoning_content"] = reply.reasoning === "" ? null : reply.reasoning
+  if (called) message["tool_calls"] = AssistantReply.toolCalls(reply.calls)
+  return { message, finishReason: called && finished.finishReason === "stop" ? "tool_calls" as const : finished.finishReason }
+}
+
+/**
+ * The endpoint of a request whose replies are read (tool calls, reasoning): made per request, as
+ * each streamed choice keeps what it read so far.
+ */
+const readingEndpoint = (
+  tokenizer: Tokenizer.Service,
+  logprobs: number | undefined,
+  reading: AssistantReply.Reading
+): Generation.Endpoint => {
+  const plain = endpointOf(tokenizer, logprobs)
+  const logprobsOf = (finished: Choice.Finished) =>
+    logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
+  const chunk = (index: number, delta: unknown) => ({ index, delta, logprobs: null, finish_reason: null })
+  return {
+    ...plain,
+    format: {
+      ...plain.format,
+      reader: (index) => {
+        const deltas = new AssistantReply.Deltas(reading)
+        return {
+          deltas: (text) => deltas.push(text).map((delta) => chunk(index, delta)),
+          closing: (finished) => {
+            const last: Array<unknown> = deltas.end().map((delta) => chunk(index, delta))
+            const reason = deltas.calledTools && finished.finishReason === "stop" ? "tool_calls" : finished.finishReason
+            last.push({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: reason })
+            return last
+          }
+        }
+      }
+    },
+    choice: (index, finished) => {
+      const read = readFinished(reading, finished)
+      return { index, message: read.message, logprobs: logprobsOf(finished), finish_reason: read.finishReason }
+    }
   }
 }
 
@@ -164,29 +231,46 @@ export const handle = (
   const decoded = decodeRequest(state, decode, generation.body)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
-  const refused = unsupported(request)
+  const refused = unsupported(request) ?? VllmParams.refusal(request, true)
   if (refused !== undefined) return Effect.fail(refused)
   const logprobs = request.logprobs === true ? request.top_logprobs ?? 0 : undefined
+  const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? null
   const planned = Sampling.plan(request, {
-    maxTokens: request.max_completion_tokens ?? request.max_tokens ?? null,
+    maxTokens,
     logprobs,
     promptLogprobs: false
   })
   if (Result.isFailure(planned)) return Effect.fail(planned.failure)
-  const plan = planned.success
+  const plan = VllmParams.applyTo(planned.success, request)
   const tokenizer = text.tokenizer
   if (Result.isFailure(text.chatTemplate)) {
     return Effect.fail(badRequest("messages", `this model has no usable chat template (${text.chatTemplate.failure.message}); use /v1/completions`))
   }
   const messages = templateMessages(request.messages)
   if (Result.isFailure(messages)) return Effect.fail(messages.failure)
-  const context = Choice.context(text, state, plan)
-  const endpoint = endpointOf(tokenizer, logprobs)
-  return Effect.matchEffect(text.promptTokens({ messages: messages.success, addGenerationPrompt: true }), {
+  const tooling = ToolRequest.plan(request, state.config)
+  if (Result.isFailure(tooling)) return Effect.fail(tooling.failure)
+  const { reading, tools, variables } = tooling.success
+  const endpoint = VllmParams.endpointFor(
+    reading.reasoning === undefined && reading.calls === undefined
+      ? endpointOf(tokenizer, logprobs)
+      : readingEndpoint(tokenizer, logprobs, reading),
+    request
+  )
+  const limits: ContextLength.Params = {
+    prompt: "messages",
+    maxTokens: request.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens"
+  }
+  const prompt = tools === null && variables === undefined
+    ? { messages: messages.success, addGenerationPrompt: true }
+    : { messages: messages.success, addGenerationPrompt: true, tools, variables }
+  return Effect.matchEffect(text.promptTokens(prompt), {
     onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
-    onSuccess: (ids) =>
-      ids.length === 0
-        ? Effect.fail(badRequest("messages", "render to an empty prompt"))
-        : Generation.respond(generation, context, [{ ids, text: "" }], plan, endpoint)
+    onSuccess: (ids) => {
+      if (ids.length === 0) return Effect.fail(badRequest("messages", "render to an empty prompt"))
+      const fitted = ContextLength.fit(plan, state.maxModelLen, [ids.length], maxTokens, () => limits)
+      if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
+      return Generation.respond(generation, Choice.context(text, state, fitted.success), [{ ids, text: "" }], fitted.success, endpoint)
+    }
   })
 }

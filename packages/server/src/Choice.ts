@@ -37,6 +37,8 @@ export interface Prompt {
 export interface Finished {
   /** The generated text, cut where a stop string begins. */
   readonly text: string
+  /** The stop string that ended the text (not part of it), if one did. */
+  readonly stopString?: string | undefined
   /** The generated ids that made `text`. */
   readonly tokens: ReadonlyArray<number>
   readonly finishReason: FinishReason
@@ -106,6 +108,7 @@ const finishReason = (reason: TextGeneration.FinishReason): FinishReason => reas
 
 const finished = (generation: TextGeneration.Generation): Finished => ({
   text: generation.text,
+  stopString: generation.stopString,
   tokens: generation.tokenIds,
   finishReason: finishReason(generation.finishReason),
   promptTokens: generation.usage.promptTokens,

@@ -11,8 +11,9 @@
  *
  * @since 0.1.0
  */
+import type { TextGeneration } from "@mcore-effect/text"
 import type * as Choice from "./Choice.ts"
-import type { Format, Meta } from "./Generation.ts"
+import type { ChoiceReader, Format, Meta } from "./Generation.ts"
 import type { Usage } from "./OpenAiSchema.ts"
 
 /**
@@ -25,6 +26,11 @@ export interface Chunks {
   readonly opening: (index: number, prompt: Choice.Prompt) => string | undefined
   /** The record carrying `text` for choice `index`. */
   readonly delta: (index: number, text: string) => string
+  /**
+   * The record carrying a delta's text and its tokens' log probs, when the delta has them and the
+   * endpoint streams them per chunk; `undefined` otherwise (then {@link delta}).
+   */
+  readonly deltaLogprobs: (index: number, part: TextGeneration.TextDelta) => string | undefined
   /** The record closing choice `index`. */
   readonly closing: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => string
   /** The record with no choices and the usage (`stream_options.include_usage`). */
@@ -57,6 +63,8 @@ class Records implements Chunks {
   // Per choice index: the text around the delta, or null when it cannot be split.
   private readonly templates: Array<readonly [string, string] | null | undefined> = []
   private readonly object: string
+  // Per choice index, when the format reads choices as they come.
+  private readonly readers: Array<ChoiceReader | undefined> = []
 
   constructor(private readonly format: Format, private readonly meta: Meta, private readonly includeUsage: boolean) {
     this.object = format.chunkObject
@@ -77,7 +85,15 @@ class Records implements Chunks {
     return opening === undefined ? undefined : this.record(opening(index, prompt))
   }
 
+  private reader(index: number): ChoiceReader | undefined {
+    const make = this.format.reader
+    if (make === undefined) return undefined
+    return (this.readers[index] ??= make(index))
+  }
+
   delta(index: number, text: string): string {
+    const reader = this.reader(index)
+    if (reader !== undefined) return reader.deltas(text).map((choice) => this.record(choice)).join("")
     let template = this.templates[index]
     if (template === undefined) {
       template = split(this.record(this.format.delta(index, MARK))) ?? null
@@ -86,7 +102,17 @@ class Records implements Chunks {
     return template === null ? this.record(this.format.delta(index, text)) : template[0] + JSON.stringify(text) + template[1]
   }
 
+  deltaLogprobs(index: number, part: TextGeneration.TextDelta): string | undefined {
+    const format = this.format.deltaLogprobs
+    const logprobs = part.logProbs
+    // A reader (tool calls, reasoning) owns the text it is given; its chunks carry no log probs.
+    if (format === undefined || logprobs === undefined || this.format.reader !== undefined) return undefined
+    return this.record(format(index, part.text, part.tokenIds, logprobs))
+  }
+
   closing(index: number, finished: Choice.Finished, prompt: Choice.Prompt): string {
+    const reader = this.reader(index)
+    if (reader !== undefined) return reader.closing(finished, prompt).map((choice) => this.record(choice)).join("")
     return this.record(this.format.closing(index, finished, prompt))
   }
 

@@ -13,11 +13,13 @@ import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Choice from "./Choice.ts"
 import * as CommonShape from "./CommonShape.ts"
+import * as ContextLength from "./ContextLength.ts"
 import * as Generation from "./Generation.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
+import * as VllmParams from "./VllmParams.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
 
 const decode = OpenAiSchema.decode(OpenAiSchema.CompletionRequest, CommonShape.isCompletionRequest)
@@ -27,9 +29,10 @@ const DEFAULT_MAX_TOKENS = 16
 
 const prompts = (
   tokenizer: Tokenizer.Service,
-  input: OpenAiSchema.CompletionRequest["prompt"]
+  input: OpenAiSchema.CompletionRequest["prompt"],
+  addSpecialTokens: boolean
 ): Result.Result<Array<Choice.Prompt>, ServerError> => {
-  if (typeof input === "string") return Result.map(tokenizePrompt(tokenizer, input, "prompt"), (p) => [p])
+  if (typeof input === "string") return Result.map(tokenizePrompt(tokenizer, input, "prompt", addSpecialTokens), (p) => [p])
   const first = input[0]
   if (typeof first === "number") {
     return Result.map(tokenPrompt(tokenizer, input as ReadonlyArray<number>, "prompt"), (p) => [p])
@@ -38,7 +41,7 @@ const prompts = (
   for (let i = 0; i < input.length; i++) {
     const item = input[i]!
     const prompt = typeof item === "string"
-      ? tokenizePrompt(tokenizer, item, `prompt[${i}]`)
+      ? tokenizePrompt(tokenizer, item, `prompt[${i}]`, addSpecialTokens)
       : tokenPrompt(tokenizer, item as ReadonlyArray<number>, `prompt[${i}]`)
     if (Result.isFailure(prompt)) return Result.fail(prompt.failure)
     out.push(prompt.success)
@@ -96,27 +99,37 @@ export const handle = (
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
   if (request.suffix != null && request.suffix !== "") return Effect.fail(badRequest("suffix", "not supported"))
+  const refused = VllmParams.refusal(request, false)
+  if (refused !== undefined) return Effect.fail(refused)
   const n = request.n ?? 1
   if (request.best_of != null && request.best_of > n) {
     return Effect.fail(badRequest("best_of", "only best_of <= n is supported (the engines do not rank choices)"))
   }
   const echo = request.echo === true
   const logprobs = request.logprobs ?? undefined
+  const maxTokens = request.max_tokens ?? DEFAULT_MAX_TOKENS
   const planned = Sampling.plan(request, {
-    maxTokens: request.max_tokens ?? DEFAULT_MAX_TOKENS,
+    maxTokens,
     logprobs,
     promptLogprobs: echo && logprobs !== undefined
   })
   if (Result.isFailure(planned)) return Effect.fail(planned.failure)
-  const plan = planned.success
+  const plan = VllmParams.applyTo(planned.success, request)
   const tokenizer = text.tokenizer
-  const tokenized = prompts(tokenizer, request.prompt)
+  const tokenized = prompts(tokenizer, request.prompt, VllmParams.addSpecialTokens(request))
   if (Result.isFailure(tokenized)) return Effect.fail(tokenized.failure)
   const all = tokenized.success
   if (all.length * n > OpenAiSchema.MAX_CHOICES) {
     return Effect.fail(badRequest("n", `n times the prompts must be at most ${OpenAiSchema.MAX_CHOICES}`))
   }
-  return Generation.respond(generation, Choice.context(text, state, plan), all, plan, endpointOf(tokenizer, logprobs, echo))
+  const single = typeof request.prompt === "string" || typeof request.prompt[0] === "number"
+  const fitted = ContextLength.fit(plan, state.maxModelLen, all.map((p) => p.ids.length), maxTokens, (i) => ({
+    prompt: single ? "prompt" : `prompt[${i}]`,
+    maxTokens: "max_tokens"
+  }))
+  if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
+  const endpoint = VllmParams.endpointFor(endpointOf(tokenizer, logprobs, echo), request)
+  return Generation.respond(generation, Choice.context(text, state, fitted.success), all, fitted.success, endpoint)
 }
 
 /**

@@ -29,9 +29,20 @@ import * as Choice from "./Choice.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import type { Usage } from "./OpenAiSchema.ts"
 import type * as Routes from "./Routes.ts"
+import * as RequestId from "./RequestId.ts"
 import type * as Sampling from "./Sampling.ts"
 import * as Sse from "./Sse.ts"
 import { body, Internal, serverError, type ServerError } from "./ServerError.ts"
+
+/**
+ * A streamed choice read as its text comes (see {@link Format.reader}).
+ *
+ * @since 0.1.0
+ */
+export interface ChoiceReader {
+  readonly deltas: (text: string) => ReadonlyArray<unknown>
+  readonly closing: (finished: Choice.Finished, prompt: Choice.Prompt) => ReadonlyArray<unknown>
+}
 
 /**
  * How an endpoint shapes its chunks.
@@ -47,7 +58,33 @@ export interface Format {
   readonly delta: (index: number, text: string) => unknown
   /** The choice of the chunk that closes choice `index`. */
   readonly closing: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => unknown
+  /**
+   * When set, a choice's text is read as it comes (tool calls, reasoning): each text gives the
+   * choices of zero or more chunks, in place of `delta`, and the end those of its closing chunks,
+   * in place of `closing`. One per streamed choice.
+   */
+  readonly reader?: ((index: number) => ChoiceReader) | undefined
+  /**
+   * The choice of a chunk carrying `text` and the log probs of the tokens it came from, when the
+   * endpoint streams log probs per chunk (the engines' partials carry them); the closing chunk then
+   * carries only the tokens' not sent before ({@link unsent}).
+   */
+  readonly deltaLogprobs?: ((index: number, text: string, tokens: ReadonlyArray<number>, logprobs: ReadonlyArray<number>) => unknown) | undefined
 }
+
+/**
+ * `finished` with only its tokens from `sent` on (and their log probs): what a closing chunk
+ * still has to carry when the first `sent` went out with their deltas.
+ *
+ * @since 0.1.0
+ */
+export const unsent = (finished: Choice.Finished, sent: number): Choice.Finished =>
+  sent === 0 ? finished : {
+    ...finished,
+    tokens: finished.tokens.slice(sent),
+    logprobs: finished.logprobs?.slice(sent),
+    topLogprobs: finished.topLogprobs?.slice(sent)
+  }
 
 /**
  * How an endpoint shapes its answers: the chunks ({@link Format}), and the choice of a plain
@@ -84,7 +121,7 @@ export const respond = (
     // alive as long as its stream was open (0.5 KB of each open stream, heap snapshots, `pnpm
     // bench server --heap`). A plain answer is short-lived, and takes the fewer steps.
     ? Effect.flatMap(generation.admit, () => streamed(generation, context, prompts, plan, endpoint))
-    : generation.admitThen(() => answered(context, prompts, plan, endpoint))
+    : generation.admitThen(() => answered(context, prompts, plan, endpoint, RequestId.of(generation.request)))
 
 /** The choices written to the response as server-sent events, as they come. */
 const streamed = (
@@ -95,7 +132,7 @@ const streamed = (
   endpoint: Endpoint
 ) =>
   Sse.write(generation.request, recordsAll(context, prompts, plan.n, {
-    meta: makeMeta(endpoint.idPrefix, context.state.config.model),
+    meta: makeMeta(endpoint.idPrefix, context.state.config.model, RequestId.of(generation.request)),
     includeUsage: plan.includeUsage,
     startedAt: generation.startedAt,
     format: endpoint.format
@@ -106,10 +143,11 @@ const answered = (
   context: Choice.Context,
   prompts: ReadonlyArray<Choice.Prompt>,
   plan: Sampling.Plan,
-  endpoint: Endpoint
+  endpoint: Endpoint,
+  requestId: string | undefined
 ) => {
   const { n } = plan
-  const meta = makeMeta(endpoint.idPrefix, context.state.config.model)
+  const meta = makeMeta(endpoint.idPrefix, context.state.config.model, requestId)
   const reply = (finished: Array<Choice.Finished>) => {
     const total = usage(finished, n)
     context.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
@@ -147,12 +185,13 @@ const idPrefix = randomBytes(6).toString("hex")
 let nextId = 0
 
 /**
- * A response id with `prefix` (`chatcmpl-`, `cmpl-`).
+ * A response id with `prefix` (`chatcmpl-`, `cmpl-`): the prefix and the request's `x-request-id`
+ * when the server gave it one (`RequestId`), else the prefix and an id made here.
  *
  * @since 0.1.0
  */
-export const makeMeta = (prefix: string, model: string): Meta => ({
-  id: `${prefix}${idPrefix}${(nextId++).toString(16).padStart(8, "0")}`,
+export const makeMeta = (prefix: string, model: string, requestId?: string | undefined): Meta => ({
+  id: requestId === undefined ? `${prefix}${idPrefix}${(nextId++).toString(16).padStart(8, "0")}` : `${prefix}${requestId}`,
   created: Math.floor(Date.now() / 1000),
   model
 })
@@ -279,6 +318,7 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
     let opened = false
     let firstContent = true
     let over = false
+    let sent = 0
     const onParts = (parts: Arr.NonEmptyReadonlyArray<TextGeneration.StreamPart>): Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>> => {
       let records = ""
       for (let i = 0; i < parts.length; i++) {
@@ -288,13 +328,18 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
             firstContent = false
             metrics.firstToken(options.startedAt)
           }
-          records += chunks.delta(0, part.text)
+          const withLogprobs = chunks.deltaLogprobs(0, part)
+          if (withLogprobs === undefined) records += chunks.delta(0, part.text)
+          else {
+            records += withLogprobs
+            sent += part.tokenIds.length
+          }
           continue
         }
         const done = Choice.finishedOf(part)
         const total = usage([done], 1)
         metrics.tokens(total.prompt_tokens, total.completion_tokens)
-        records += chunks.closing(0, done, prompt)
+        records += chunks.closing(0, unsent(done, sent), prompt)
         if (options.includeUsage) records += chunks.usage(total)
         records += Sse.doneText
         over = true
@@ -345,6 +390,7 @@ const streamMany = (
     let firstContent = true
     const choice = (index: number) => {
       const prompt = prompts[Math.floor(index / n)]!
+      let sent = 0
       const opening = chunks.opening(index, prompt)
       if (opening !== undefined) offer(opening)
       return Stream.runForEach(Choice.parts(context, prompt), (part) => {
@@ -353,11 +399,18 @@ const streamMany = (
             firstContent = false
             metrics.firstToken(options.startedAt)
           }
-          offer(chunks.delta(index, part.text))
+          const withLogprobs = chunks.deltaLogprobs(index, part)
+          if (withLogprobs === undefined) {
+            const records = chunks.delta(index, part.text)
+            if (records !== "") offer(records)
+          } else {
+            offer(withLogprobs)
+            sent += part.tokenIds.length
+          }
         } else {
           const done = Choice.finishedOf(part)
           finished[index] = done
-          offer(chunks.closing(index, done, prompt))
+          offer(chunks.closing(index, unsent(done, sent), prompt))
         }
         return Effect.void
       })

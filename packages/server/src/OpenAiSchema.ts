@@ -11,6 +11,8 @@ import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaParser from "effect/SchemaParser"
 import { badRequest, type ServerError } from "./ServerError.ts"
+import * as ToolSchema from "./tools/ToolSchema.ts"
+import * as VllmParams from "./VllmParams.ts"
 
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -64,7 +66,9 @@ const sampling = {
   store: optionalNullable(Schema.Boolean),
   service_tier: optionalNullable(Schema.String),
   prompt_cache_key: optionalNullable(Schema.String),
-  safety_identifier: optionalNullable(Schema.String)
+  safety_identifier: optionalNullable(Schema.String),
+  // vLLM's extension parameters (VllmParams).
+  ...VllmParams.fields
 }
 
 /**
@@ -107,9 +111,11 @@ export const ChatCompletionRequest = Schema.Struct({
   max_completion_tokens: optionalNullable(NonNegativeInt),
   logprobs: optionalNullable(Schema.Boolean),
   top_logprobs: optionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20 }))),
+  // Tool calls and reasoning (see tools/ToolRequest).
+  tools: optionalNullable(Schema.Array(ToolSchema.Tool)),
+  tool_choice: optionalNullable(ToolSchema.ToolChoice),
+  chat_template_kwargs: optionalNullable(ToolSchema.ChatTemplateKwargs),
   // Refused unless empty or neutral (see ChatCompletions).
-  tools: optionalNullable(Schema.Array(Schema.Unknown)),
-  tool_choice: optionalNullable(Schema.Unknown),
   functions: optionalNullable(Schema.Array(Schema.Unknown)),
   function_call: optionalNullable(Schema.Unknown),
   parallel_tool_calls: optionalNullable(Schema.Boolean),
@@ -117,7 +123,7 @@ export const ChatCompletionRequest = Schema.Struct({
   modalities: optionalNullable(Schema.Array(Schema.String)),
   audio: optionalNullable(Schema.Unknown),
   prediction: optionalNullable(Schema.Unknown),
-  reasoning_effort: optionalNullable(Schema.String),
+  reasoning_effort: optionalNullable(ToolSchema.ReasoningEffort),
   web_search_options: optionalNullable(Schema.Unknown)
 })
 
@@ -219,7 +225,7 @@ export const decode = <S extends Schema.Top & { readonly DecodingServices: never
  *
  * @since 0.1.0
  */
-export type FinishReason = "stop" | "length" | "abort"
+export type FinishReason = "stop" | "length" | "abort" | "tool_calls"
 
 /**
  * `usage`, with cached prompt tokens.

@@ -38,18 +38,20 @@ export const decodeRequest = <A extends { readonly model?: string | undefined }>
 }
 
 /**
- * A text prompt, tokenized (special tokens added as the tokenizer's post-processor says).
+ * A text prompt, tokenized (special tokens added as the tokenizer's post-processor says, unless
+ * `addSpecialTokens` is false).
  *
  * @since 0.1.0
  */
 export const tokenizePrompt = (
   tokenizer: Tokenizer.Service,
   text: string,
-  param: string
+  param: string,
+  addSpecialTokens = true
 ): Result.Result<Choice.Prompt, ServerError> => {
   let ids: Array<number>
   try {
-    ids = tokenizer.encode(text)
+    ids = addSpecialTokens ? tokenizer.encode(text) : tokenizer.encode(text, { addSpecialTokens: false })
   } catch (cause) {
     return Result.fail(badRequest(param, `could not be tokenized: ${String(cause)}`))
   }

@@ -27,12 +27,15 @@ import * as Scheduler from "effect/Scheduler"
 import { createServer, type Server as Http } from "node:http"
 import type { Socket } from "node:net"
 import * as ChatCompletions from "./ChatCompletions.ts"
+import * as Cors from "./Cors.ts"
 import * as Completions from "./Completions.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import { answer, authenticated, generation } from "./Routes.ts"
+import * as RequestId from "./RequestId.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 import { Internal, ModelNotFound, NotFound, serverError } from "./ServerError.ts"
 import * as ServerState from "./ServerState.ts"
+import * as Tokenize from "./Tokenize.ts"
 
 const modelObject = (state: ServerState.State) => ({
   id: state.config.model,
@@ -80,9 +83,19 @@ const metrics = HttpRouter.route("GET", "/metrics", Effect.gen(function*() {
   )
 }))
 
+/** vLLM's `/tokenize` and `/detokenize` (see `Tokenize`). */
+const tokenizeRoutes = (state: ServerState.State, text: TextGeneration.Service) => {
+  const { detokenize, tokenize } = Tokenize.handlers(state, text)
+  return [authenticated(state, "POST", "/tokenize", tokenize), authenticated(state, "POST", "/detokenize", detokenize)]
+}
+
 const notFound = (state: ServerState.State) =>
-  HttpRouter.route("*", "*", (request) =>
-    answer(state, "unmatched", Effect.fail(serverError(new NotFound({ method: request.method, path: request.url })))))
+  HttpRouter.route("*", "*", (request) => {
+    // A CORS preflight (no API key: browsers send none on one).
+    const preflight = request.method === "OPTIONS" ? Cors.preflight(state.config.allowedOrigins, request) : undefined
+    if (preflight !== undefined) return answer(state, "preflight", Effect.succeed(preflight))
+    return answer(state, "unmatched", Effect.fail(serverError(new NotFound({ method: request.method, path: request.url }))))
+  })
 
 /**
  * Every route, registered on the current `HttpRouter`, with the server's state and text
@@ -95,6 +108,7 @@ export const routes = HttpRouter.addAll(Effect.map(
   ([state, text]) => [
     generation(state, text, "/v1/chat/completions", ChatCompletions.handle),
     generation(state, text, "/v1/completions", Completions.handle),
+    ...tokenizeRoutes(state, text),
     models(state),
     model(state),
     health,
@@ -144,6 +158,12 @@ export const layer = (
   const sockets = new Set<Socket>()
   const listening = NodeHttpServer.layer(() => {
     server = createServer({ keepAliveTimeout: 5_000 })
+    // Before NodeHttpServer's own listener: every response, streamed or not, carries them.
+    const origins = config.allowedOrigins
+    server.on("request", (request, response) => {
+      RequestId.assign(request, response)
+      if (origins.length > 0) Cors.decorate(origins, request, response)
+    })
     server.on("connection", (socket) => {
       sockets.add(socket)
       socket.once("close", () => sockets.delete(socket))

@@ -8,6 +8,8 @@
  */
 import * as Duration from "effect/Duration"
 import * as Redacted from "effect/Redacted"
+import * as ReasoningParser from "./tools/ReasoningParser.ts"
+import * as ToolCallParser from "./tools/ToolCallParser.ts"
 
 /**
  * Options of `Server.layer`.
@@ -33,6 +35,18 @@ export interface ServerOptions {
   readonly requestTimeout?: Duration.Input | undefined
   /** On shutdown, how long streams in flight may take to finish before they are aborted. Default 10 s. */
   readonly shutdownGracePeriod?: Duration.Input | undefined
+  /** How tool calls are read from generated text (`hermes`, `qwen3_coder`); none: `tools` are refused. */
+  readonly toolCallParser?: string | undefined
+  /** How `<think>` reasoning is split into `reasoning_content` (`qwen3`, `deepseek-r1`); none: it stays content. */
+  readonly reasoningParser?: string | undefined
+  /**
+   * The model's context length (prompt plus generated tokens; more is a 400). Default: what the
+   * tokenizer's directory declares (`config.json`, `tokenizer_config.json`, as vLLM reads them),
+   * else 2,048 (see `ContextLength`).
+   */
+  readonly maxModelLen?: number | undefined
+  /** Origins whose browser pages may call the server (CORS; `*` for any). Default none. */
+  readonly allowedOrigins?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -49,6 +63,11 @@ export interface Resolved {
   readonly maxConcurrentRequests: number
   readonly requestTimeoutMillis: number
   readonly shutdownGraceMillis: number
+  readonly toolCallParser: ToolCallParser.ToolCallParser | undefined
+  readonly reasoningParser: ReasoningParser.ReasoningParser | undefined
+  /** As given; the server's state resolves the default (it needs the tokenizer). */
+  readonly maxModelLen: number | undefined
+  readonly allowedOrigins: ReadonlyArray<string>
 }
 
 /**
@@ -99,6 +118,18 @@ export const resolve = (options: ServerOptions): Resolved | string => {
   }
   if (!(requestTimeoutMillis > 0)) return "requestTimeout: must be positive"
   if (!(shutdownGraceMillis >= 0)) return "shutdownGracePeriod: must not be negative"
+  const toolCallParser = options.toolCallParser === undefined ? undefined : ToolCallParser.parsers.get(options.toolCallParser)
+  if (options.toolCallParser !== undefined && toolCallParser === undefined) {
+    return `toolCallParser: ${JSON.stringify(options.toolCallParser)} is not one of ${[...ToolCallParser.parsers.keys()].join(", ")}`
+  }
+  const reasoningParser = options.reasoningParser === undefined ? undefined : ReasoningParser.parsers.get(options.reasoningParser)
+  if (options.reasoningParser !== undefined && reasoningParser === undefined) {
+    return `reasoningParser: ${JSON.stringify(options.reasoningParser)} is not one of ${[...ReasoningParser.parsers.keys()].join(", ")}`
+  }
+  const maxModelLen = options.maxModelLen
+  if (maxModelLen !== undefined && (!Number.isSafeInteger(maxModelLen) || maxModelLen < 2)) {
+    return "maxModelLen: must be an integer >= 2"
+  }
   const key = options.apiKey
   const apiKey = key === undefined || key === "" ? undefined : typeof key === "string" ? Redacted.make(key) : key
   return {
@@ -109,6 +140,10 @@ export const resolve = (options: ServerOptions): Resolved | string => {
     maxBodyBytes,
     maxConcurrentRequests,
     requestTimeoutMillis,
-    shutdownGraceMillis
+    shutdownGraceMillis,
+    toolCallParser,
+    reasoningParser,
+    maxModelLen,
+    allowedOrigins: options.allowedOrigins ?? []
   }
 }

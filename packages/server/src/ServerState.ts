@@ -7,7 +7,10 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { Tokenizer } from "@mcore-effect/text"
 import { apiKeyCheck, Gate } from "./Admission.ts"
+import * as ContextLength from "./ContextLength.ts"
 import { Recorder } from "./Metrics.ts"
 import type { Resolved } from "./ServerConfig.ts"
 import type { ServerError } from "./ServerError.ts"
@@ -22,6 +25,11 @@ export interface State {
   readonly gate: Gate
   readonly metrics: Recorder
   readonly checkApiKey: (authorization: string | undefined) => ServerError | undefined
+  /**
+   * The model's context length: prompt and generated tokens together (the option, else what the
+   * tokenizer's directory declares, else `ContextLength.FALLBACK`).
+   */
+  readonly maxModelLen: number
   /** Unix seconds when the server started (`created` of the model). */
   readonly startedAt: number
 }
@@ -41,8 +49,11 @@ export class ServerState extends Context.Service<ServerState, State>()("@mcore-e
 export const layer = (config: Resolved): Layer.Layer<ServerState> =>
   Layer.effect(
     ServerState,
-    Effect.map(Effect.context<never>(), (context) => ({
+    Effect.map(Effect.all([Effect.context<never>(), Effect.serviceOption(Tokenizer.Tokenizer)]), ([context, tokenizer]) => ({
       config,
+      maxModelLen: config.maxModelLen ??
+        Option.match(tokenizer, { onNone: () => undefined, onSome: (t) => ContextLength.fromDirectory(t.source) }) ??
+        ContextLength.FALLBACK,
       gate: new Gate(config.maxConcurrentRequests),
       metrics: new Recorder(context),
       checkApiKey: apiKeyCheck(config.apiKey),

@@ -195,7 +195,8 @@ describe("Server over fetch", () => {
         ["no messages", chat, { messages: [] }, 400, "messages"],
         ["bad role", chat, { messages: [{ role: "wizard", content: "hi" }] }, 400, "messages[0].role"],
         ["image part", chat, { messages: [{ role: "user", content: [{ type: "image_url" }] }] }, 400, "messages[0].content[0].type"],
-        ["tools", chat, { messages: [{ role: "user", content: "hi" }], tools: [{ type: "function" }] }, 400, "tools"],
+        ["tools", chat, { messages: [{ role: "user", content: "hi" }], tools: [{ type: "function", function: { name: "f" } }] }, 400, "tools"],
+        ["a malformed tool", chat, { messages: [{ role: "user", content: "hi" }], tools: [{ type: "function" }] }, 400, "tools[0].function"],
         ["json schema", chat, { messages: [{ role: "user", content: "hi" }], response_format: { type: "json_schema" } }, 400, "response_format"],
         ["top_logprobs alone", chat, { messages: [{ role: "user", content: "hi" }], top_logprobs: 2 }, 400, "top_logprobs"]
       ]
@@ -346,7 +347,8 @@ describe("graceful shutdown", () => {
       const { aborts, url } = yield* serveOn(cluster, { server: { shutdownGracePeriod: "200 millis" } }).pipe(
         Scope.provide(scope)
       )
-      const response = yield* startStream(url, 5_000)
+      // 2,000 tokens at 20 ms a step: 40 s, far past the grace period (and within the context length).
+      const response = yield* startStream(url, 2_000)
       const reading = yield* Effect.forkChild(readAll(response))
       yield* Effect.sleep("100 millis")
       yield* Scope.close(scope, Exit.void)

@@ -13,6 +13,7 @@ import { HttpServer } from "effect/http"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { Server, type ServerConfig } from "../../src/index.ts"
+import OpenAI from "openai"
 
 /**
  * Runs `effect` with a registry of its own, so its metrics start at zero, and without the
@@ -126,4 +127,18 @@ export const eventually = <A>(what: string, effect: Effect.Effect<A>, predicate:
       if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}: last ${JSON.stringify(value)}`))
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
     }
+  })
+
+/** The official SDK, pointed at a test server. */
+export const sdk = (baseURL: string) => new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 20_000 })
+
+/** The SDK's error for a refused call (the call must fail). */
+export const refusal = (call: () => Promise<unknown>) =>
+  Effect.promise(async () => {
+    try {
+      await call()
+    } catch (error) {
+      return error as InstanceType<typeof OpenAI.APIError>
+    }
+    throw new Error("the call was not refused")
   })

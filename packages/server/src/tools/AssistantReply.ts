@@ -1,0 +1,170 @@
+/**
+ * An assistant's generated text read as OpenAI's message: the reasoning split off first (when a
+ * reasoning parser is set), then the tool calls taken out of what follows the reasoning (when the
+ * request has tools and a tool-call parser is set). Calls are only looked for after `</think>`:
+ * a call the model considers while thinking is not a call it made (and one made after thinking is
+ * never lost in it).
+ *
+ * @since 0.1.0
+ */
+import { randomBytes } from "node:crypto"
+import type { ReasoningParser } from "./ReasoningParser.ts"
+import type { Call, Tool, ToolCallParser } from "./ToolCallParser.ts"
+
+/**
+ * How a request's replies are read.
+ *
+ * @since 0.1.0
+ */
+export interface Reading {
+  readonly reasoning: ReasoningParser | undefined
+  /** The tool-call parser and the request's tools, when calls are looked for. */
+  readonly calls: {
+    readonly parser: ToolCallParser
+    readonly tools: ReadonlyArray<Tool>
+    /** `parallel_tool_calls`: false keeps the first call only. */
+    readonly parallel: boolean
+  } | undefined
+}
+
+/**
+ * A text read.
+ *
+ * @since 0.1.0
+ */
+export interface Reply {
+  readonly reasoning: string
+  readonly content: string
+  readonly calls: ReadonlyArray<Call>
+  /** What more text without `<` would extend as it is (see `ReasoningParser.Split.extends`). */
+  readonly extends: "reasoning" | "content" | undefined
+}
+
+/**
+ * `text` read as `reading` says; `final` false for a text still being generated (see
+ * `ToolCallParser.ToolCallParser.parse`).
+ *
+ * @example
+ * ```ts
+ * import { AssistantReply, ReasoningParser, ToolCallParser } from "@mcore-effect/server"
+ *
+ * const reply = AssistantReply.read({
+ *   reasoning: ReasoningParser.parsers.get("qwen3"),
+ *   calls: { parser: ToolCallParser.parsers.get("hermes")!, tools: [], parallel: true }
+ * }, '<think>f it is</think>\n<tool_call>{"name": "f", "arguments": {}}</tool_call>', true)
+ * reply.calls // [{ name: "f", arguments: "{}" }]
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const read = (reading: Reading, text: string, final: boolean): Reply => {
+  const split = reading.reasoning === undefined
+    ? { reasoning: "", content: text, extends: "content" as const }
+    : reading.reasoning.split(text, final)
+  const calls = reading.calls
+  if (calls === undefined) return { reasoning: split.reasoning, content: split.content, calls: [], extends: split.extends }
+  const parsed = calls.parser.parse(split.content, calls.tools, final)
+  return {
+    reasoning: split.reasoning,
+    content: parsed.content,
+    calls: calls.parallel ? parsed.calls : parsed.calls.slice(0, 1),
+    extends: split.extends === "content" ? (parsed.endsInContent ? "content" : undefined) : split.extends
+  }
+}
+
+/**
+ * A new tool call id (`call_` and 24 hex digits, as vLLM's).
+ *
+ * @since 0.1.0
+ */
+export const callId = (): string => `call_${randomBytes(12).toString("hex")}`
+
+/**
+ * OpenAI's `tool_calls` of a message.
+ *
+ * @since 0.1.0
+ */
+export const toolCalls = (calls: ReadonlyArray<Call>) =>
+  calls.map((call) => ({ id: callId(), type: "function" as const, function: { name: call.name, arguments: call.arguments } }))
+
+/**
+ * The streamed deltas of one choice: each text delta in, the `delta` objects to send out (the
+ * differences between what was read so far and what was sent). A tool call's first delta carries
+ * its index, id, type and name with empty arguments, the later ones pieces of its arguments, as
+ * vLLM streams them; joined, they are the unstreamed call.
+ *
+ * @since 0.1.0
+ */
+export class Deltas {
+  private text = ""
+  private reasoning = ""
+  private content = ""
+  private readonly calls: Array<{ name: string; arguments: string }> = []
+  /**
+   * The part a text without `<` extends, when the last reading says (its `extends`) and all of
+   * it was sent: every tag the parsers read starts with `<`, so such a text is more of that part,
+   * and is sent without reading the whole text again. Reading it all per token costs the length of the text: 50 µs
+   * a token at 4,000 tokens of content, where this costs one `includes` of the new text.
+   */
+  private plain: "content" | "reasoning" | undefined = undefined
+
+  constructor(private readonly reading: Reading) {}
+
+  /** The deltas after `text` came. */
+  push(text: string): Array<Record<string, unknown>> {
+    if (text === "") return []
+    this.text += text
+    if (this.plain !== undefined && !text.includes("<")) {
+      if (this.plain === "content") {
+        this.content += text
+        return [{ content: text }]
+      }
+      this.reasoning += text
+      return [{ reasoning_content: text }]
+    }
+    const reply = read(this.reading, this.text, false)
+    const out = this.diff(reply)
+    // Only when everything read was sent: a reading that did not extend what was sent is not.
+    this.plain = reply.content === this.content && reply.reasoning === this.reasoning ? reply.extends : undefined
+    return out
+  }
+
+  /** The deltas once the text is whole. */
+  end(): Array<Record<string, unknown>> {
+    return this.diff(read(this.reading, this.text, true))
+  }
+
+  /** Whether any tool call was sent. */
+  get calledTools(): boolean {
+    return this.calls.length > 0
+  }
+
+  private diff(reply: Reply): Array<Record<string, unknown>> {
+    const out: Array<Record<string, unknown>> = []
+    // A reading that does not extend what was sent (a call that turned out malformed once
+    // closed) sends nothing more of that part: what went out cannot be taken back.
+    if (reply.reasoning.length > this.reasoning.length && reply.reasoning.startsWith(this.reasoning)) {
+      out.push({ reasoning_content: reply.reasoning.slice(this.reasoning.length) })
+      this.reasoning = reply.reasoning
+    }
+    if (reply.content.length > this.content.length && reply.content.startsWith(this.content)) {
+      out.push({ content: reply.content.slice(this.content.length) })
+      this.content = reply.content
+    }
+    for (let i = 0; i < reply.calls.length; i++) {
+      const call = reply.calls[i]!
+      const sent = this.calls[i]
+      if (sent === undefined) {
+        if (i > this.calls.length) break
+        this.calls.push({ name: call.name, arguments: "" })
+        out.push({ tool_calls: [{ index: i, id: callId(), type: "function", function: { name: call.name, arguments: "" } }] })
+      } else if (sent.name !== call.name) continue
+      const now = this.calls[i]!
+      if (call.arguments.length > now.arguments.length && call.arguments.startsWith(now.arguments)) {
+        out.push({ tool_calls: [{ index: i, function: { arguments: call.arguments.slice(now.arguments.length) } }] })
+        now.arguments = call.arguments
+      }
+    }
+    return out
+  }
+}

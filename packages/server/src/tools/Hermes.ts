@@ -1,0 +1,62 @@
+/**
+ * The Hermes tool-call format (Qwen2.5's and Qwen3's templates teach it): each call is a JSON
+ * object `{"name": ..., "arguments": {...}}` between `<tool_call>` and `</tool_call>`.
+ *
+ * `arguments` is sent as the model wrote it (checked to be JSON), not re-serialized: a stream can
+ * then send it as it is generated, and the joined pieces are the unstreamed value.
+ *
+ * @since 0.1.0
+ */
+import { scanBlocks, withoutPartialTag } from "./Tags.ts"
+import type { Call, Parsed, Tool } from "./ToolCallParser.ts"
+
+const OPEN = "<tool_call>"
+const CLOSE = "</tool_call>"
+
+/** `{"name": "...", "arguments":` at the start of a call, the name as JSON. */
+const HEAD = /^\s*\{\s*"name"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:\s*/
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** A closed call's text as a call, or undefined when it is not one (left as content). */
+const closedCall = (inner: string): Call | undefined => {
+  let value: unknown
+  try {
+    value = JSON.parse(inner)
+  } catch {
+    return undefined
+  }
+  if (!isObject(value) || typeof value["name"] !== "string") return undefined
+  const args = value["arguments"] ?? value["parameters"] ?? {}
+  const head = HEAD.exec(inner)
+  // As written when `arguments` comes right after `name` (the shape taught); else serialized.
+  if (head !== null) {
+    const rest = inner.slice(head[0].length)
+    return { name: value["name"], arguments: rest.slice(0, rest.lastIndexOf("}")).trim() }
+  }
+  return { name: value["name"], arguments: JSON.stringify(args) }
+}
+
+/** An unclosed call being generated: its name and arguments so far, once its name is whole. */
+const openCall = (inner: string): Call | undefined => {
+  const head = HEAD.exec(inner)
+  if (head === null) return undefined
+  let name: unknown
+  try {
+    name = JSON.parse(head[1]!)
+  } catch {
+    return undefined
+  }
+  if (typeof name !== "string") return undefined
+  // Held back: a closing tag starting, and the closing braces and blanks (the object's own `}`).
+  const rest = withoutPartialTag(inner.slice(head[0].length), CLOSE, false)
+  return { name, arguments: rest.replace(/[\s}]+$/, "") }
+}
+
+/**
+ * The calls of `text` (see `ToolCallParser.ToolCallParser.parse`).
+ *
+ * @since 0.1.0
+ */
+export const parse = (text: string, _tools: ReadonlyArray<Tool>, final: boolean): Parsed =>
+  scanBlocks(text, final, OPEN, CLOSE, closedCall, openCall)

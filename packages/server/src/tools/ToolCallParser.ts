@@ -1,0 +1,83 @@
+/**
+ * Tool-call parsers (`--tool-call-parser`): the calls a model wrote in its text, in the format its
+ * chat template taught it, taken out of the content. A call whose text does not parse (malformed
+ * JSON, an unclosed tag at the end) stays in the content as the model wrote it: never a crash,
+ * never a call made up.
+ *
+ * @since 0.1.0
+ */
+import * as Hermes from "./Hermes.ts"
+import * as Qwen3Coder from "./Qwen3Coder.ts"
+
+/**
+ * A tool call found in a text: the function's name and its arguments as JSON text.
+ *
+ * @since 0.1.0
+ */
+export interface Call {
+  readonly name: string
+  readonly arguments: string
+}
+
+/**
+ * A text with its tool calls taken out.
+ *
+ * @since 0.1.0
+ */
+export interface Parsed {
+  /** The text outside the calls, in order. */
+  readonly content: string
+  /**
+   * The calls. Of a text still being generated (`final` false), the last may be unfinished: its
+   * `arguments` are then the start of what they will be.
+   */
+  readonly calls: ReadonlyArray<Call>
+  /**
+   * Whether the text ends in content that more text without `<` extends as it is: outside any
+   * call, not blank, nothing held back. Every tag the parsers read starts with `<`.
+   */
+  readonly endsInContent: boolean
+}
+
+/**
+ * A tool definition as the parsers see it (OpenAI's `tools[].function`).
+ *
+ * @since 0.1.0
+ */
+export interface Tool {
+  readonly name: string
+  readonly parameters?: Readonly<Record<string, unknown>> | undefined
+}
+
+/**
+ * A tool-call parser. `parse(text, tools, false)` is of a text still being generated: it holds
+ * back what may be the start of a tag, so that each parse of a longer text extends the one before
+ * (its content, its calls' names and arguments), which is what a stream sends the differences of.
+ *
+ * @since 0.1.0
+ */
+export interface ToolCallParser {
+  readonly name: string
+  readonly parse: (text: string, tools: ReadonlyArray<Tool>, final: boolean) => Parsed
+}
+
+/**
+ * The parsers by name: `hermes` (`<tool_call>{"name": ..., "arguments": ...}</tool_call>`, Qwen2.5,
+ * Qwen3, Hermes) and `qwen3_coder` (`<tool_call><function=NAME><parameter=P>value</parameter>...`).
+ *
+ * @example
+ * ```ts
+ * import { ToolCallParser } from "@mcore-effect/server"
+ *
+ * const parsed = ToolCallParser.parsers.get("hermes")!.parse(
+ *   '<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>', [], true
+ * )
+ * parsed.calls // [{ name: "f", arguments: '{"x": 1}' }]
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const parsers: ReadonlyMap<string, ToolCallParser> = new Map<string, ToolCallParser>([
+  ["hermes", { name: "hermes", parse: Hermes.parse }],
+  ["qwen3_coder", { name: "qwen3_coder", parse: Qwen3Coder.parse }]
+])
