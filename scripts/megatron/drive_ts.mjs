@@ -14,7 +14,9 @@
 //                 checks that no reply can show (ABORT reached the engine, profiler and suspend
 //                 reached every engine, the hand-off blocks were released) read the engines' side
 //   --only        phases to run (default all, in this order): submit,stream,submitall,abort,
-//                 control,kv,media; also nosubmit (everything but a plain SUBMIT_REQUEST)
+//                 control,kv,media,close; also nosubmit (everything but a plain SUBMIT_REQUEST)
+//   --drain-ms N  the closing client's drainTimeout in the close phase (default 20000; 0 shows
+//                 what a client that does not wait does to the coordinator)
 //   --media on    send one image (raw bytes) and expect the text-only engine's FAILED reply;
 //                 off (default) where the ref's coordinator protocol carries no media
 //   --shutdown    end with SHUTDOWN (the coordinator must exit; run_coordinator's stats tell)
@@ -50,6 +52,7 @@ const media = flag("--media", "off") === "on"
 const timeoutMs = Number(flag("--timeout-ms", "8000"))
 const shutdown = bool("--shutdown")
 const protocol = flag("--protocol", undefined)
+const drainMs = Number(flag("--drain-ms", "20000"))
 // What each dialect carries (packages/protocol/DIALECTS.md, "Features").
 // promptTokens: SamplingParams.return_prompt_tokens (core_v0.19 on; the client refuses it before).
 const FULL = { streaming: true, abort: true, kv: true, media: false, epoch: true, profiler: true, shutdown: true, pauseAck: false, promptTokens: true }
@@ -74,7 +77,7 @@ if (!root || !address) {
   console.error("usage: node drive_ts.mjs PROJECT_ROOT ADDRESS [--stats FILE] [--only p1,p2] [--media on|off] [--timeout-ms N] [--shutdown]")
   process.exit(2)
 }
-const ALL = ["submit", "stream", "submitall", "abort", "control", "kv", "media"]
+const ALL = ["submit", "stream", "submitall", "abort", "control", "kv", "media", "close"]
 const NEEDS = { stream: "streaming", abort: "abort", kv: "kv", media: "media" }
 const phases = only ? only.split(",") : ALL.filter((p) => (p !== "media" || media) && (!NEEDS[p] || feat[NEEDS[p]]))
 
@@ -89,7 +92,7 @@ if (!existsSync(entry)) {
 }
 const { InferenceClient } = await import(pathToFileURL(entry).href)
 const requireFromClient = createRequire(path.join(clientDir, "package.json"))
-const { Cause, Effect, Exit, Option, Stream } = await import(pathToFileURL(requireFromClient.resolve("effect")).href)
+const { Cause, Effect, Exit, Fiber, Option, Stream } = await import(pathToFileURL(requireFromClient.resolve("effect")).href)
 
 // --- the harness's model (harness_model.py) --------------------------------------------------------
 const codepoints = (s) => Array.from(s, (c) => c.codePointAt(0))
@@ -503,7 +506,34 @@ const runNoSubmit = (client) =>
     }
   })
 
-const RUN = { nosubmit: runNoSubmit,  submit: runSubmits, stream: runStreams, submitall: runSubmitAll, abort: runAbort, control: runControl, kv: runKv, media: runMedia }
+// A second client closes with a request in flight (the engines paused, so that it cannot finish
+// first). Megatron-LM's coordinator (core_v0.17 on, main, PR 6497) exits when it routes a reply
+// to a closed client (EHOSTUNREACH); the client waits for what it is owed (drainTimeout, here
+// --drain-ms), so the coordinator must still be serving afterwards. `--drain-ms 0` shows the
+// coordinator dying without the wait.
+const runClose = (client) =>
+  Effect.gen(function*() {
+    yield* client.pauseEngines()
+    yield* Effect.sleep("150 millis")
+    const prompt = textPrompt(7001)
+    const closing = yield* Effect.forkChild(Effect.exit(Effect.scoped(Effect.gen(function*() {
+      const other = yield* InferenceClient.make({ address, ...(protocol === undefined ? {} : { protocol }), drainTimeout: `${drainMs} millis` })
+      yield* Effect.forkChild(other.submit(prompt, { num_tokens_to_generate: 4 }))
+      yield* Effect.sleep("200 millis")
+      // the scope closes here: the request fails ClientClosed, and the client drains
+    }))))
+    yield* Effect.sleep("500 millis")
+    yield* client.unpauseEngines()
+    const closed = yield* Fiber.join(closing)
+    if (Exit.isFailure(closed)) recordFailure("second client", closed)
+    yield* Effect.sleep("500 millis")
+    const after = yield* bounded(client.submit(textPrompt(7002), { num_tokens_to_generate: 3 }, reqOpts))
+    if (Exit.isSuccess(after)) judge("after a client closed mid-request", after.value, { prompt: textPrompt(7002), n: 3 })
+    else recordFailure("after a client closed mid-request", after)
+    check("coordinator_survives_a_client_closing_mid_request", Exit.isSuccess(after))
+  })
+
+const RUN = { nosubmit: runNoSubmit, close: runClose, submit: runSubmits, stream: runStreams, submitall: runSubmitAll, abort: runAbort, control: runControl, kv: runKv, media: runMedia }
 
 // --- main ------------------------------------------------------------------------------------------
 const program = Effect.gen(function*() {

@@ -119,7 +119,7 @@ fi
 MEDIA=off
 [ "$PROTOCOL" = main ] && MEDIA=on
 start_coordinator ts
-timeout 70 node "$HERE/drive_ts.mjs" "$ROOT" "$ADDR" --protocol "$PROTOCOL" --stats "$WORK/ts.stats.json" --media "$MEDIA" --shutdown >"$WORK/ts.log" 2>&1
+timeout 70 node "$HERE/drive_ts.mjs" "$ROOT" "$ADDR" --protocol "$PROTOCOL" --stats "$WORK/ts.stats.json" --media "$MEDIA" --shutdown ${DRIVE_ARGS:-} >"$WORK/ts.log" 2>&1
 trc=$?
 sleep 0.2
 ts_fate=$(fate ts)

@@ -77,6 +77,15 @@ export interface ClientOptions {
    * 1 second.
    */
   readonly closeTimeout?: Duration.Input | undefined
+  /**
+   * Where the dialect's coordinator exits on a reply it routes to a closed client (every
+   * Megatron-LM ref: `Dialect.closedClientReply`), the most closing waits for the replies the
+   * coordinator still owes: of requests pending at the close (aborted first where the dialect has
+   * ABORT_REQUEST) and of requests given up earlier on a dialect without it, which run to their
+   * end on their engines. Past it, the client warns and closes. Unused on the reference dialect.
+   * Default 30 seconds.
+   */
+  readonly drainTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -111,6 +120,7 @@ export interface ResolvedOptions {
   readonly maxDecodedBytes: number
   readonly curve: CurveOptions | undefined
   readonly closeTimeoutMillis: number
+  readonly drainTimeoutMillis: number
 }
 
 /**
@@ -126,7 +136,11 @@ export const defaults = {
   maxDecodedBytes: 256 * 1024 * 1024,
   // Far more than a connected coordinator needs (microseconds on loopback); little enough that a
   // program closing its client never notices.
-  closeTimeout: Duration.seconds(1)
+  closeTimeout: Duration.seconds(1),
+  // An aborted request's reply comes at its engine's next step (milliseconds); without ABORT
+  // (core_v0.17 to 0.19) a request runs to its end: 30 s covers a few thousand tokens at a
+  // typical decode rate, and a program that closes with nothing in flight never waits.
+  drainTimeout: Duration.seconds(30)
 } as const
 
 /**
@@ -208,7 +222,8 @@ export const resolve = (options: ClientOptions): Result.Result<ResolvedOptions, 
     maxFrameBytes: options.maxFrameBytes ?? defaults.maxFrameBytes,
     maxDecodedBytes: options.maxDecodedBytes ?? defaults.maxDecodedBytes,
     curve: options.curve,
-    closeTimeoutMillis: ms("closeTimeout")
+    closeTimeoutMillis: ms("closeTimeout"),
+    drainTimeoutMillis: ms("drainTimeout")
   }
   const problem = limitsProblem(resolved) ?? hashingProblem(resolved)
   return problem === undefined ? Result.succeed(resolved) : Result.fail(problem)
@@ -233,7 +248,8 @@ const DURATIONS = [
   ["heartbeatInterval", "refused"],
   ["heartbeatTimeout", "refused"],
   ["requestTimeout", "allowed"],
-  ["closeTimeout", "refused"]
+  ["closeTimeout", "refused"],
+  ["drainTimeout", "refused"]
 ] as const
 
 const hostName = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*\.?$/
@@ -360,6 +376,7 @@ const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORD
  * | `MCORE_HEARTBEAT_TIMEOUT` | `heartbeatTimeout` |
  * | `MCORE_REQUEST_TIMEOUT` | `requestTimeout` |
  * | `MCORE_CLOSE_TIMEOUT` | `closeTimeout` |
+ * | `MCORE_DRAIN_TIMEOUT` | `drainTimeout` |
  * | `MCORE_MAX_FRAME_BYTES` | `maxFrameBytes` (an integer) |
  * | `MCORE_MAX_DECODED_BYTES` | `maxDecodedBytes` (an integer) |
  * | `MCORE_CURVE_SERVER_KEY` | `curve.serverKey`; `curve` is set only when this is |
@@ -397,6 +414,7 @@ export const config: Config.Config<ClientOptions> = Config.all({
   heartbeatTimeout: optional(Config.Duration("MCORE_HEARTBEAT_TIMEOUT")),
   requestTimeout: optional(Config.Duration("MCORE_REQUEST_TIMEOUT")),
   closeTimeout: optional(Config.Duration("MCORE_CLOSE_TIMEOUT")),
+  drainTimeout: optional(Config.Duration("MCORE_DRAIN_TIMEOUT")),
   maxFrameBytes: optional(Config.Int("MCORE_MAX_FRAME_BYTES")),
   maxDecodedBytes: optional(Config.Int("MCORE_MAX_DECODED_BYTES")),
   curve: curveConfig

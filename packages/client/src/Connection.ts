@@ -10,9 +10,11 @@
  * listener's handshake reports; nothing below this module knows it.
  *
  * Release order, when the scope closes: (1) the state becomes `closed` and every pending request
- * fails with `ClientClosed` (at once, not after the flush); (2) the listener stops; (3) the writer
- * flushes what is queued, bounded by `closeTimeout`, and the DEALER closes (see
- * `Writer.closeAfterFlush`).
+ * fails with `ClientClosed` (at once, not after the flush); (2) where the dialect's coordinator
+ * exits on a reply for a closed client (every Megatron-LM ref), the replies still owed are
+ * aborted where the dialect can, and waited for, bounded by `drainTimeout` (`Unanswered`), while
+ * the listener still reads; (3) the listener stops; (4) the writer flushes what is queued,
+ * bounded by `closeTimeout`, and the DEALER closes (see `Writer.closeAfterFlush`).
  *
  * @since 0.1.0
  * @internal
@@ -44,6 +46,7 @@ import type { Recorder } from "./ClientMetrics.ts"
 import * as Listener from "./Listener.ts"
 import { type BatchSink, type Entry, PendingRequests, type Single, singles } from "./PendingRequests.ts"
 import { ConnectionState } from "./ConnectionState.ts"
+import { Unanswered } from "./Unanswered.ts"
 import * as Writer from "./Writer.ts"
 
 /**
@@ -93,6 +96,8 @@ export class Connection {
   /** The dialect's CONNECT, and its ABORT_REQUEST when it has one (`undefined`: it has none). */
   readonly connectFrames: ReadonlyArray<Uint8Array>
   private readonly canAbort: boolean
+  /** What the coordinator still owes, where closing must wait for it (see `Unanswered`). */
+  readonly unanswered: Unanswered | undefined
 
   constructor(
     readonly config: ClientConfig.ResolvedOptions,
@@ -105,6 +110,7 @@ export class Connection {
     this.lostError = clientError(new CoordinatorLost({ address: config.address }))
     this.connectFrames = Result.getOrThrow(Dialect.encodeClient(config.dialect, { _tag: "Connect" }))
     this.canAbort = config.dialect.features.has("abort")
+    this.unanswered = config.dialect.closedClientReply === "exit" ? new Unanswered() : undefined
   }
 
   /**
@@ -170,6 +176,7 @@ export class Connection {
     this.pending.add(entry, performance.now())
     const millis = deadline.success
     if (millis !== undefined) this.pending.setTimer(requestId, setTimeout(expire, millis, this, requestId, millis))
+    this.unanswered?.add(requestId)
     this.writer.send(frames.success, requestId)
     return Result.succeed(entry)
   }
@@ -229,11 +236,14 @@ export class Connection {
   down(): void {
     if (!this.state.down()) return
     this.warn(`lost the coordinator; failing ${this.pending.size} pending request(s)`)
+    this.unanswered?.forget()
     this.pending.failAll(this.lostError)
   }
 
   /** ZeroMQ refused a message. */
   sendFailed(requestId: number | undefined, cause: unknown): void {
+    // Never sent: no reply is owed.
+    if (requestId !== undefined) this.unanswered?.done(requestId)
     const entry = requestId === undefined ? undefined : this.pending.take(requestId)
     if (entry !== undefined) {
       this.pending.fail(entry, clientError(new SendFailed({ requestId: entry.requestId, cause })), "failed")
@@ -246,6 +256,33 @@ export class Connection {
   close(): void {
     this.state.close()
     this.pending.failAll(this.closedError)
+  }
+
+  /**
+   * After {@link close}, where the dialect's coordinator exits on a reply for a closed client:
+   * aborts what is still owed (where the dialect has ABORT_REQUEST: Megatron's engines then end
+   * those requests at their next step and reply at once) and waits for those replies, at most
+   * `drainTimeout`; past it, warns and closes anyway. Nothing to wait for when the coordinator
+   * is not connected (what it owed is lost with the connection).
+   */
+  drain(): Effect.Effect<void> {
+    const unanswered = this.unanswered
+    if (unanswered === undefined || unanswered.size === 0 || !this.state.linkUp) return Effect.void
+    const owed = unanswered.owed()
+    if (this.canAbort) {
+      for (const requestId of owed) {
+        this.send(Result.getOrThrow(Dialect.encodeClient(this.config.dialect, { _tag: "AbortRequest", requestId })))
+      }
+    }
+    const millis = this.config.drainTimeoutMillis
+    return Effect.map(unanswered.settled(millis), (settled) => {
+      if (settled) return
+      this.warn(
+        `closing with ${unanswered.size} of ${owed.length} request(s) still running on the coordinator after ` +
+          `drainTimeout (${millis} ms): the ${this.config.dialect.name} coordinator exits when it routes their ` +
+          `replies to this closed client`
+      )
+    })
   }
 }
 
@@ -371,6 +408,7 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
   yield* Listener.make(dealer, {
     dialect: config.dialect,
     pending: connection.pending,
+    unanswered: connection.unanswered,
     metrics,
     deserialize: config.deserialize,
     maxFrameBytes: config.maxFrameBytes,
@@ -394,7 +432,12 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
 
   // Runs first at scope close: from here on every operation fails with ClientClosed, and what is
   // pending fails now rather than after the socket has flushed its queue.
-  yield* Effect.addFinalizer(() => Effect.sync(() => connection.close()))
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      connection.close()
+      return connection.drain()
+    })
+  )
 
   connection.send(connection.connectFrames)
   yield* Deferred.await(firstAck).pipe(

@@ -20,6 +20,7 @@ import { clientError, MalformedReply, ReplyTooLarge } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
 import type { Entry, PendingRequests } from "./PendingRequests.ts"
 import type { RawReply } from "./Reply.ts"
+import type { Unanswered } from "./Unanswered.ts"
 
 const { describeValue, isPlainObject } = Values
 
@@ -46,6 +47,8 @@ export interface Options {
   /** The coordinator's dialect: what its replies look like. */
   readonly dialect: Dialect.Dialect
   readonly pending: PendingRequests
+  /** What the coordinator still owes, where the dialect needs it kept (see `Unanswered`). */
+  readonly unanswered?: Unanswered | undefined
   readonly metrics: Recorder
   readonly deserialize: boolean
   readonly handshake: Handshake
@@ -128,6 +131,7 @@ const tooLarge = (options: Options, entry: Entry, over: NonNullable<ReturnType<t
 /** An ENGINE_REPLY: finishes its request if it is pending. */
 const reply = (options: Options, requestId: number, body: Uint8Array): void => {
   const { pending } = options
+  options.unanswered?.done(requestId)
   // Read while the request is pending: its start time leaves the registry with it.
   const latency = pending.elapsedSeconds(requestId)
   const entry = pending.take(requestId)

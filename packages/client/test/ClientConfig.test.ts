@@ -25,7 +25,8 @@ describe("ClientConfig", () => {
       maxFrameBytes: 64 * 1024 * 1024,
       maxDecodedBytes: 256 * 1024 * 1024,
       curve: undefined,
-      closeTimeoutMillis: 1_000
+      closeTimeoutMillis: 1_000,
+      drainTimeoutMillis: 30_000
     })
   })
 
@@ -58,6 +59,7 @@ describe("ClientConfig", () => {
         heartbeatTimeout: expect.anything(),
         requestTimeout: undefined,
         closeTimeout: expect.anything(),
+        drainTimeout: expect.anything(),
         maxFrameBytes: 1_048_576,
         maxDecodedBytes: 4_194_304,
         curve: undefined
@@ -65,7 +67,8 @@ describe("ClientConfig", () => {
       expect(resolved(options)).toMatchObject({
         connectTimeoutMillis: 3_000,
         heartbeatTimeoutMillis: 2_000,
-        closeTimeoutMillis: 250
+        closeTimeoutMillis: 250,
+        drainTimeoutMillis: 5_000
       })
     }).pipe(Effect.provide(fromEnv({
       MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
@@ -76,6 +79,7 @@ describe("ClientConfig", () => {
       MCORE_HEARTBEAT_INTERVAL: "500 millis",
       MCORE_HEARTBEAT_TIMEOUT: "2 seconds",
       MCORE_CLOSE_TIMEOUT: "250 millis",
+      MCORE_DRAIN_TIMEOUT: "5 seconds",
       MCORE_MAX_FRAME_BYTES: "1048576",
       MCORE_MAX_DECODED_BYTES: "4194304"
     }))))

@@ -8,13 +8,17 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Dialects } from "@mcore-effect/protocol"
 import { TestSupport } from "@mcore-effect/testkit"
-import { Effect, Fiber, Result, Stream } from "effect"
+import { Effect, Exit, Fiber, Result, Scope, Stream } from "effect"
 import { InferenceClient } from "../src/index.ts"
 import * as StubCoordinator from "./support/StubCoordinator.ts"
 
 const { withRegistry } = TestSupport
 
 const { nextMessage, tagOf } = StubCoordinator
+
+/** The request id a received message carries. */
+const idOf = (received: StubCoordinator.Received): number =>
+  (received.message as Result.Success<{ readonly requestId: number }, unknown>).success.requestId
 
 const reasonOf = <A>(effect: Effect.Effect<A, { readonly reason: { readonly _tag: string; readonly error?: { readonly reason: { readonly _tag: string } } } }>) =>
   Effect.flip(effect).pipe(Effect.map((e) => e.reason.error?.reason._tag ?? e.reason._tag))
@@ -71,7 +75,70 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
       yield* client.pauseEngines()
       expect(tagOf(yield* nextMessage(stub))).toBe("Pause")
       expect(yield* client.pendingCount).toBe(0)
+      // The engine runs it to its end; its reply is for an id no longer pending here (dropped).
+      yield* stub.reply(submit.identity, idOf(submit), { request_id: 0, generated_tokens: [1, 2, 3, 4] })
     }).pipe(Effect.scoped, withRegistry))
+
+  it.live("main: closing with a request in flight aborts it and waits for its reply, which reaches a client still connected", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make({ dialect: Dialects.get("main"), mandatory: true })
+      const scope = yield* Scope.make()
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: "main", drainTimeout: "1 minute" }).pipe(
+        Scope.provide(scope)
+      )
+      yield* stub.take
+      const waiter = yield* Effect.forkChild(reasonOf(client.submit("Hello", { num_tokens_to_generate: 1000 })))
+      const submit = yield* nextMessage(stub)
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      expect(yield* Fiber.join(waiter)).toBe("ClientClosed")
+      const abort = yield* nextMessage(stub)
+      expect([tagOf(abort), idOf(abort)]).toEqual(["AbortRequest", idOf(submit)])
+      expect(closing.pollUnsafe()).toBeUndefined()
+      // Megatron's engine ends an aborted request at its next step and replies.
+      yield* stub.reply(submit.identity, idOf(submit), { request_id: 3, generated_tokens: [1], status: "FAILED" })
+      yield* Fiber.join(closing)
+      expect(yield* stub.undelivered).toBe(0)
+    }).pipe(Effect.scoped, withRegistry))
+
+  it.live("core_v0.19: closing waits for the replies still owed, an interrupted request's too (no ABORT there)", () =>
+    Effect.gen(function*() {
+      const stub = yield* StubCoordinator.make({ dialect: Dialects.get("core_v0.19"), mandatory: true })
+      const scope = yield* Scope.make()
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: "core_v0.19", drainTimeout: "1 minute" })
+        .pipe(Scope.provide(scope))
+      yield* stub.take
+      const interrupted = yield* Effect.forkChild(client.submit("one", { num_tokens_to_generate: 8 }))
+      const first = yield* nextMessage(stub)
+      yield* Fiber.interrupt(interrupted)
+      const waiter = yield* Effect.forkChild(reasonOf(client.submit("two", { num_tokens_to_generate: 8 })))
+      const second = yield* nextMessage(stub)
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      expect(yield* Fiber.join(waiter)).toBe("ClientClosed")
+      yield* stub.reply(second.identity, idOf(second), { request_id: 1, generated_tokens: [2] })
+      yield* Effect.sleep("100 millis")
+      expect(closing.pollUnsafe()).toBeUndefined()
+      yield* stub.reply(first.identity, idOf(first), { request_id: 0, generated_tokens: [1] })
+      yield* Fiber.join(closing)
+      expect(yield* stub.undelivered).toBe(0)
+      // Nothing but the two submissions went out: no ABORT (it would kill this coordinator).
+      expect((yield* stub.drain).map(tagOf)).toEqual([])
+    }).pipe(Effect.scoped, withRegistry))
+
+  it.live("core_v0.19: past drainTimeout the client warns and closes", () =>
+    TestSupport.withLogs((lines) =>
+      Effect.gen(function*() {
+        const stub = yield* StubCoordinator.make({ dialect: Dialects.get("core_v0.19") })
+        const scope = yield* Scope.make()
+        const client = yield* InferenceClient.make({ address: stub.address, protocol: "core_v0.19", drainTimeout: "50 millis" })
+          .pipe(Scope.provide(scope))
+        yield* stub.take
+        const waiter = yield* Effect.forkChild(reasonOf(client.submit("x", { num_tokens_to_generate: 8 })))
+        yield* nextMessage(stub)
+        yield* Scope.close(scope, Exit.void)
+        expect(yield* Fiber.join(waiter)).toBe("ClientClosed")
+        expect(lines.join("\n")).toMatch(/Warn closing with 1 of 1 request\(s\) still running .* drainTimeout \(50 ms\)/)
+      })
+    ).pipe(Effect.scoped, withRegistry))
 
   it.live("core_v0.17: headers from 1, no profiler; the client's block hashes are refused when it is built", () =>
     Effect.gen(function*() {

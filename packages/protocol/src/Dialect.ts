@@ -117,6 +117,14 @@ export interface Dialect {
   readonly headers: Headers.Table
   readonly features: ReadonlySet<Feature>
   /**
+   * What its coordinator does with a reply it routes to a client that has closed: `drop` it, or
+   * `exit`. Megatron-LM's coordinator sets `ROUTER_MANDATORY` (core_v0.17 and later), so that send
+   * raises `EHOSTUNREACH`, uncaught: the process exits and every client loses it (DIALECTS.md,
+   * verified with `scripts/megatron/gone_client.py`). A client of an `exit` dialect waits, when it
+   * closes, for the replies it is still owed (`drainTimeout`).
+   */
+  readonly closedClientReply: "drop" | "exit"
+  /**
    * The known sampling fields its `SamplingParams` has, in wire order (a prefix of
    * `SamplingParams.KnownFields`: each release added fields at the end).
    */

@@ -25,6 +25,11 @@ export interface StubCoordinator {
   /** Answers an ENGINE_REPLY for a client's request id. */
   readonly reply: (identity: Uint8Array, requestId: number, reply: Record<string, unknown>) => Effect.Effect<void>
   readonly partial: (identity: Uint8Array, requestId: number, newTokens: ReadonlyArray<number>) => Effect.Effect<void>
+  /**
+   * Messages the ROUTER could not route (with `mandatory`: to a client that has gone), where
+   * Megatron-LM's coordinator raises `EHOSTUNREACH` and exits.
+   */
+  readonly undelivered: Effect.Effect<number>
   /** Closes the ROUTER now (the client sees its connection drop). */
   readonly close: Effect.Effect<void>
 }
@@ -35,11 +40,18 @@ export const make = (options: {
   readonly address?: string
   /** The dialect it decodes and answers in (default the reference protocol). */
   readonly dialect?: Dialect.Dialect
+  /** Refuse to send to an identity that is not connected, as Megatron-LM's ROUTER does (default false). */
+  readonly mandatory?: boolean
 } = {}): Effect.Effect<StubCoordinator, never, Scope.Scope> =>
   Effect.gen(function*() {
     const router = yield* Effect.acquireRelease(
       Effect.promise(async () => {
-        const router = new Zmq.Router({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 })
+        const router = new Zmq.Router({
+          linger: 0,
+          sendHighWaterMark: 0,
+          receiveHighWaterMark: 0,
+          mandatory: options.mandatory ?? false
+        })
         await router.bind(options.address ?? "tcp://127.0.0.1:0")
         return router
       }),
@@ -51,7 +63,10 @@ export const make = (options: {
     const encode = (message: Dialect.Message) => Result.getOrThrow(dialect.coordinator.encode(message as never))
     const connectAck = encode({ _tag: "ConnectAck" })
     // The socket's one writer and one reader, as every peer has.
-    const writer = new FrameSocket.Writer(router)
+    let undelivered = 0
+    const writer = new FrameSocket.Writer(router, () => {
+      undelivered++
+    })
     yield* FrameSocket.reader(router, {
       onMessage: (parts) => {
         const [identity, ...frames] = parts as [Buffer, ...Array<Buffer>]
@@ -75,6 +90,7 @@ export const make = (options: {
       reply: (identity, requestId, reply) => send(identity, encode({ _tag: "EngineReply", requestId, reply })),
       partial: (identity, requestId, newTokens) =>
         send(identity, encode({ _tag: "EngineReplyPartial", requestId, partial: { request_id: requestId, new_tokens: newTokens } })),
+      undelivered: Effect.sync(() => undelivered),
       close: Effect.sync(() => router.close())
     } satisfies StubCoordinator
   })

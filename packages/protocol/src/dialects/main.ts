@@ -80,6 +80,7 @@ export const main: Dialect = {
   framing: "single",
   headers: Headers.reference,
   features: new Set([...featuresOf(Headers.reference), "media"]),
+  closedClientReply: "exit",
   samplingFields: Object.keys(KnownFields.fields),
   client: Frames.codec([
     M.Connect,

@@ -43,6 +43,7 @@ export const pr6497: Dialect = {
   framing: "multipart",
   headers: Headers.reference,
   features: featuresOf(Headers.reference),
+  closedClientReply: "exit",
   samplingFields: Object.keys(KnownFields.fields),
   client,
   coordinator: M.Coordinator,

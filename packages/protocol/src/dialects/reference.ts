@@ -20,6 +20,8 @@ export const reference: Dialect = {
   framing: "multipart",
   headers: Headers.reference,
   features: new Set([...featuresOf(Headers.reference), "media", "blockHashes", "offloadParams"]),
+  // The testkit coordinator counts such replies and drops them (its undelivered report).
+  closedClientReply: "drop",
   samplingFields: Object.keys(SamplingParams.KnownFields.fields),
   client: Messages.Client,
   coordinator: Messages.Coordinator,

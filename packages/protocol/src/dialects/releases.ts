@@ -94,6 +94,7 @@ const release = (name: Name, megatron: string, headers: Headers.Table, samplingF
     framing: "single",
     headers,
     features: featuresOf(headers),
+    closedClientReply: "exit",
     samplingFields: known.slice(0, samplingFieldCount),
     client: Frames.codec([M.Connect, submitRequest(samplingFieldCount), ...signals], options),
     coordinator: Frames.codec([M.ConnectAck, M.EngineReply], options),
