@@ -104,42 +104,36 @@ const prompt = fc.oneof(
   fc.constantFrom(null, 5, { text: "x" }, [1.5, 2], ["a"], new Uint8Array([1, 2]))
 )
 
-const samplingParams = fc.option(
-  fc.record({
-    temperature: fc.double({ min: 0, max: 2, noNaN: true }),
-    top_k: fc.integer({ min: 0, max: 50 }),
-    top_p: fc.double({ min: 0, max: 1, noNaN: true }),
-    num_tokens_to_generate: fc.integer({ min: 1, max: 4096 }),
-    return_log_probs: fc.boolean(),
-    stop_words: fc.array(fc.string({ minLength: 1 }), { maxLength: 3 }),
-    termination_id: fc.integer({ min: -1, max: 100 }),
-    return_prompt_tokens: fc.boolean(),
-    detokenize_stop_sequence: fc.boolean(),
-    streaming: fc.boolean(),
-    streaming_interval: fc.integer({ min: 1, max: 4 }),
-    extra: fc.dictionary(fc.constantFrom("seed", "detokenize_generations"), fc.oneof(fc.integer(), fc.boolean()))
-  }, { requiredKeys: [] }),
-  { nil: undefined }
-)
+/** Sampling fields every release's `SamplingParams` has. */
+const everyReleaseHas = {
+  temperature: fc.double({ min: 0, max: 2, noNaN: true }),
+  top_k: fc.integer({ min: 0, max: 50 }),
+  top_p: fc.double({ min: 0, max: 1, noNaN: true }),
+  num_tokens_to_generate: fc.integer({ min: 1, max: 4096 }),
+  return_log_probs: fc.boolean(),
+  stop_words: fc.array(fc.string({ minLength: 1 }), { maxLength: 3 }),
+  termination_id: fc.integer({ min: -1, max: 100 }),
+  extra: fc.dictionary(fc.constantFrom("seed", "detokenize_generations"), fc.oneof(fc.integer(), fc.boolean()))
+}
 
-/** What every release's SamplingParams has: a text or token prompt, no media, no streaming. */
+const someOf = <T extends Record<string, fc.Arbitrary<unknown>>>(fields: T) =>
+  fc.option(fc.record(fields, { requiredKeys: [] }), { nil: undefined })
+
+/** Any of them, and fields only some releases have. */
+const samplingParams = someOf({
+  ...everyReleaseHas,
+  return_prompt_tokens: fc.boolean(),
+  detokenize_stop_sequence: fc.boolean(),
+  streaming: fc.boolean(),
+  streaming_interval: fc.integer({ min: 1, max: 4 })
+})
+
+/** What every release can carry: a text or token prompt, no media, no streaming. */
 const plainSubmission = fc.record({
   requestId: fc.nat(),
   // Not empty: an empty prompt is refused in every dialect.
   prompt: fc.oneof(fc.string({ minLength: 1 }), fc.array(fc.integer({ min: 0, max: 2 ** 31 }), { minLength: 1, maxLength: 40 })),
-  samplingParams: fc.option(
-    fc.record({
-      temperature: fc.double({ min: 0, max: 2, noNaN: true }),
-      top_k: fc.integer({ min: 0, max: 50 }),
-      top_p: fc.double({ min: 0, max: 1, noNaN: true }),
-      num_tokens_to_generate: fc.integer({ min: 1, max: 4096 }),
-      return_log_probs: fc.boolean(),
-      stop_words: fc.array(fc.string({ minLength: 1 }), { maxLength: 3 }),
-      termination_id: fc.integer({ min: -1, max: 100 }),
-      extra: fc.dictionary(fc.constantFrom("seed", "detokenize_generations"), fc.oneof(fc.integer(), fc.boolean()))
-    }, { requiredKeys: [] }),
-    { nil: undefined }
-  )
+  samplingParams: someOf(everyReleaseHas)
 })
 
 const submission = fc.record({
