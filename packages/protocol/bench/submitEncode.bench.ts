@@ -2,13 +2,18 @@
  * `pnpm bench submitEncode`: building the five frames of one SUBMIT_REQUEST with an 8,192-token
  * prompt, the protocol's way (`Submission.submitRequest`, which validates the prompt and the
  * sampling parameters, then `Messages.Client.encode`) against a bare msgpackr `pack` of the same
- * values (frame 0 array, prompt array, nil, nil, nil) with nothing checked.
+ * values (frame 0 array, prompt array, nil, nil, nil) with nothing checked; and the same
+ * submission in Megatron-LM's dialects (`dialect.submit` + `Dialect.encodeClient`): main's one
+ * frame `[20, id, prompt, sp, nil]` and core_v0.19's `[20, id, prompt, sp]`, each against the same
+ * baseline, so that a dialect's cost shows beside the reference's.
  *
  * The ratio is protocol ops/s over msgpackr ops/s, each sample paired with a baseline sample taken
  * just before it. Times are this process's CPU time (`process.cpuUsage`): on the shared machine a
  * descheduled sample would otherwise count as slow. `--quick` takes fewer samples.
  */
 import * as Result from "effect/Result"
+import * as Dialect from "../src/Dialect.ts"
+import * as Dialects from "../src/Dialects.ts"
 import { Packr } from "msgpackr"
 import * as Messages from "../src/Messages.ts"
 import * as SamplingParams from "../src/SamplingParams.ts"
@@ -35,7 +40,12 @@ const prompt = (): Array<number> => {
 const sameBytes = (a: ReadonlyArray<Uint8Array>, b: ReadonlyArray<Uint8Array>): boolean =>
   a.length === b.length && a.every((frame, i) => Buffer.compare(frame, b[i]!) === 0)
 
-export const run = async (): Promise<{ readonly protocolOps: number; readonly msgpackrOps: number; readonly ratio: number }> => {
+export const run = async (): Promise<{
+  readonly protocolOps: number
+  readonly msgpackrOps: number
+  readonly ratio: number
+  readonly dialects: Readonly<Record<string, number>>
+}> => {
   const tokens = prompt()
   const samplingParamsInput = { num_tokens_to_generate: 16 }
   // The baseline packs the map the protocol sends (defaults filled in, Python field order).
@@ -60,6 +70,16 @@ export const run = async (): Promise<{ readonly protocolOps: number; readonly ms
     packr.pack(null)
   ]
 
+  const inDialect = (name: Dialect.Name) => {
+    const dialect = Dialects.get(name)
+    return (): ReadonlyArray<Uint8Array> => {
+      const message = dialect.submit({ requestId: REQUEST_ID, prompt: tokens, samplingParams: samplingParamsInput }, {})
+      if (Result.isFailure(message)) throw new Error(`refused: ${message.failure.message}`)
+      return Result.getOrThrow(Dialect.encodeClient(dialect, message.success))
+    }
+  }
+  const dialectPaths = (["main", "core_v0.19"] as const).map((name) => ({ name, f: inDialect(name) }))
+
   // The comparison is only fair if both build the same message: check the bytes first.
   const ours = protocol()
   const theirs = msgpackr()
@@ -79,7 +99,29 @@ export const run = async (): Promise<{ readonly protocolOps: number; readonly ms
     ratios.push(base / seconds)
   }
 
-  const result = { protocolOps: median(protocolOps), msgpackrOps: median(msgpackrOps), ratio: median(ratios) }
+  // Each dialect, paired with the baseline likewise.
+  const dialectRatios: Record<string, number> = {}
+  const dialectOps: Record<string, number> = {}
+  for (const { name, f } of dialectPaths) {
+    const repeats = repeatsFor(f, timing)
+    const ops: Array<number> = []
+    const paired: Array<number> = []
+    for (let i = 0; i < SAMPLES; i++) {
+      const base = secondsPer(msgpackr, msgpackrRepeats)
+      const seconds = secondsPer(f, repeats)
+      ops.push(1 / seconds)
+      paired.push(base / seconds)
+    }
+    dialectOps[name] = median(ops)
+    dialectRatios[name] = median(paired)
+  }
+
+  const result = {
+    protocolOps: median(protocolOps),
+    msgpackrOps: median(msgpackrOps),
+    ratio: median(ratios),
+    dialects: dialectRatios
+  }
   const bytes = ours.reduce((n, frame) => n + frame.byteLength, 0)
   console.log(`\nsubmitEncode: SUBMIT_REQUEST, ${TOKENS.toLocaleString("en-US")}-token prompt (${bytes.toLocaleString("en-US")} bytes in 5 frames), median of ${SAMPLES} paired samples of CPU time`)
   console.log(
@@ -99,7 +141,13 @@ export const run = async (): Promise<{ readonly protocolOps: number; readonly ms
       "ops/s": Math.round(result.protocolOps).toLocaleString("en-US"),
       "µs/op": (1e6 / result.protocolOps).toFixed(1),
       ratio: `${result.ratio.toFixed(2)}x`
-    }
+    },
+    ...dialectPaths.map(({ name }) => ({
+      path: `${name}: dialect.submit + Dialect.encodeClient (one frame)`,
+      "ops/s": Math.round(dialectOps[name]!).toLocaleString("en-US"),
+      "µs/op": (1e6 / dialectOps[name]!).toFixed(1),
+      ratio: `${dialectRatios[name]!.toFixed(2)}x`
+    }))
   ])
   return result
 }
