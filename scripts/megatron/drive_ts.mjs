@@ -31,6 +31,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import path from "node:path"
 import { pathToFileURL } from "node:url"
+import { expectedTokens, idsOf } from "./harness_model.mjs"
 
 const argv = process.argv.slice(2)
 const flag = (name, fallback) => {
@@ -95,13 +96,6 @@ const requireFromClient = createRequire(path.join(clientDir, "package.json"))
 const { Cause, Effect, Exit, Fiber, Option, Stream } = await import(pathToFileURL(requireFromClient.resolve("effect")).href)
 
 // --- the harness's model (harness_model.py) --------------------------------------------------------
-const codepoints = (s) => Array.from(s, (c) => c.codePointAt(0))
-const idsOf = (prompt) => (typeof prompt === "string" ? codepoints(prompt) : Array.from(prompt))
-const promptSeed = (ids) => ids.reduce((s, t, j) => (s + (j + 1) * t) % 1000003, 0)
-const expectedTokens = (ids, n, from = 0) => {
-  const seed = promptSeed(ids)
-  return Array.from({ length: n - from }, (_, k) => 3 + ((seed * 31 + (from + k) * 7919) % 50000))
-}
 const refHashes = (ids, bs) => { // inference_request.compute_block_hashes_batched
   const out = []
   let parent = Buffer.alloc(32)

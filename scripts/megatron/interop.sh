@@ -14,8 +14,11 @@
 #      --self-only stops here (exit 0 if it holds).
 #   3. drive_ts.mjs --protocol NAME: the project's client, only the phases the dialect has
 #      (packages/protocol/DIALECTS.md, "Features"), ending with SHUTDOWN where there is one
+#   4. serve_check.mjs: `mcore serve --protocol NAME` over the coordinator, called with the
+#      official openai SDK (completions and chat, streamed or not, checked token for token)
 # Prints what each step saw, the coordinator's fate, and last a line starting
-# "megatron coordinator <ref>:" with the figure. Exit 0 only if step 3 holds.
+# "megatron coordinator <ref>:" with the figure. Exit 0 only if steps 3 and 4 hold (and the
+# coordinator of step 4 is alive after it).
 # KEEP=1 keeps the work dir (staged tree, logs, stats) and says where.
 set -u
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -139,10 +142,21 @@ echo "summary: ${summary:-none}"
 echo "coordinator after the run: $ts_fate"
 grep -m1 -E '^(TypeError|ValueError|AssertionError|KeyError|[A-Za-z]+Error):' "$WORK/ts.err" | sed 's/^/coordinator stderr: /'
 
+# 4. the project's server (mcore serve) over a fresh coordinator, called with the openai SDK
+start_coordinator serve
+timeout 90 node "$HERE/serve_check.mjs" "$ROOT" "$ADDR" --protocol "$PROTOCOL" >"$WORK/serve.log" 2>&1
+serve_rc=$?
+serve_fate=$(fate serve)
+stop_coordinator
+grep -E '^FAIL' "$WORK/serve.log" | head -4
+serve_verdict=$(grep -E '^(holds|short): ' "$WORK/serve.log" | tail -1)
+[ -n "$serve_verdict" ] || { serve_verdict="short: no verdict (exit $serve_rc)"; tail -5 "$WORK/serve.log"; }
+echo "mcore serve --protocol $PROTOCOL over it: $serve_verdict; coordinator ${serve_fate%% \[File *}"
+
 figure="${verdict#holds: }"
 figure="${figure#short: }"
 figure="${figure%%; first: *}"
-if [ $trc -eq 0 ] && [ "${verdict%%:*}" = holds ]; then
+if [ $trc -eq 0 ] && [ "${verdict%%:*}" = holds ] && [ $serve_rc -eq 0 ] && [ "$serve_fate" = alive ]; then
   echo "megatron coordinator $REF ($COMMIT, $KIND) with --protocol $PROTOCOL: holds: $figure"
   exit 0
 fi

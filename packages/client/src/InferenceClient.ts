@@ -272,6 +272,12 @@ export interface Service<R extends Reply = Reply> {
    * the socket nor the heartbeat has seen it go since. What a health check reports.
    */
   readonly connected: Effect.Effect<boolean>
+  /**
+   * The wire dialect this client speaks (its `protocol` option); `dialect.features` says what it
+   * can carry, for a caller that adapts rather than fails (a server that answers a stream from
+   * the final reply where the dialect has no partials).
+   */
+  readonly dialect: Dialect.Dialect
 }
 
 /**
@@ -398,7 +404,8 @@ const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
         return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, config.hashing, mediaCacheKey))
       }),
     pendingCount: Effect.sync(() => connection.pending.size),
-    connected: Effect.sync(() => connection.state.phase === "ready")
+    connected: Effect.sync(() => connection.state.phase === "ready"),
+    dialect: config.dialect
   }
   return service
 })

@@ -446,11 +446,23 @@ export const make = (
         })
       }))
 
+    // A dialect without partial replies (Megatron-LM's releases): the request is submitted
+    // unstreamed and its text arrives as one delta with the final reply, which is a stream a
+    // streaming caller reads unchanged; interrupting it still ends the wait for the reply.
+    const streams = client.dialect.features.has("streaming")
+    const finalOnly = (p: Plan, progress: Progress): Stream.Stream<InferenceClient.StreamEvent, ClientError.ClientError> =>
+      Stream.fromEffect(Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(client.submitWithId(p.promptIds, p.params, p.submit), (submitted) => {
+          progress.requestId = submitted.requestId
+          return Effect.map(restore(submitted.reply), (reply): InferenceClient.StreamEvent => ({ _tag: "Final", reply }))
+        })
+      ))
+
     const stream = (prompt: Prompt, opts?: GenerateOptions | undefined): Stream.Stream<StreamPart, TextError | ClientError.ClientError> =>
       Stream.unwrap(Effect.map(plan(prompt, opts), (p) => {
         const progress = new Progress(tokenizer, p)
         return Stream.transformPull(
-          client.stream(p.promptIds, p.params, p.submit),
+          streams ? client.stream(p.promptIds, p.params, p.submit) : finalOnly(p, progress),
           (events) => Effect.succeed(new StreamParts(progress, events).next)
         )
       }))
