@@ -17,6 +17,7 @@
  * `--quick` takes fewer samples.
  */
 import type { InferenceClient } from "@mcore-effect/client"
+import { Dialects } from "@mcore-effect/protocol"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { execFileSync } from "node:child_process"
@@ -107,6 +108,7 @@ const samplesOf = (f: () => unknown): Array<number> => {
 /** A client whose stream hands out `events`, one per chunk, as the client's queue does. */
 const standIn = (events: ReadonlyArray<InferenceClient.StreamEvent>): InferenceClient.Service =>
   ({
+    dialect: Dialects.get("reference"),
     stream: () => Stream.fromArray(events).pipe(Stream.rechunk(1))
   }) as unknown as InferenceClient.Service
 

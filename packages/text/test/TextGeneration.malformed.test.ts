@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { InferenceClient } from "@mcore-effect/client"
+import { Dialects } from "@mcore-effect/protocol"
 import { Effect, Stream } from "effect"
 import { TextGeneration } from "../src/index.ts"
 import { words } from "./support/Setup.ts"
@@ -13,6 +14,7 @@ import { words } from "./support/Setup.ts"
 const malformed: InferenceClient.Reply = { latency: 0.01, request_id: 3, generated_tokens: "not ids" }
 
 const standIn = {
+  dialect: Dialects.get("reference"),
   submitWithId: () => Effect.succeed({ requestId: 7, reply: Effect.succeed(malformed) }),
   stream: () =>
     Stream.fromArray<InferenceClient.StreamEvent>([
