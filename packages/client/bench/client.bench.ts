@@ -6,7 +6,8 @@
  * bare ROUTER answering at once with a pre-encoded reply), and one subject process per
  * implementation (`subject.ts`), each measuring its own CPU time and heap: the baseline, the
  * client fanning out with `submit` (a fiber per request, as `Effect.forEach` does), and the client
- * fanning out with `submitAll` (one stream). The subjects take turns (order reversed every
+ * fanning out with `submitAll` (one stream), and the client with `submit` in Megatron-LM main's
+ * dialect (one frame each way, answered so by the stand-in). The subjects take turns (order reversed every
  * round) so that noise from the rest of the machine falls on all alike.
  *
  * Measured, for each subject:
@@ -162,7 +163,7 @@ const startStandIn = async (): Promise<{ readonly child: Child; readonly address
 }
 
 /** The plain baseline; the client fanning out with `submit` in a fiber each; with `submitAll`. */
-type SubjectName = "baseline" | "client" | "batch"
+type SubjectName = "baseline" | "client" | "batch" | "main"
 
 interface SubjectProcess {
   readonly name: SubjectName
@@ -437,7 +438,7 @@ export const run = async (): Promise<{
     const standIn = await startStandIn()
     started.push(standIn.child)
     const all: Array<SubjectProcess> = []
-    for (const name of ["baseline", "client", "batch"] as const) {
+    for (const name of ["baseline", "client", "batch", "main"] as const) {
       const subject = await startSubject(name, standIn.address)
       started.push(subject.child)
       if (subject.unavailable !== undefined) log(`${name} unavailable (${subject.unavailable})`)
@@ -495,6 +496,7 @@ export const run = async (): Promise<{
     const b = summary("baseline")!
     const c = summary("client")
     const batch = summary("batch")
+    const main = summary("main")
     console.log("")
     console.log("InferenceClient.submit, one fiber per request (Effect.forEach, unbounded):")
     console.log(report(plan, b, c, note("client"), "client"))
@@ -502,9 +504,18 @@ export const run = async (): Promise<{
     console.log("InferenceClient.submitAll, one stream for the burst (round trips: as above):")
     console.log(report(plan, b, batch, note("batch"), "submitAll"))
     console.log("")
+    console.log("InferenceClient.submit in Megatron-LM main's dialect (one frame each way), as the first table:")
+    console.log(report(plan, b, main, note("main"), "client (main)"))
+    if (c !== undefined && main !== undefined) {
+      console.log(
+        `main's dialect against the reference's, same run: throughput ${(main.throughput / c.throughput).toFixed(2)}x, ` +
+          `CPU per request ${(main.cpuPerRequestUs / c.cpuPerRequestUs).toFixed(2)}x`
+      )
+    }
+    console.log("")
     try {
       mkdirSync(".bench", { recursive: true })
-      writeFileSync(".bench/client.json", JSON.stringify({ plan, baseline: b, client: c, batch }, null, 2) + "\n")
+      writeFileSync(".bench/client.json", JSON.stringify({ plan, baseline: b, client: c, batch, main }, null, 2) + "\n")
     } catch {
       // The JSON copy is a convenience; the table above is the report.
     }

@@ -7,10 +7,11 @@
  *   dropped as they arrive, as the baseline drops them): one fiber per request;
  * - `submitAll`: a burst is one `submitAll` stream over the same request n times, drained.
  *
- * One-at-a-time round trips are a loop of `submit`s in one fiber either way.
+ * One-at-a-time round trips are a loop of `submit`s in one fiber either way. `protocol` picks the
+ * dialect (the `main` subject: Megatron-LM main's one-frame messages).
  */
 import { InferenceClient } from "@mcore-effect/client"
-import type { SamplingParams } from "@mcore-effect/protocol"
+import type { Dialect, SamplingParams } from "@mcore-effect/protocol"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Stream from "effect/Stream"
@@ -27,9 +28,10 @@ export const make = async (
   address: string,
   prompt: ReadonlyArray<number>,
   samplingParams: SamplingParams.SamplingParamsInput,
-  fanOut: "submit" | "submitAll"
+  fanOut: "submit" | "submitAll",
+  protocol: Dialect.Name = "reference"
 ): Promise<Subject> => {
-  const runtime = ManagedRuntime.make(InferenceClient.layer({ address }))
+  const runtime = ManagedRuntime.make(InferenceClient.layer({ address, protocol }))
   const client = await runtime.runPromise(Effect.gen(function*() {
     return yield* InferenceClient.InferenceClient
   }))

@@ -7,7 +7,9 @@
  * request: the reply body is encoded once by the parent (with the protocol's own encoder) and the
  * same bytes go out with every reply; frame 0 of a reply (`pack([21, id])`) is the request's own
  * frame 0 rewritten in place (its first two bytes, `0x94 0x14`, become `0x92 0x15`, and the id's
- * bytes that follow are kept), so nothing is decoded or encoded per request. Replies leave
+ * bytes that follow are kept), so nothing is decoded or encoded per request. Megatron-LM main's
+ * one-frame SUBMIT (`[20, id, prompt, sp, mm]`, first byte `0x95`) is answered in its own framing,
+ * `[21, id, reply]` as one frame: `0x93 0x15`, the id's bytes and the same body, concatenated. Replies leave
  * through one writer loop that drains whatever queued up since its last pass (zeromq.js allows
  * one send in flight per socket).
  *
@@ -23,6 +25,8 @@ type Message = Array<Buffer>
 const CONNECT = 0x00
 const SUBMIT_REQUEST = 0x14
 const ENGINE_REPLY = 0x15
+/** `[21, ` of a one-frame reply (Megatron-LM main): a three-element array, ENGINE_REPLY. */
+const MAIN_REPLY = Buffer.from([0x93, ENGINE_REPLY])
 
 /** Bytes taken by the msgpack uint that starts with `first` (the request id), or 0. */
 const uintLength = (first: number): number =>
@@ -73,6 +77,13 @@ const main = async (body: Buffer, ack: Buffer): Promise<void> => {
         head[0] = 0x92
         head[1] = ENGINE_REPLY
         const message = [identity, head.subarray(0, 2 + n), body]
+        answered++
+        if (holding) held.push(message)
+        else enqueue(message)
+      } else if (frames.length === 2 && head[0] === 0x95 && head[1] === SUBMIT_REQUEST) {
+        const n = uintLength(head[2]!)
+        if (n === 0) continue
+        const message = [identity, Buffer.concat([MAIN_REPLY, head.subarray(2, 2 + n), body])]
         answered++
         if (holding) held.push(message)
         else enqueue(message)

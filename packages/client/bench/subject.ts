@@ -1,7 +1,8 @@
 /**
  * One measured implementation (the plain baseline, or the `InferenceClient`), in a process of
  * its own so that its CPU time and heap are its own. Forked by `client.bench.ts` with
- * `node [...] --expose-gc subject.ts <baseline|client|batch> <address>`; driven over IPC, one command
+ * `node [...] --expose-gc subject.ts <baseline|client|batch|main> <address>` (`main`: the client
+ * with `submit` in Megatron-LM main's dialect); driven over IPC, one command
  * at a time, each answered `{ id, ... }`:
  *
  * - `burst { n }`: n requests in flight at once; answers the wall time (ms) and this process's
@@ -56,7 +57,13 @@ const main = async (kind: string, address: string): Promise<void> => {
   try {
     subject = kind === "baseline"
       ? await (await import("./baseline.ts")).make(address, prompt, samplingParamsWire)
-      : await (await import("./clientSubject.ts")).make(address, prompt, samplingParamsInput, kind === "batch" ? "submitAll" : "submit")
+      : await (await import("./clientSubject.ts")).make(
+        address,
+        prompt,
+        samplingParamsInput,
+        kind === "batch" ? "submitAll" : "submit",
+        kind === "main" ? "main" : "reference"
+      )
   } catch (error) {
     if (error instanceof Unavailable) {
       process.send?.({ unavailable: error.message })

@@ -176,7 +176,6 @@ export class Connection {
     this.pending.add(entry, performance.now())
     const millis = deadline.success
     if (millis !== undefined) this.pending.setTimer(requestId, setTimeout(expire, millis, this, requestId, millis))
-    this.unanswered?.add(requestId)
     this.writer.send(frames.success, requestId)
     return Result.succeed(entry)
   }
@@ -204,7 +203,10 @@ export class Connection {
     if (Result.isFailure(frames)) return frames.failure
     this.send(frames.success)
     const entry = this.pending.take(requestId)
-    if (entry !== undefined) this.pending.fail(entry, clientError(new RequestAborted({ requestId })), "aborted")
+    if (entry !== undefined) {
+      this.unanswered?.add(requestId)
+      this.pending.fail(entry, clientError(new RequestAborted({ requestId })), "aborted")
+    }
     return undefined
   }
 
@@ -220,6 +222,7 @@ export class Connection {
     if (this.canAbort && this.state.phase === "ready") {
       this.send(Result.getOrThrow(Dialect.encodeClient(this.config.dialect, { _tag: "AbortRequest", requestId })))
     }
+    this.unanswered?.add(requestId)
     this.pending.fail(entry, error, as)
   }
 
@@ -242,12 +245,14 @@ export class Connection {
 
   /** ZeroMQ refused a message. */
   sendFailed(requestId: number | undefined, cause: unknown): void {
-    // Never sent: no reply is owed.
-    if (requestId !== undefined) this.unanswered?.done(requestId)
     const entry = requestId === undefined ? undefined : this.pending.take(requestId)
     if (entry !== undefined) {
       this.pending.fail(entry, clientError(new SendFailed({ requestId: entry.requestId, cause })), "failed")
-    } else if (this.state.phase !== "closed") {
+      return
+    }
+    // Given up on before its send failed: it never went out, so no reply is owed.
+    if (requestId !== undefined) this.unanswered?.done(requestId)
+    if (this.state.phase !== "closed") {
       this.warn(`a message to the coordinator was not sent: ${String(cause)}`)
     }
   }
@@ -255,6 +260,8 @@ export class Connection {
   /** The scope is closing: every pending request fails with `ClientClosed`, now. */
   close(): void {
     this.state.close()
+    const unanswered = this.unanswered
+    if (unanswered !== undefined) for (const requestId of this.pending.ids()) unanswered.add(requestId)
     this.pending.failAll(this.closedError)
   }
 

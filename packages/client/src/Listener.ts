@@ -131,11 +131,13 @@ const tooLarge = (options: Options, entry: Entry, over: NonNullable<ReturnType<t
 /** An ENGINE_REPLY: finishes its request if it is pending. */
 const reply = (options: Options, requestId: number, body: Uint8Array): void => {
   const { pending } = options
-  options.unanswered?.done(requestId)
   // Read while the request is pending: its start time leaves the registry with it.
   const latency = pending.elapsedSeconds(requestId)
   const entry = pending.take(requestId)
-  if (entry === undefined) return options.metrics.unknownRequest()
+  if (entry === undefined) {
+    options.unanswered?.done(requestId)
+    return options.metrics.unknownRequest()
+  }
   const over = overLimit(options, body)
   if (over !== undefined) return tooLarge(options, entry, over)
   return finish(options, entry, latency, body)
@@ -158,14 +160,21 @@ export const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): voi
     if (handshake.awaitingFirstAck()) return handshake.rejected(`an oversized frame of ${frames[0]!.byteLength} bytes`)
     return options.warn(`dropped a message from the coordinator with an oversized frame 0 (${frames[0]!.byteLength} bytes)`)
   }
-  // A reference-framed reply in its usual shape is read from frame 0's bytes; anything else is
-  // decoded (a one-frame reply's envelope locates its body without decoding it).
-  const replyId = coordinator.framing === "multipart" && coordinator.headers === Headers.reference
-    ? Messages.engineReplyId(frames)
-    : undefined
-  if (replyId !== undefined) {
-    if (handshake.awaitingFirstAck()) return handshake.rejected("EngineReply")
-    return reply(options, replyId, frames[1]!)
+  // A reply in its usual shape is read from frame 0's first bytes; anything else is decoded.
+  if (coordinator.framing === "multipart") {
+    const replyId = coordinator.headers === Headers.reference ? Messages.engineReplyId(frames) : undefined
+    if (replyId !== undefined) {
+      if (handshake.awaitingFirstAck()) return handshake.rejected("EngineReply")
+      return reply(options, replyId, frames[1]!)
+    }
+  } else {
+    // A one-frame reply's body is the rest of its frame, located from its first bytes.
+    const replyId = Messages.singleEngineReplyId(frames, coordinator.headers.values.ENGINE_REPLY!)
+    if (replyId !== undefined) {
+      if (handshake.awaitingFirstAck()) return handshake.rejected("EngineReply")
+      const frame = frames[0]!
+      return reply(options, replyId, frame.subarray(Messages.singleReplyBodyStart(frame)))
+    }
   }
   const envelope = coordinator.decodeEnvelope(frames)
   if (Result.isFailure(envelope)) {

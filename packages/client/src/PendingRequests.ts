@@ -340,6 +340,13 @@ export class PendingRequests {
     }
   }
 
+  /** The ids of every pending request. */
+  ids(): Array<number> {
+    const ids: Array<number> = []
+    for (const entry of this.entries()) ids.push(entry.requestId)
+    return ids
+  }
+
   /** The ids of a batch's pending requests. */
   idsOf(sink: BatchSink): Array<number> {
     const ids: Array<number> = []

@@ -1,10 +1,13 @@
 /**
- * The requests the coordinator still owes this client a reply for, kept only where the dialect's
- * coordinator exits on a reply it routes to a closed client (`Dialect.closedClientReply`: every
- * Megatron-LM ref). A request leaves the set when its ENGINE_REPLY arrives, whether or not anyone
- * still waits for it here: an interrupted or timed-out request on a dialect without ABORT still
- * runs to its end on its engine, and its reply still comes. Closing waits for the set to empty
- * (`drainTimeout`), so that closing a client never takes the coordinator down.
+ * The requests the coordinator still owes this client a reply for although nobody waits for it
+ * here any more, kept only where the dialect's coordinator exits on a reply it routes to a closed
+ * client (`Dialect.closedClientReply`: every Megatron-LM ref). A request joins when it leaves the
+ * registry before its reply (interrupted, timed out, aborted, or failed by the close): on a
+ * dialect without ABORT it still runs to its end on its engine, and with ABORT the engine still
+ * sends its final reply. It leaves when that ENGINE_REPLY arrives. Pending requests are not
+ * kept here (the registry has them), so a request in flight costs nothing more. Closing moves
+ * what is pending here and waits for the set to empty (`drainTimeout`), so that closing a client
+ * never takes the coordinator down.
  *
  * @since 0.2.0
  * @internal
@@ -27,12 +30,12 @@ export class Unanswered {
     return Array.from(this.ids)
   }
 
-  /** A submission went out. */
+  /** A request that was sent left the registry before its reply. */
   add(requestId: number): void {
     this.ids.add(requestId)
   }
 
-  /** Its ENGINE_REPLY arrived (or it was never sent). */
+  /** A reply for a request no longer pending arrived. */
   done(requestId: number): void {
     if (this.ids.delete(requestId) && this.ids.size === 0) this.wake?.()
   }

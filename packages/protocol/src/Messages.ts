@@ -279,6 +279,48 @@ export const engineReplyId = (frames: Frames.Frames): number | undefined => {
 }
 
 /**
+ * The request id of a one-frame ENGINE_REPLY, `[header, request_id, reply]` (Megatron-LM main's
+ * and its releases', `header` the dialect's ENGINE_REPLY value), read from the frame's first
+ * bytes as {@link engineReplyId} reads the reference's; `undefined` for anything else, which then
+ * goes through the codec. The reply is the rest of the frame (from {@link singleReplyBodyStart}),
+ * undecoded: its own decoding refuses anything but one value filling it. Locating it through the
+ * codec scans the whole reply (6.1 µs for the client benchmark's 3,230-byte reply, 0.02 µs so).
+ *
+ * @example
+ * ```ts
+ * import { Messages, Msgpack } from "@mcore-effect/protocol"
+ *
+ * const frame = Msgpack.encode([21, 300, { status: "COMPLETED" }])
+ * Messages.singleEngineReplyId([frame], 21) // 300
+ * frame.subarray(Messages.singleReplyBodyStart(frame)) // the reply map's bytes
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const singleEngineReplyId = (frames: Frames.Frames, header: number): number | undefined => {
+  if (frames.length !== 1) return undefined
+  const f = frames[0]
+  if (!(f instanceof Uint8Array) || f.length < 4 || f[0] !== 0x93 || f[1] !== header) return undefined
+  const t = f[2]!
+  if (t < 0x80) return t
+  if (t === 0xcc) return f.length > 4 ? f[3]! : undefined
+  if (t === 0xcd) return f.length > 5 ? (f[3]! << 8) | f[4]! : undefined
+  if (t === 0xce) return f.length > 7 ? f[3]! * 0x1000000 + ((f[4]! << 16) | (f[5]! << 8) | f[6]!) : undefined
+  return undefined
+}
+
+/**
+ * Where the reply starts in a frame {@link singleEngineReplyId} read: after the array's byte, the
+ * header's and the id's.
+ *
+ * @since 0.2.0
+ */
+export const singleReplyBodyStart = (frame: Uint8Array): number => {
+  const t = frame[2]!
+  return t < 0x80 ? 3 : t === 0xcc ? 4 : t === 0xcd ? 5 : 7
+}
+
+/**
  * How an engine registers: its DEALER (identity `mp-coord-{dp_rank}`) sends one empty frame,
  * which is not msgpack and so is no declared message. The coordinator ranks engines by identity.
  *

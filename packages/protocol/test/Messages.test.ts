@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
+import * as Dialects from "../src/Dialects.ts"
 import * as Messages from "../src/Messages.ts"
 import * as Msgpack from "../src/Msgpack.ts"
 
@@ -60,6 +61,61 @@ describe("Messages.engineReplyId", () => {
         const frames = [head, ...new Array<Uint8Array>(count - 1).fill(body)]
         const fast = Messages.engineReplyId(frames)
         if (fast !== undefined) expect(decoded(frames)).toBe(fast)
+      }),
+      { numRuns: 2_000 }
+    )
+  })
+})
+
+describe("Messages.singleEngineReplyId (one-frame dialects)", () => {
+  const main = Dialects.get("main")
+  const v017 = Dialects.get("core_v0.17")
+  /** What main's codec says of a frame: the reply's id and where its body is, or `undefined`. */
+  const viaCodec = (frame: Uint8Array, dialect = main): readonly [number, string] | undefined => {
+    const envelope = dialect.coordinator.decodeEnvelope([frame])
+    if (Result.isFailure(envelope) || envelope.success.spec.tag !== "EngineReply") return undefined
+    return [envelope.success.metadata.requestId as number, Buffer.from(envelope.success.frames[1]!).toString("hex")]
+  }
+  const viaFastPath = (frame: Uint8Array, header = 21): readonly [number, string] | undefined => {
+    const id = Messages.singleEngineReplyId([frame], header)
+    return id === undefined ? undefined : [id, Buffer.from(frame.subarray(Messages.singleReplyBodyStart(frame))).toString("hex")]
+  }
+
+  it("reads the id and locates the reply as the codec does, in each id width and both header tables", () => {
+    for (const id of [0, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1]) {
+      const frame = Msgpack.encode([21, id, { request_id: 1, generated_tokens: [1, 2] }])
+      expect(viaFastPath(frame)).toEqual(viaCodec(frame))
+      expect(viaFastPath(frame)?.[0]).toBe(id)
+      const old = Msgpack.encode([4, id, { request_id: 1 }])
+      expect(viaFastPath(old, v017.headers.values.ENGINE_REPLY!)).toEqual(viaCodec(old, v017))
+    }
+  })
+
+  // The fast path may only ever say what the codec says; what it cannot tell (a body that is not
+  // one msgpack value filling the rest) the body's own decoding refuses, failing that request.
+  it("never disagrees with the codec, on any bytes", () => {
+    const frame = fc.oneof(
+      fc.uint8Array({ maxLength: 12 }),
+      fc.tuple(fc.nat({ max: 2 ** 32 - 1 }), fc.dictionary(fc.string(), fc.integer())).map(([id, reply]) => Msgpack.encode([21, id, reply])),
+      fc.tuple(fc.nat({ max: 2 ** 32 - 1 }), fc.nat(12), fc.nat(255)).map(([id, at, byte]) => {
+        const bytes = Uint8Array.from(Msgpack.encode([21, id, { a: 1 }]))
+        bytes[at % bytes.length] = byte
+        return bytes
+      })
+    )
+    fc.assert(
+      fc.property(frame, (f) => {
+        const fast = viaFastPath(f)
+        if (fast === undefined) return
+        const codec = viaCodec(f)
+        let bodyDecodes = true
+        try {
+          Msgpack.decode(f.subarray(Messages.singleReplyBodyStart(f)))
+        } catch {
+          bodyDecodes = false
+        }
+        if (bodyDecodes) expect(codec).toEqual(fast)
+        else expect(codec).toBeUndefined()
       }),
       { numRuns: 2_000 }
     )
