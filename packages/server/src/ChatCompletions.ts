@@ -1,7 +1,8 @@
 /**
  * `POST /v1/chat/completions`: the messages rendered with the model's chat template (with the
  * generation prompt), `n` choices, `logprobs` / `top_logprobs`, streamed or not; tool calls and
- * reasoning read out of the text by the server's parsers (`tools/`); image parts sent as the
+ * reasoning read out of the text by the server's parsers (`tools/`), a forced `tool_choice`
+ * written into the prompt and checked in the reply (`tools/ToolRequest`); image parts sent as the
  * request's media (`ChatMessages`, `media/ChatImages`). Structured output, audio and the like are
  * not supported, and a request that asks for them is refused with a 400 naming the parameter: a
  * client must never get plain text where it asked for a JSON schema.
@@ -23,7 +24,7 @@ import { decodeRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import * as VllmParams from "./VllmParams.ts"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "./ServerError.ts"
 import * as ChatMessages from "./ChatMessages.ts"
 import * as ChatImages from "./media/ChatImages.ts"
 import * as AssistantReply from "./tools/AssistantReply.ts"
@@ -136,9 +137,18 @@ const readFinished = (reading: AssistantReply.Reading, finished: Choice.Finished
   return { message, finishReason: called && finished.finishReason === "stop" ? "tool_calls" as const : finished.finishReason }
 }
 
+/** The error of a reply that does not meet a forced `tool_choice` (`AssistantReply.unmet`). */
+const notMet = (reading: AssistantReply.Reading, reply: AssistantReply.Reply, finished: Choice.Finished): ServerError | undefined => {
+  const why = AssistantReply.unmet(reading, reply, finished.finishReason)
+  if (why === undefined) return undefined
+  const name = reading.forced?.name
+  return serverError(new ToolChoiceNotMet({ choice: name === undefined ? "\"required\"" : `function ${JSON.stringify(name)}`, why }))
+}
+
 /**
  * The endpoint of a request whose replies are read (tool calls, reasoning): made per request, as
- * each streamed choice keeps what it read so far.
+ * each streamed choice keeps what it read so far. With a forced `tool_choice`, a reply that is
+ * not the call is refused, plain or streamed.
  */
 const readingEndpoint = (
   tokenizer: Tokenizer.Service,
@@ -149,6 +159,7 @@ const readingEndpoint = (
   const logprobsOf = (finished: Choice.Finished) =>
     logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
   const chunk = (index: number, delta: unknown) => ({ index, delta, logprobs: null, finish_reason: null })
+  const forced = reading.forced !== undefined
   return {
     ...plain,
     format: {
@@ -162,14 +173,16 @@ const readingEndpoint = (
             const reason = deltas.calledTools && finished.finishReason === "stop" ? "tool_calls" : finished.finishReason
             last.push({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: reason })
             return last
-          }
+          },
+          refusal: forced ? (finished) => notMet(reading, deltas.final(), finished) : undefined
         }
       }
     },
     choice: (index, finished) => {
       const read = readFinished(reading, finished)
       return { index, message: read.message, logprobs: logprobsOf(finished), finish_reason: read.finishReason }
-    }
+    },
+    refusal: forced ? (finished) => notMet(reading, AssistantReply.read(reading, finished.text, true), finished) : undefined
   }
 }
 
@@ -207,7 +220,7 @@ export const handle = (
   const { images, messages, withoutImages } = read.success
   const tooling = ToolRequest.plan(request, state.config)
   if (Result.isFailure(tooling)) return Effect.fail(tooling.failure)
-  const { reading, tools, variables } = tooling.success
+  const { prefill, reading, tools, variables } = tooling.success
   const noDialect = ChatImages.dialectRefusal(images, state.dialect)
   if (noDialect !== undefined) return Effect.fail(noDialect)
   const endpoint = VllmParams.endpointFor(
@@ -220,9 +233,9 @@ export const handle = (
     prompt: "messages",
     maxTokens: request.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens"
   }
-  const prompt = tools === null && variables === undefined
+  const prompt = tools === null && variables === undefined && prefill === undefined
     ? { messages, addGenerationPrompt: true }
-    : { messages, addGenerationPrompt: true, tools, variables }
+    : { messages, addGenerationPrompt: true, tools, variables, prefill }
   const answer = (multiModalData: Media.MultiModalData | undefined) =>
     Effect.matchEffect(text.promptTokens(prompt), {
       onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
