@@ -62,11 +62,12 @@ describe("mcore serve", () => {
       expect(ended.stdout).toBe(`${url}\n`)
     }), 120_000)
 
-  it.live("--max-model-len sets the context length; --allowed-origins the CORS origins", () =>
+  it.live("--max-model-len sets the context length; --allowed-origins the CORS origins; the media flags", () =>
     Effect.gen(function*() {
       const process = yield* Mcore.start([
         "serve", "--embedded", "--port", "0", "--step-ms", "0", "--max-model-len", "32",
-        "--allowed-origins", "https://a.example, https://b.example"
+        "--allowed-origins", "https://a.example, https://b.example",
+        "--allowed-media-domains", "images.example", "--image-placeholder", "<image>", "--max-image-bytes", "64"
       ])
       const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
       const refused = yield* completion(url, 32)
@@ -80,6 +81,29 @@ describe("mcore serve", () => {
       )
       expect(preflight.status).toBe(204)
       expect(preflight.headers.get("access-control-allow-origin")).toBe("https://b.example")
+      // The media flags: an inline image within --max-image-bytes is taken (the embedded
+      // template takes text, so --image-placeholder writes it); another host than the allowed
+      // one, or a larger image, is refused by name.
+      const image = (url: string) => ({
+        messages: [{ role: "user", content: [{ type: "text", text: "the fox" }, { type: "image_url", image_url: { url } }] }],
+        max_tokens: 2
+      })
+      const gif = "data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"
+      const chat = (body: unknown) =>
+        Effect.promise(async () => {
+          const response = await fetch(`${url}/v1/chat/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(body)
+          })
+          return { status: response.status, body: await response.json() as any }
+        })
+      expect((yield* chat(image(gif))).status).toBe(200)
+      const elsewhere = yield* chat(image("https://other.example/cat.png"))
+      expect([elsewhere.status, elsewhere.body.error.param]).toEqual([400, "messages[0].content[1].image_url.url"])
+      expect(elsewhere.body.error.message).toContain("other.example is not one of this server's allowed media domains")
+      const large = yield* chat(image(`data:image/gif;base64,R0lGODlh${"A".repeat(200)}`))
+      expect(large.body.error.message).toContain("more than this server's limit of 64")
       yield* process.kill("SIGTERM")
       expect((yield* process.exited()).code).toBe(143)
     }), 120_000)

@@ -265,6 +265,25 @@ export interface Service<R extends Reply = Reply> {
     prompt: PromptInput,
     mediaCacheKey?: string | null | undefined
   ) => Effect.Effect<BigUint64Array | null, ClientError>
+  /**
+   * The protocol dialect the client speaks (`ClientOptions.protocol`): what a caller checks to
+   * refuse, before doing any work, what the coordinator cannot carry (`Dialect.requireFeature
+   * (client.dialect, "media")` gives the same `UnsupportedByDialect` the submit would fail with),
+   * or to adapt (the text layer answers a stream from the final reply where there are no partials).
+   *
+   * @example
+   * ```ts
+   * import { InferenceClient } from "@mcore-effect/client"
+   * import { Dialect } from "@mcore-effect/protocol"
+   * import { Effect } from "effect"
+   *
+   * const carriesMedia = Effect.gen(function*() {
+   *   const client = yield* InferenceClient.InferenceClient
+   *   return Dialect.supports(client.dialect, "media") // false on core_v0.19
+   * })
+   * ```
+   */
+  readonly dialect: Dialect.Dialect
   /** Requests in flight (submitted, neither finished nor aborted). */
   readonly pendingCount: Effect.Effect<number>
   /**
@@ -272,12 +291,6 @@ export interface Service<R extends Reply = Reply> {
    * the socket nor the heartbeat has seen it go since. What a health check reports.
    */
   readonly connected: Effect.Effect<boolean>
-  /**
-   * The wire dialect this client speaks (its `protocol` option); `dialect.features` says what it
-   * can carry, for a caller that adapts rather than fails (a server that answers a stream from
-   * the final reply where the dialect has no partials).
-   */
-  readonly dialect: Dialect.Dialect
 }
 
 /**
@@ -403,9 +416,9 @@ const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
         if (Result.isFailure(valid)) return Effect.fail(clientError(new InvalidRequest({ error: valid.failure })))
         return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, config.hashing, mediaCacheKey))
       }),
+    dialect: config.dialect,
     pendingCount: Effect.sync(() => connection.pending.size),
-    connected: Effect.sync(() => connection.state.phase === "ready"),
-    dialect: config.dialect
+    connected: Effect.sync(() => connection.state.phase === "ready")
   }
   return service
 })

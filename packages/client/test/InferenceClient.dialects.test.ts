@@ -56,6 +56,7 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
       const stub = yield* StubCoordinator.make({ dialect })
       const client = yield* InferenceClient.make({ address: stub.address, protocol: "core_v0.19" })
       yield* stub.take
+      expect([client.dialect.name, client.dialect.features.has("media")]).toEqual(["core_v0.19", false])
 
       const refused = [
         yield* reasonOf(Stream.runDrain(client.stream("x"))),

@@ -1,13 +1,16 @@
 /**
  * `POST /v1/chat/completions`: the messages rendered with the model's chat template (with the
  * generation prompt), `n` choices, `logprobs` / `top_logprobs`, streamed or not; tool calls and
- * reasoning read out of the text by the server's parsers (`tools/`). Structured output, audio and
- * the like are not supported, and a request that asks for them is refused with a 400 naming the
- * parameter: a client must never get plain text where it asked for a JSON schema.
+ * reasoning read out of the text by the server's parsers (`tools/`), a forced `tool_choice`
+ * written into the prompt and checked in the reply (`tools/ToolRequest`); image parts sent as the
+ * request's media (`ChatMessages`, `media/ChatImages`). Structured output, audio and the like are
+ * not supported, and a request that asks for them is refused with a 400 naming the parameter: a
+ * client must never get plain text where it asked for a JSON schema.
  *
  * @since 0.1.0
  */
-import type { ChatTemplate, Tokenizer } from "@mcore-effect/text"
+import type { Media } from "@mcore-effect/protocol"
+import type { Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
@@ -21,7 +24,9 @@ import { decodeRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import * as VllmParams from "./VllmParams.ts"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "./ServerError.ts"
+import * as ChatMessages from "./ChatMessages.ts"
+import * as ChatImages from "./media/ChatImages.ts"
 import * as AssistantReply from "./tools/AssistantReply.ts"
 import * as ToolRequest from "./tools/ToolRequest.ts"
 
@@ -46,55 +51,6 @@ const unsupported = (request: OpenAiSchema.ChatCompletionRequest): ServerError |
     return badRequest("top_logprobs", "requires logprobs to be true")
   }
   return undefined
-}
-
-/**
- * `message` without its `content` and `refusal` (its other keys in their order), then `content`.
- * Plain code, not `{ content, refusal, ...rest }`: object rest is a call into V8's runtime, and
- * this took ~1.9% of the server's CPU per request (profiled).
- */
-const withContent = (message: OpenAiSchema.ChatMessage, content: string | null): ChatTemplate.Message => {
-  if (message.name === undefined && message.tool_call_id === undefined && message.tool_calls === undefined) {
-    return { role: message.role, content }
-  }
-  const out: Record<string, unknown> = {}
-  for (const key in message) {
-    if (key !== "content" && key !== "refusal") out[key] = message[key as keyof OpenAiSchema.ChatMessage]
-  }
-  out["content"] = content
-  return out as unknown as ChatTemplate.Message
-}
-
-/**
- * The messages as the template takes them: text parts joined, anything else refused by name.
- *
- * @since 0.1.0
- */
-export const templateMessages = (
-  messages: ReadonlyArray<OpenAiSchema.ChatMessage>
-): Result.Result<Array<ChatTemplate.Message>, ServerError> => {
-  const out: Array<ChatTemplate.Message> = []
-  for (let i = 0; i < messages.length; i++) {
-    const message = messages[i]!
-    const content = message.content
-    if (content == null || typeof content === "string") {
-      // No content (an assistant turn that only called tools) is an empty text, as vLLM gives
-      // it: templates test it as a string (Qwen3's `'</think>' in message.content` fails on null).
-      out.push(withContent(message, content ?? ""))
-      continue
-    }
-    const texts: Array<string> = []
-    for (let j = 0; j < content.length; j++) {
-      const part = content[j]!
-      if (part.type !== "text") {
-        return Result.fail(badRequest(`messages[${i}].content[${j}].type`, `${JSON.stringify(part.type)} parts are not supported (only text)`))
-      }
-      if (part.text === undefined) return Result.fail(badRequest(`messages[${i}].content[${j}].text`, "missing"))
-      texts.push(part.text)
-    }
-    out.push(withContent(message, texts.join("\n")))
-  }
-  return Result.succeed(out)
 }
 
 const bytesOf = (token: string): Array<number> => Array.from(Buffer.from(token, "utf8"))
@@ -181,9 +137,18 @@ const readFinished = (reading: AssistantReply.Reading, finished: Choice.Finished
   return { message, finishReason: called && finished.finishReason === "stop" ? "tool_calls" as const : finished.finishReason }
 }
 
+/** The error of a reply that does not meet a forced `tool_choice` (`AssistantReply.unmet`). */
+const notMet = (reading: AssistantReply.Reading, reply: AssistantReply.Reply, finished: Choice.Finished): ServerError | undefined => {
+  const why = AssistantReply.unmet(reading, reply, finished.finishReason)
+  if (why === undefined) return undefined
+  const name = reading.forced?.name
+  return serverError(new ToolChoiceNotMet({ choice: name === undefined ? "\"required\"" : `function ${JSON.stringify(name)}`, why }))
+}
+
 /**
  * The endpoint of a request whose replies are read (tool calls, reasoning): made per request, as
- * each streamed choice keeps what it read so far.
+ * each streamed choice keeps what it read so far. With a forced `tool_choice`, a reply that is
+ * not the call is refused, plain or streamed.
  */
 const readingEndpoint = (
   tokenizer: Tokenizer.Service,
@@ -194,6 +159,7 @@ const readingEndpoint = (
   const logprobsOf = (finished: Choice.Finished) =>
     logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
   const chunk = (index: number, delta: unknown) => ({ index, delta, logprobs: null, finish_reason: null })
+  const forced = reading.forced !== undefined
   return {
     ...plain,
     format: {
@@ -207,14 +173,16 @@ const readingEndpoint = (
             const reason = deltas.calledTools && finished.finishReason === "stop" ? "tool_calls" : finished.finishReason
             last.push({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: reason })
             return last
-          }
+          },
+          refusal: forced ? (finished) => notMet(reading, deltas.final(), finished) : undefined
         }
       }
     },
     choice: (index, finished) => {
       const read = readFinished(reading, finished)
       return { index, message: read.message, logprobs: logprobsOf(finished), finish_reason: read.finishReason }
-    }
+    },
+    refusal: forced ? (finished) => notMet(reading, AssistantReply.read(reading, finished.text, true), finished) : undefined
   }
 }
 
@@ -246,11 +214,15 @@ export const handle = (
   if (Result.isFailure(text.chatTemplate)) {
     return Effect.fail(badRequest("messages", `this model has no usable chat template (${text.chatTemplate.failure.message}); use /v1/completions`))
   }
-  const messages = templateMessages(request.messages)
-  if (Result.isFailure(messages)) return Effect.fail(messages.failure)
+  const media = state.config.media
+  const read = ChatMessages.templateMessages(request.messages, media.imagePlaceholder)
+  if (Result.isFailure(read)) return Effect.fail(read.failure)
+  const { images, messages, withoutImages } = read.success
   const tooling = ToolRequest.plan(request, state.config)
   if (Result.isFailure(tooling)) return Effect.fail(tooling.failure)
-  const { reading, tools, variables } = tooling.success
+  const { prefill, reading, tools, variables } = tooling.success
+  const noDialect = ChatImages.dialectRefusal(images, state.dialect)
+  if (noDialect !== undefined) return Effect.fail(noDialect)
   const endpoint = VllmParams.endpointFor(
     reading.reasoning === undefined && reading.calls === undefined
       ? endpointOf(tokenizer, logprobs)
@@ -261,16 +233,27 @@ export const handle = (
     prompt: "messages",
     maxTokens: request.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens"
   }
-  const prompt = tools === null && variables === undefined
-    ? { messages: messages.success, addGenerationPrompt: true }
-    : { messages: messages.success, addGenerationPrompt: true, tools, variables }
-  return Effect.matchEffect(text.promptTokens(prompt), {
-    onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
-    onSuccess: (ids) => {
-      if (ids.length === 0) return Effect.fail(badRequest("messages", "render to an empty prompt"))
-      const fitted = ContextLength.fit(plan, state.maxModelLen, [ids.length], maxTokens, () => limits)
-      if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
-      return Generation.respond(generation, Choice.context(text, state, fitted.success), [{ ids, text: "" }], fitted.success, endpoint)
-    }
-  })
+  const prompt = tools === null && variables === undefined && prefill === undefined
+    ? { messages, addGenerationPrompt: true }
+    : { messages, addGenerationPrompt: true, tools, variables, prefill }
+  const answer = (multiModalData: Media.MultiModalData | undefined) =>
+    Effect.matchEffect(text.promptTokens(prompt), {
+      onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
+      onSuccess: (ids) => {
+        if (ids.length === 0) return Effect.fail(badRequest("messages", "render to an empty prompt"))
+        const fitted = ContextLength.fit(plan, state.maxModelLen, [ids.length], maxTokens, () => limits)
+        if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
+        const context = Choice.context(text, state, fitted.success, multiModalData)
+        return Generation.respond(generation, context, [{ ids, text: "" }], fitted.success, endpoint)
+      }
+    })
+  if (images.length === 0) return answer(undefined)
+  // Images: the template must render them, and every one load, before anything is sent.
+  const rendered = withoutImages === undefined
+    ? Effect.void
+    : ChatImages.rendersImages(text.chatTemplate.success, messages, withoutImages, { addGenerationPrompt: true, tools, variables }, images[0]!)
+  return Effect.flatMap(
+    Effect.andThen(rendered, ChatImages.load(images, media)),
+    (bytes) => answer({ image: bytes })
+  )
 }

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import type { ClientError } from "@mcore-effect/client"
-import type { SamplingParams } from "@mcore-effect/protocol"
+import type { Media, SamplingParams } from "@mcore-effect/protocol"
 import type { TextError, TextGeneration } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
@@ -67,21 +67,29 @@ export interface Context {
   readonly logprobs: number | undefined
   /** The prompt's log probs too (`echo` with `logprobs`). */
   readonly promptLogprobs: boolean
+  /** Media sent with every choice's request (a chat's images), when there are any. */
+  readonly media: Media.MultiModalData | undefined
 }
 
 /**
  * The context of a request's choices: its plan's sampling parameters, stop strings and log
- * probs, over the server's state and text generation.
+ * probs, and its media, over the server's state and text generation.
  *
  * @since 0.1.0
  */
-export const context = (text: TextGeneration.Service, state: State, plan: Sampling.Plan): Context => ({
+export const context = (
+  text: TextGeneration.Service,
+  state: State,
+  plan: Sampling.Plan,
+  media?: Media.MultiModalData | undefined
+): Context => ({
   text,
   state,
   samplingParams: plan.samplingParams,
   stop: plan.stop,
   logprobs: plan.logprobs,
-  promptLogprobs: plan.promptLogprobs
+  promptLogprobs: plan.promptLogprobs,
+  media
 })
 
 const failure = (context: Context) => (error: TextError.TextError | ClientError.ClientError): ServerError => {
@@ -101,7 +109,8 @@ const options = (context: Context): TextGeneration.GenerateOptions => ({
   logProbs: context.logprobs !== undefined,
   topLogProbs: context.logprobs,
   promptLogProbs: context.promptLogprobs,
-  timeout: context.state.config.requestTimeoutMillis
+  timeout: context.state.config.requestTimeoutMillis,
+  multiModalData: context.media
 })
 
 const finishReason = (reason: TextGeneration.FinishReason): FinishReason => reason === "aborted" ? "abort" : reason

@@ -15,6 +15,7 @@ import type { TextGeneration } from "@mcore-effect/text"
 import type * as Choice from "./Choice.ts"
 import type { ChoiceReader, Format, Meta } from "./Generation.ts"
 import type { Usage } from "./OpenAiSchema.ts"
+import type { ServerError } from "./ServerError.ts"
 
 /**
  * The records of one stream.
@@ -33,6 +34,8 @@ export interface Chunks {
   readonly deltaLogprobs: (index: number, part: TextGeneration.TextDelta) => string | undefined
   /** The record closing choice `index`. */
   readonly closing: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => string
+  /** Why choice `index` cannot be closed (its reader's refusal), if it cannot; asked before {@link closing}. */
+  readonly refusal: (index: number, finished: Choice.Finished) => ServerError | undefined
   /** The record with no choices and the usage (`stream_options.include_usage`). */
   readonly usage: (usage: Usage) => string
 }
@@ -114,6 +117,10 @@ class Records implements Chunks {
     const reader = this.reader(index)
     if (reader !== undefined) return reader.closing(finished, prompt).map((choice) => this.record(choice)).join("")
     return this.record(this.format.closing(index, finished, prompt))
+  }
+
+  refusal(index: number, finished: Choice.Finished): ServerError | undefined {
+    return this.reader(index)?.refusal?.(finished)
   }
 
   usage(usage: Usage): string {

@@ -42,6 +42,11 @@ import { body, Internal, serverError, type ServerError } from "./ServerError.ts"
 export interface ChoiceReader {
   readonly deltas: (text: string) => ReadonlyArray<unknown>
   readonly closing: (finished: Choice.Finished, prompt: Choice.Prompt) => ReadonlyArray<unknown>
+  /**
+   * Why the finished choice cannot be answered (a forced tool call the model did not make): the
+   * stream then ends with that error's record in place of the closing chunks.
+   */
+  readonly refusal?: ((finished: Choice.Finished) => ServerError | undefined) | undefined
 }
 
 /**
@@ -100,6 +105,8 @@ export interface Endpoint {
   readonly format: Format
   /** A choice of a plain response. */
   readonly choice: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => unknown
+  /** Why a finished choice cannot be answered (see {@link ChoiceReader.refusal}): the request fails with it. */
+  readonly refusal?: ((finished: Choice.Finished) => ServerError | undefined) | undefined
 }
 
 /**
@@ -161,12 +168,25 @@ const answered = (
       system_fingerprint: null
     })
   }
+  const refusal = endpoint.refusal
   // One choice (the usual request): one step from its generation to the response.
-  return countAbort(context)(
-    prompts.length === 1 && n === 1
-      ? Effect.map(Choice.generate(context, prompts[0]!), (one) => reply([one]))
-      : Effect.map(runAll(context, prompts, n), reply)
-  )
+  if (refusal === undefined) {
+    return countAbort(context)(
+      prompts.length === 1 && n === 1
+        ? Effect.map(Choice.generate(context, prompts[0]!), (one) => reply([one]))
+        : Effect.map(runAll(context, prompts, n), reply)
+    )
+  }
+  return countAbort(context)(Effect.flatMap(runAll(context, prompts, n), (finished) => {
+    for (const choice of finished) {
+      const refused = refusal(choice)
+      if (refused === undefined) continue
+      const total = usage(finished, n)
+      context.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
+      return Effect.fail(refused)
+    }
+    return Effect.succeed(reply(finished))
+  }))
 }
 
 /**
@@ -290,11 +310,16 @@ export interface StreamOptions {
 const bytes = (records: string): Arr.NonEmptyReadonlyArray<Uint8Array> => [Buffer.from(records, "utf8")]
 
 /** The record a failure after the headers becomes (they went out with 200: too late for a status). */
-const failureRecord = (context: Choice.Context, cause: Cause.Cause<TextError.TextError | ClientError.ClientError>): string => {
+const failureRecord = (
+  context: Choice.Context,
+  cause: Cause.Cause<TextError.TextError | ClientError.ClientError | ServerError>
+): string => {
   const error = Cause.findErrorOption(cause)
-  const failure = error._tag === "Some"
-    ? Choice.failed(context, error.value)
-    : serverError(new Internal({ why: `the stream failed: ${Cause.pretty(cause)}` }))
+  const failure = error._tag === "None"
+    ? serverError(new Internal({ why: `the stream failed: ${Cause.pretty(cause)}` }))
+    : error.value._tag === "ServerError"
+    ? error.value
+    : Choice.failed(context, error.value)
   return Sse.recordText(body(failure))
 }
 
@@ -339,10 +364,16 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
         const done = Choice.finishedOf(part)
         const total = usage([done], 1)
         metrics.tokens(total.prompt_tokens, total.completion_tokens)
+        over = true
+        const refused = chunks.refusal(0, done)
+        if (refused !== undefined) {
+          // An error record ends the stream, as any failure after the headers does.
+          records += Sse.recordText(body(refused))
+          break
+        }
         records += chunks.closing(0, unsent(done, sent), prompt)
         if (options.includeUsage) records += chunks.usage(total)
         records += Sse.doneText
-        over = true
         break
       }
       return records === "" ? next : Effect.succeed(bytes(records))
@@ -409,6 +440,9 @@ const streamMany = (
           }
         } else {
           const done = Choice.finishedOf(part)
+          const refused = chunks.refusal(index, done)
+          // Fails the request: the others are interrupted, and its error record ends the stream.
+          if (refused !== undefined) return Effect.fail(refused)
           finished[index] = done
           offer(chunks.closing(index, unsent(done, sent), prompt))
         }

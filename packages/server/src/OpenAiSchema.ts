@@ -72,13 +72,27 @@ const sampling = {
 }
 
 /**
- * A part of a message's content; only text is supported (an image part is refused by name).
+ * `image_url` of an image part: a `data:` URL or an `http(s)` one. `detail` is taken and ignored,
+ * as vLLM does: the engine's image preprocessing decides the resolution.
+ *
+ * @since 0.1.0
+ */
+export const ImageUrl = Schema.Struct({
+  url: Schema.String,
+  detail: optionalNullable(Schema.Literals(["auto", "low", "high"]))
+})
+
+/**
+ * A part of a message's content: `text` (with `text`) or `image_url` (with `image_url`); the
+ * type is checked when the messages are read (`ChatMessages`), so that any other part (audio,
+ * files) is refused by name.
  *
  * @since 0.1.0
  */
 export const ContentPart = Schema.Struct({
   type: Schema.String,
-  text: Schema.optionalKey(Schema.String)
+  text: Schema.optionalKey(Schema.String),
+  image_url: Schema.optionalKey(ImageUrl)
 })
 
 /**

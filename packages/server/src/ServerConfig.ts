@@ -2,12 +2,14 @@
  * What the server is built from: where it listens, the model name it serves, its API key and
  * its limits. Everything but the model name has a default a public deployment can live with:
  * loopback only, 4 MiB bodies, 1,024 generation requests at once, a 10-minute deadline, a
- * 10-second grace period on shutdown.
+ * 10-second grace period on shutdown, images only inline (`data:` URLs, 20 MiB each, 16 a
+ * request) and no remote fetch unless hosts are allowed.
  *
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
 import * as Redacted from "effect/Redacted"
+import * as Net from "node:net"
 import * as ReasoningParser from "./tools/ReasoningParser.ts"
 import * as ToolCallParser from "./tools/ToolCallParser.ts"
 
@@ -47,6 +49,48 @@ export interface ServerOptions {
   readonly maxModelLen?: number | undefined
   /** Origins whose browser pages may call the server (CORS; `*` for any). Default none. */
   readonly allowedOrigins?: ReadonlyArray<string> | undefined
+  /**
+   * Hosts whose `http(s)` image URLs the server fetches for chat `image_url` parts (exact names,
+   * any case; `*` for any public host). Default none: only `data:` URLs are taken. Every fetch
+   * goes through the address guard (`AddressGuard`) whatever this says.
+   */
+  readonly allowedMediaDomains?: ReadonlyArray<string> | undefined
+  /** Largest image, decoded or fetched, in bytes. Default 20 MiB (Megatron-LM's server's limit). */
+  readonly maxImageBytes?: number | undefined
+  /** Most images in one request. Default 16. */
+  readonly maxImagesPerRequest?: number | undefined
+  /** How long fetching one remote image may take, redirects included. Default 5 s (Megatron-LM's and vLLM's). */
+  readonly mediaFetchTimeout?: Duration.Input | undefined
+  /**
+   * For a chat template that takes text content only: the text each image part becomes in its
+   * message (the model's image token: Megatron-LM's server writes `<image>`). Unset, image parts
+   * reach the template as `{ type: "image" }` parts (what transformers gives Qwen2-VL-style
+   * templates), and a template that renders nothing for them is refused.
+   */
+  readonly imagePlaceholder?: string | undefined
+  /**
+   * Addresses the media address guard lets through, exactly as a host name resolves to them
+   * (`127.0.0.1`). For tests that serve images on loopback, and nothing else: the guard is what
+   * keeps a client from reaching the server's own network. Not a CLI flag.
+   */
+  readonly unsafeExemptMediaAddresses?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * How chat `image_url` parts are taken (see `media/`), resolved.
+ *
+ * @since 0.1.0
+ */
+export interface MediaConfig {
+  /** Lower case, without a final dot. */
+  readonly allowedMediaDomains: ReadonlyArray<string>
+  /** `*` was among the allowed domains. */
+  readonly anyMediaDomain: boolean
+  readonly maxImageBytes: number
+  readonly maxImagesPerRequest: number
+  readonly mediaFetchTimeoutMillis: number
+  readonly imagePlaceholder: string | undefined
+  readonly exemptMediaAddresses: ReadonlySet<string>
 }
 
 /**
@@ -68,6 +112,7 @@ export interface Resolved {
   /** As given; the server's state resolves the default (it needs the tokenizer). */
   readonly maxModelLen: number | undefined
   readonly allowedOrigins: ReadonlyArray<string>
+  readonly media: MediaConfig
 }
 
 /**
@@ -79,7 +124,10 @@ export const defaults = {
   maxBodyBytes: 4 * 1024 * 1024,
   maxConcurrentRequests: 1024,
   requestTimeoutMillis: 10 * 60_000,
-  shutdownGraceMillis: 10_000
+  shutdownGraceMillis: 10_000,
+  maxImageBytes: 20 * 1024 * 1024,
+  maxImagesPerRequest: 16,
+  mediaFetchTimeoutMillis: 5_000
 } as const
 
 const millis = (input: Duration.Input | undefined, fallback: number): number =>
@@ -110,9 +158,11 @@ export const resolve = (options: ServerOptions): Resolved | string => {
   }
   let requestTimeoutMillis: number
   let shutdownGraceMillis: number
+  let mediaFetchTimeoutMillis: number
   try {
     requestTimeoutMillis = millis(options.requestTimeout, defaults.requestTimeoutMillis)
     shutdownGraceMillis = millis(options.shutdownGracePeriod, defaults.shutdownGraceMillis)
+    mediaFetchTimeoutMillis = millis(options.mediaFetchTimeout, defaults.mediaFetchTimeoutMillis)
   } catch (cause) {
     return `not a duration: ${String(cause)}`
   }
@@ -130,6 +180,8 @@ export const resolve = (options: ServerOptions): Resolved | string => {
   if (maxModelLen !== undefined && (!Number.isSafeInteger(maxModelLen) || maxModelLen < 2)) {
     return "maxModelLen: must be an integer >= 2"
   }
+  const media = resolveMedia(options, mediaFetchTimeoutMillis)
+  if (typeof media === "string") return media
   const key = options.apiKey
   const apiKey = key === undefined || key === "" ? undefined : typeof key === "string" ? Redacted.make(key) : key
   return {
@@ -144,6 +196,34 @@ export const resolve = (options: ServerOptions): Resolved | string => {
     toolCallParser,
     reasoningParser,
     maxModelLen,
-    allowedOrigins: options.allowedOrigins ?? []
+    allowedOrigins: options.allowedOrigins ?? [],
+    media
+  }
+}
+
+const resolveMedia = (options: ServerOptions, mediaFetchTimeoutMillis: number): MediaConfig | string => {
+  if (!(mediaFetchTimeoutMillis > 0)) return "mediaFetchTimeout: must be positive"
+  const maxImageBytes = options.maxImageBytes ?? defaults.maxImageBytes
+  if (!Number.isSafeInteger(maxImageBytes) || maxImageBytes < 1) return "maxImageBytes: must be an integer >= 1"
+  const maxImagesPerRequest = options.maxImagesPerRequest ?? defaults.maxImagesPerRequest
+  if (!Number.isSafeInteger(maxImagesPerRequest) || maxImagesPerRequest < 0) return "maxImagesPerRequest: must be an integer >= 0"
+  const placeholder = options.imagePlaceholder
+  if (placeholder !== undefined && placeholder.length === 0) return "imagePlaceholder: must not be empty"
+  const domains: Array<string> = []
+  for (const domain of options.allowedMediaDomains ?? []) {
+    const host = domain.trim().toLowerCase().replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "")
+    if (host === "" || /[/@\s]/.test(host) || (host.includes(":") && Net.isIP(host) !== 6)) {
+      return `allowedMediaDomains: ${JSON.stringify(domain)} is not a host name (no scheme, port or path)`
+    }
+    domains.push(host)
+  }
+  return {
+    allowedMediaDomains: domains.filter((d) => d !== "*"),
+    anyMediaDomain: domains.includes("*"),
+    maxImageBytes,
+    maxImagesPerRequest,
+    mediaFetchTimeoutMillis,
+    imagePlaceholder: placeholder,
+    exemptMediaAddresses: new Set(options.unsafeExemptMediaAddresses ?? [])
   }
 }

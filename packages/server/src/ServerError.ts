@@ -128,6 +128,25 @@ export class DeadlineExceeded extends Schema.Class<DeadlineExceeded>("@mcore-eff
 }
 
 /**
+ * The model's reply does not meet the request's forced `tool_choice` (`required`, or a named
+ * function): the server wrote the call's start and the model went on with something that is not
+ * that call (500, as the server failed to give what the request was entitled to; the request was
+ * valid, so not a 4xx). The SDKs retry a 500 by default, which samples anew.
+ *
+ * @since 0.1.0
+ */
+export class ToolChoiceNotMet extends Schema.Class<ToolChoiceNotMet>("@mcore-effect/server/ToolChoiceNotMet")({
+  _tag: Schema.tag("ToolChoiceNotMet"),
+  /** `"required"`, or `function "NAME"`. */
+  choice: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `tool_choice ${this.choice} was not met: ${this.why}`
+  }
+}
+
+/**
  * Anything else: a reply the server could not use, a tokenizer failure. The message is logged in
  * full; the client sees it too, since it names no secret.
  *
@@ -156,6 +175,7 @@ export const ServerErrorReason = Schema.Union([
   Overloaded,
   Unavailable,
   DeadlineExceeded,
+  ToolChoiceNotMet,
   Internal
 ])
 
@@ -201,6 +221,7 @@ const STATUS: Record<ServerErrorReason["_tag"], number> = {
   Overloaded: 429,
   Unavailable: 503,
   DeadlineExceeded: 504,
+  ToolChoiceNotMet: 500,
   Internal: 500
 }
 
@@ -214,6 +235,7 @@ const TYPE: Record<ServerErrorReason["_tag"], string> = {
   Overloaded: "rate_limit_exceeded",
   Unavailable: "service_unavailable",
   DeadlineExceeded: "timeout",
+  ToolChoiceNotMet: "server_error",
   Internal: "server_error"
 }
 
@@ -222,7 +244,8 @@ const CODE: Partial<Record<ServerErrorReason["_tag"], string>> = {
   Unauthorized: "invalid_api_key",
   BodyTooLarge: "request_too_large",
   Overloaded: "rate_limit_exceeded",
-  DeadlineExceeded: "timeout"
+  DeadlineExceeded: "timeout",
+  ToolChoiceNotMet: "tool_choice_not_met"
 }
 
 /**

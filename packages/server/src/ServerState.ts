@@ -8,6 +8,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { InferenceClient } from "@mcore-effect/client"
+import type { Dialect } from "@mcore-effect/protocol"
 import { Tokenizer } from "@mcore-effect/text"
 import { apiKeyCheck, Gate } from "./Admission.ts"
 import * as ContextLength from "./ContextLength.ts"
@@ -32,6 +34,11 @@ export interface State {
   readonly maxModelLen: number
   /** Unix seconds when the server started (`created` of the model). */
   readonly startedAt: number
+  /**
+   * The dialect the client speaks, to refuse what it cannot carry (media) before doing any work
+   * for it; `undefined` without a client (the client refuses it then, on submit).
+   */
+  readonly dialect: Dialect.Dialect | undefined
 }
 
 /**
@@ -49,7 +56,11 @@ export class ServerState extends Context.Service<ServerState, State>()("@mcore-e
 export const layer = (config: Resolved): Layer.Layer<ServerState> =>
   Layer.effect(
     ServerState,
-    Effect.map(Effect.all([Effect.context<never>(), Effect.serviceOption(Tokenizer.Tokenizer)]), ([context, tokenizer]) => ({
+    Effect.map(Effect.all([
+      Effect.context<never>(),
+      Effect.serviceOption(Tokenizer.Tokenizer),
+      Effect.serviceOption(InferenceClient.InferenceClient)
+    ]), ([context, tokenizer, client]) => ({
       config,
       maxModelLen: config.maxModelLen ??
         Option.match(tokenizer, { onNone: () => undefined, onSome: (t) => ContextLength.fromDirectory(t.source) }) ??
@@ -57,6 +68,7 @@ export const layer = (config: Resolved): Layer.Layer<ServerState> =>
       gate: new Gate(config.maxConcurrentRequests),
       metrics: new Recorder(context),
       checkApiKey: apiKeyCheck(config.apiKey),
-      startedAt: Math.floor(Date.now() / 1000)
+      startedAt: Math.floor(Date.now() / 1000),
+      dialect: Option.match(client, { onNone: () => undefined, onSome: (c) => c.dialect })
     }))
   )

@@ -14,7 +14,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type { TextGeneration } from "@mcore-effect/text"
 import { readJson } from "./Admission.ts"
-import { templateMessages } from "./ChatCompletions.ts"
+import { templateMessages } from "./ChatMessages.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
@@ -87,12 +87,13 @@ const chatTokens = (
   if (Result.isFailure(text.chatTemplate)) {
     return Effect.fail(badRequest("messages", `this model has no usable chat template (${text.chatTemplate.failure.message})`))
   }
-  const messages = templateMessages(request.messages)
+  // Image parts rendered as the chat endpoint renders them; their URLs are not loaded here.
+  const messages = templateMessages(request.messages, state.config.media.imagePlaceholder)
   if (Result.isFailure(messages)) return Effect.fail(messages.failure)
   const continueFinal = request.continue_final_message === true
   return Effect.matchEffect(
     text.promptTokens({
-      messages: messages.success,
+      messages: messages.success.messages,
       addGenerationPrompt: continueFinal ? false : request.add_generation_prompt ?? true,
       continueFinalMessage: continueFinal
     }),

@@ -151,8 +151,8 @@ describe("tool calls and reasoning through the openai SDK", () => {
         [{ tools: [{ type: "function", function: { name: "has space" } }] }, "tools[0].function.name"],
         [{ tools, tool_choice: "sometimes" }, "tool_choice"],
         [{ tools, tool_choice: { type: "function", function: { name: "other" } } }, "tool_choice.function.name"],
-        [{ tools, tool_choice: { type: "function", function: { name: "get_weather" } } }, "tool_choice"],
-        [{ tools, tool_choice: "required" }, "tool_choice"],
+        [{ tool_choice: "required" }, "tool_choice"],
+        [{ tool_choice: { type: "function", function: { name: "get_weather" } } }, "tool_choice.function.name"],
         [{ chat_template_kwargs: { messages: [] } }, "chat_template_kwargs.messages"],
         [{ chat_template_kwargs: "no" }, "chat_template_kwargs"],
         [{ reasoning_effort: "extreme" }, "reasoning_effort"]

@@ -17,7 +17,7 @@
  * @since 0.1.0
  */
 import { ClientError, InferenceClient } from "@mcore-effect/client"
-import type { SamplingParams } from "@mcore-effect/protocol"
+import type { Media, SamplingParams } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -43,6 +43,12 @@ import { StreamParts } from "./internal/streamParts.ts"
  */
 export interface ChatPrompt extends ChatTemplate.RenderOptions {
   readonly messages: ReadonlyArray<ChatTemplate.Message>
+  /**
+   * Text written after the rendered chat, tokenized with it: the start of the reply, which the
+   * model continues (a server forcing a tool call writes the call's opening). Not part of the
+   * generated text.
+   */
+  readonly prefill?: string | undefined
 }
 
 /**
@@ -84,6 +90,12 @@ export interface GenerateOptions {
   readonly addSpecialTokens?: boolean | undefined
   /** A deadline for the request (the client's `timeout`). */
   readonly timeout?: Duration.Input | undefined
+  /**
+   * Media sent with the request (`multi_modal_data`, e.g. `{ image: [bytes, ...] }` in the order
+   * the prompt's image placeholders come), as the client's `SubmitOptions.multiModalData`; the
+   * client refuses it (`UnsupportedByDialect`) where the dialect cannot carry media.
+   */
+  readonly multiModalData?: Media.MultiModalData | null | undefined
 }
 
 /**
@@ -266,7 +278,9 @@ const traced = <A, E, R>(name: string, make: () => Effect.Effect<A, E, R>): Effe
 const renderOptions = (chat: ChatPrompt): ChatTemplate.RenderOptions => {
   const options: Record<string, unknown> = {}
   for (const key in chat) {
-    if (key !== "messages" && Object.hasOwn(chat, key)) options[key] = (chat as unknown as Record<string, unknown>)[key]
+    if (key !== "messages" && key !== "prefill" && Object.hasOwn(chat, key)) {
+      options[key] = (chat as unknown as Record<string, unknown>)[key]
+    }
   }
   options["addGenerationPrompt"] = chat.continueFinalMessage === true ? false : chat.addGenerationPrompt ?? true
   return options as ChatTemplate.RenderOptions
@@ -334,8 +348,9 @@ export const make = (
         if (now !== undefined) return Result.isSuccess(now) ? Effect.succeed(now.success as Array<number>) : Effect.fail(now.failure)
         const chat = prompt as ChatPrompt
         if (Result.isFailure(chatTemplate)) return Effect.fail(chatTemplate.failure)
+        const prefill = chat.prefill
         return chatTemplate.success.render(chat.messages, renderOptions(chat)).pipe(
-          Effect.map(encodeRendered)
+          Effect.map(prefill === undefined || prefill === "" ? encodeRendered : (text) => encodeRendered(text + prefill))
         )
       })
 
@@ -392,7 +407,9 @@ export const make = (
         eos,
         skipSpecialTokens: opts?.skipSpecialTokens ?? true,
         budget,
-        submit: { timeout: opts?.timeout }
+        submit: opts?.multiModalData == null
+          ? { timeout: opts?.timeout }
+          : { timeout: opts.timeout, multiModalData: opts.multiModalData }
       }
     }
 

@@ -177,6 +177,26 @@ describe("TextGeneration over the test cluster", () => {
       expect(submits[0]!.prompt).toEqual(ids)
     }).pipe(quiet))
 
+  it.live("chat with a prefill: the prefill tokenized after the rendered chat; media go with the request, as sent", () =>
+    Effect.gen(function*() {
+      const { recorder, text } = yield* setup()
+      const messages = [{ role: "user", content: "the red fox" }]
+      const image = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3])
+      const result = yield* text.generate(
+        { messages, prefill: "the quick" },
+        { samplingParams: { num_tokens_to_generate: 2 }, multiModalData: { image: [image] } }
+      )
+      const ids = ["<|user|>", "the", "red", "fox", "<|end|>", "<|assistant|>", "the", "quick"].map((t) => WordTokenizer.idOf(t)!)
+      expect(result.promptTokenIds).toEqual(ids)
+      expect(result.text).toBe(expectedText(ids, 2))
+      const entries = yield* recorder.waitFor("the submit", (e) => sent(e).submits.length === 1)
+      const submit = entries.find((e) => e.dir === "client->coordinator" && sent([e]).submits.length === 1)!
+      const media = Msgpack.decode(submit.frames[3]!) as { readonly image: ReadonlyArray<Uint8Array> }
+      expect(media.image.map((bytes) => Array.from(bytes))).toEqual([Array.from(image)])
+      // The prefill is no render option: the same chat without it renders as before.
+      expect(yield* text.promptTokens({ messages })).toEqual(ids.slice(0, 6))
+    }).pipe(quiet))
+
   it.live("a stop string ends the text where it begins; the stream ends early and aborts once", () =>
     Effect.gen(function*() {
       const { cluster, recorder, text } = yield* setup({ engine: { stepMs: 5 } })

@@ -118,6 +118,28 @@ const flags = {
     Flag.withDescription("Origins whose browser pages may call the server (CORS), comma-separated; * for any (default none)"),
     Flag.optional
   ),
+  allowedMediaDomains: Flag.String("allowed-media-domains").pipe(
+    Flag.withMetavar("hosts"),
+    Flag.withDescription("Hosts whose http(s) image URLs chat image_url parts may name, comma-separated; * for any public host (default none: data: URLs only)"),
+    Flag.optional
+  ),
+  maxImageBytes: integer("max-image-bytes", 1).pipe(
+    Flag.withDefault(ServerConfig.defaults.maxImageBytes),
+    Flag.withDescription("Largest image of a chat image_url part, decoded or fetched, in bytes (default 20 MiB)")
+  ),
+  maxImagesPerRequest: integer("max-images-per-request", 0).pipe(
+    Flag.withDefault(ServerConfig.defaults.maxImagesPerRequest),
+    Flag.withDescription("Most images in one chat request (default 16)")
+  ),
+  mediaFetchTimeout: Flags.duration("media-fetch-timeout").pipe(
+    Flag.withDescription("How long fetching one remote image may take (default 5s)"),
+    Flag.optional
+  ),
+  imagePlaceholder: Flag.String("image-placeholder").pipe(
+    Flag.withMetavar("text"),
+    Flag.withDescription("For a chat template that takes text only: the text each image part becomes (the model's image token, e.g. <image>)"),
+    Flag.optional
+  ),
   connectTimeout: Flags.connectTimeout,
   protocol: Flags.protocol,
   embedded: Flag.Boolean("embedded").pipe(
@@ -188,11 +210,15 @@ const serverOptions = (options: Parsed, model: string, embedded: boolean): Serve
   requestTimeout: Option.getOrUndefined(options.requestTimeout),
   shutdownGracePeriod: Option.getOrUndefined(options.shutdownGrace),
   maxModelLen: Option.getOrElse(options.maxModelLen, () => embedded ? EMBEDDED_MAX_MODEL_LEN : undefined),
-  allowedOrigins: Option.match(options.allowedOrigins, {
-    onNone: () => undefined,
-    onSome: (list) => list.split(",").map((origin) => origin.trim()).filter((origin) => origin.length > 0)
-  })
+  allowedOrigins: Option.match(options.allowedOrigins, { onNone: () => undefined, onSome: commaList }),
+  allowedMediaDomains: Option.match(options.allowedMediaDomains, { onNone: () => undefined, onSome: commaList }),
+  maxImageBytes: options.maxImageBytes,
+  maxImagesPerRequest: options.maxImagesPerRequest,
+  mediaFetchTimeout: Option.getOrUndefined(options.mediaFetchTimeout),
+  imagePlaceholder: Option.getOrUndefined(options.imagePlaceholder)
 })
+
+const commaList = (list: string): Array<string> => list.split(",").map((item) => item.trim()).filter((item) => item.length > 0)
 
 const urlOf = (address: HttpServer.HttpServer["Service"]["address"], host: string): string =>
   "port" in address ? `http://${host.includes(":") ? `[${host}]` : host}:${address.port}` : HttpServer.formatAddress(address)

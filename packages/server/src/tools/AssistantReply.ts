@@ -25,6 +25,16 @@ export interface Reading {
     /** `parallel_tool_calls`: false keeps the first call only. */
     readonly parallel: boolean
   } | undefined
+  /**
+   * What the server wrote after the prompt as the reply's start (a forced call's opening): the
+   * reply is read as this and the generated text after it, which is what the model "wrote".
+   */
+  readonly prefix?: string | undefined
+  /**
+   * `tool_choice` forcing a call (`required`: `name` undefined; a named function): the reply must
+   * hold one ({@link unmet}); of a named function, only its first call is kept.
+   */
+  readonly forced?: { readonly name: string | undefined } | undefined
 }
 
 /**
@@ -57,7 +67,8 @@ export interface Reply {
  *
  * @since 0.1.0
  */
-export const read = (reading: Reading, text: string, final: boolean): Reply => {
+export const read = (reading: Reading, generated: string, final: boolean): Reply => {
+  const text = reading.prefix === undefined ? generated : reading.prefix + generated
   const split = reading.reasoning === undefined
     ? { reasoning: "", content: text, extends: "content" as const }
     : reading.reasoning.split(text, final)
@@ -67,9 +78,53 @@ export const read = (reading: Reading, text: string, final: boolean): Reply => {
   return {
     reasoning: split.reasoning,
     content: parsed.content,
-    calls: calls.parallel ? parsed.calls : parsed.calls.slice(0, 1),
+    calls: calls.parallel && reading.forced?.name === undefined ? parsed.calls : parsed.calls.slice(0, 1),
     extends: split.extends === "content" ? (parsed.endsInContent ? "content" : undefined) : split.extends
   }
+}
+
+/**
+ * Why a finished reply does not meet the request's forced `tool_choice`, or `undefined` (met, or
+ * nothing forced): no call at all (the model wrote something else after the call's opening, or
+ * ran out of tokens inside it), a call of another function than the one named, or of a function
+ * that is not among the request's tools. The server answers such a reply with an error, never
+ * with text where a call was asked for.
+ *
+ * @example
+ * ```ts
+ * import { AssistantReply, ToolCallParser } from "@mcore-effect/server"
+ *
+ * const reading = {
+ *   reasoning: undefined,
+ *   calls: { parser: ToolCallParser.parsers.get("hermes")!, tools: [{ name: "f" }], parallel: true },
+ *   prefix: "<tool_call>\n",
+ *   forced: { name: undefined }
+ * }
+ * AssistantReply.unmet(reading, AssistantReply.read(reading, "no", true), "stop") // "the reply is not a tool call ..."
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const unmet = (reading: Reading, reply: Reply, finishReason: string): string | undefined => {
+  const forced = reading.forced
+  if (forced === undefined) return undefined
+  if (reply.calls.length === 0) {
+    const wanted = forced.name === undefined ? "a tool call" : `a call of ${JSON.stringify(forced.name)}`
+    const ended = finishReason === "length"
+      ? "the token budget ran out before the call was whole"
+      : `what the model wrote after the call's opening does not parse as one (finish_reason ${JSON.stringify(finishReason)})`
+    return `the reply is not ${wanted}: ${ended}`
+  }
+  const tools = reading.calls?.tools ?? []
+  for (const call of reply.calls) {
+    if (forced.name !== undefined && call.name !== forced.name) {
+      return `the model called ${JSON.stringify(call.name)}, not ${JSON.stringify(forced.name)}`
+    }
+    if (!tools.some((tool) => tool.name === call.name)) {
+      return `the model called ${JSON.stringify(call.name)}, which is not one of the request's tools`
+    }
+  }
+  return undefined
 }
 
 /**
@@ -107,6 +162,7 @@ export class Deltas {
    * a token at 4,000 tokens of content, where this costs one `includes` of the new text.
    */
   private plain: "content" | "reasoning" | undefined = undefined
+  private finalReply: Reply | undefined = undefined
 
   constructor(private readonly reading: Reading) {}
 
@@ -129,9 +185,14 @@ export class Deltas {
     return out
   }
 
+  /** The reply once the text is whole (what {@link end} sends the rest of). */
+  final(): Reply {
+    return (this.finalReply ??= read(this.reading, this.text, true))
+  }
+
   /** The deltas once the text is whole. */
   end(): Array<Record<string, unknown>> {
-    return this.diff(read(this.reading, this.text, true))
+    return this.diff(this.final())
   }
 
   /** Whether any tool call was sent. */

@@ -60,3 +60,21 @@ const openCall = (inner: string): Call | undefined => {
  */
 export const parse = (text: string, _tools: ReadonlyArray<Tool>, final: boolean): Parsed =>
   scanBlocks(text, final, OPEN, CLOSE, closedCall, openCall)
+
+/**
+ * The start of a Hermes call, as a forced call is written after the prompt: `<tool_call>\n`, and
+ * for a named function `{"name": "NAME", "arguments":` (no space after the colon: the model
+ * writes ` {` as it always does, where a prompt ending in a space would leave it to start its
+ * arguments with a token it rarely saw there).
+ *
+ * @example
+ * ```ts
+ * import { Hermes } from "@mcore-effect/server"
+ *
+ * Hermes.opening("get_weather") // '<tool_call>\n{"name": "get_weather", "arguments":'
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const opening = (name: string | undefined): string =>
+  name === undefined ? `${OPEN}\n` : `${OPEN}\n{"name": ${JSON.stringify(name)}, "arguments":`

@@ -97,3 +97,19 @@ const callOf = (inner: string, tools: ReadonlyArray<Tool>, closed: boolean): Cal
  */
 export const parse = (text: string, tools: ReadonlyArray<Tool>, final: boolean): Parsed =>
   scanBlocks(text, final, OPEN, CLOSE, (inner) => callOf(inner, tools, true), (inner) => callOf(inner, tools, false))
+
+/**
+ * The start of a Qwen3-Coder call, as a forced call is written after the prompt: `<tool_call>\n`,
+ * and for a named function `<function=NAME>\n` (the model goes on with its parameters).
+ *
+ * @example
+ * ```ts
+ * import { Qwen3Coder } from "@mcore-effect/server"
+ *
+ * Qwen3Coder.opening("get_weather") // "<tool_call>\n<function=get_weather>\n"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const opening = (name: string | undefined): string =>
+  name === undefined ? `${OPEN}\n` : `${OPEN}\n<function=${name}>\n`

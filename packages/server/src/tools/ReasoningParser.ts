@@ -36,6 +36,13 @@ export interface Split {
 export interface ReasoningParser {
   readonly name: string
   readonly split: (text: string, final: boolean) => Split
+  /**
+   * What a reply that does not reason starts with, when the server writes the reply's start
+   * (a forced tool call, made without thinking): nothing for `qwen3` (the server sets
+   * `enable_thinking: false`, and Qwen3's template writes the empty `<think>\n\n</think>\n\n`
+   * into the prompt itself), `</think>\n\n` for `deepseek-r1` (its template opens the block).
+   */
+  readonly skip: string
 }
 
 const START = "<think>"
@@ -73,6 +80,6 @@ const splitAt = (text: string, startsInside: boolean, final: boolean): Split => 
  * @since 0.1.0
  */
 export const parsers: ReadonlyMap<string, ReasoningParser> = new Map<string, ReasoningParser>([
-  ["qwen3", { name: "qwen3", split: (text, final) => splitAt(text, false, final) }],
-  ["deepseek-r1", { name: "deepseek-r1", split: (text, final) => splitAt(text, true, final) }]
+  ["qwen3", { name: "qwen3", split: (text, final) => splitAt(text, false, final), skip: "" }],
+  ["deepseek-r1", { name: "deepseek-r1", split: (text, final) => splitAt(text, true, final), skip: `${END}\n\n` }]
 ])

@@ -59,6 +59,12 @@ export interface Tool {
 export interface ToolCallParser {
   readonly name: string
   readonly parse: (text: string, tools: ReadonlyArray<Tool>, final: boolean) => Parsed
+  /**
+   * The start of a call in this format, as the server writes it after the prompt to force one
+   * (`tool_choice`): of a call of `name`, up to where the model writes its arguments; with no
+   * name, the opening tag only (the model must go on with a call).
+   */
+  readonly opening: (name: string | undefined) => string
 }
 
 /**
@@ -78,6 +84,6 @@ export interface ToolCallParser {
  * @since 0.1.0
  */
 export const parsers: ReadonlyMap<string, ToolCallParser> = new Map<string, ToolCallParser>([
-  ["hermes", { name: "hermes", parse: Hermes.parse }],
-  ["qwen3_coder", { name: "qwen3_coder", parse: Qwen3Coder.parse }]
+  ["hermes", { name: "hermes", parse: Hermes.parse, opening: Hermes.opening }],
+  ["qwen3_coder", { name: "qwen3_coder", parse: Qwen3Coder.parse, opening: Qwen3Coder.opening }]
 ])

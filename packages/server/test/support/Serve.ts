@@ -6,6 +6,7 @@
  * went on the wire (the engines' received messages).
  */
 import { type ClientConfig, InferenceClient } from "@mcore-effect/client"
+import { Msgpack } from "@mcore-effect/protocol"
 import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
 import { Tokenizer } from "@mcore-effect/text"
 import { Context, Effect, Layer, Metric, References, type Scope } from "effect"
@@ -92,6 +93,23 @@ export const serveOn = (cluster: TestCluster.Handle, options?: ServeOptions): Ef
     const inFlight = Effect.map(cluster.coordinator.snapshot, (s) => s.inFlight)
     return { cluster, url, baseURL: `${url}/v1`, tokenizer, aborts, inFlight } satisfies Served
   })
+
+/** A SUBMIT_REQUEST as an engine received it: its prompt and its media (reference framing). */
+export interface Submission {
+  readonly prompt: ReadonlyArray<number> | string
+  /** Frame 3 decoded: `null`, or `{ image: [bytes, ...] }` as sent. */
+  readonly media: { readonly image?: ReadonlyArray<Uint8Array> } | null
+}
+
+/** Every SUBMIT_REQUEST the cluster's engines received so far. */
+export const submissions = (cluster: TestCluster.Handle): Effect.Effect<Array<Submission>> =>
+  Effect.map(Effect.forEach(cluster.engines, (engine) => engine.snapshot), (snapshots) =>
+    snapshots.flatMap((s) =>
+      s.received.filter((m) => m.name === "SUBMIT_REQUEST").map((m) => ({
+        prompt: Msgpack.decode(m.frames[1]!) as ReadonlyArray<number> | string,
+        media: Msgpack.decode(m.frames[3]!) as Submission["media"]
+      }))
+    ))
 
 /** A response read whole. */
 export interface Answer {
