@@ -69,16 +69,24 @@ const logprobsOf = (
   return { tokens, token_logprobs: logprobs, top_logprobs: top ?? null, text_offset: offsets }
 }
 
+/** Where the text after `lp`'s tokens starts. */
+const endOf = (lp: OpenAiSchema.CompletionLogprobs, start: number): number => {
+  const last = lp.tokens.length - 1
+  return last < 0 ? start : lp.text_offset[last]! + lp.tokens[last]!.length
+}
+
+/** A choice's log probs; without echo, its tokens' texts start at `offset` (what went out before). */
 const choiceLogprobs = (
   tokenizer: Tokenizer.Service,
   finished: Choice.Finished,
   prompt: Choice.Prompt,
   echo: boolean,
-  wantTop: boolean
+  wantTop: boolean,
+  offset = 0
 ): OpenAiSchema.CompletionLogprobs => {
   const generated = finished.logprobs ?? []
   const top = wantTop ? finished.topLogprobs ?? [] : undefined
-  if (!echo) return logprobsOf(tokenizer, finished.tokens, generated, top, 0)
+  if (!echo) return logprobsOf(tokenizer, finished.tokens, generated, top, offset)
   // The prompt's first token has no log prob (nothing precedes it).
   const ids = [...prompt.ids, ...finished.tokens]
   const values: Array<number | null> = [null, ...(finished.promptLogprobs ?? []).slice(0, prompt.ids.length - 1), ...generated]
@@ -138,8 +146,16 @@ export const handle = (
  * everything of `handle` they share a context with (the request, its body and plan).
  */
 const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined, echo: boolean): Generation.Endpoint => {
-  const logprobsOf = (finished: Choice.Finished, prompt: Choice.Prompt) =>
-    logprobs === undefined ? null : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0)
+  // Streamed per chunk where the engines' partials carry them: not with top log probs (partials
+  // carry no top tokens) nor with echo (the prompt's come with the final reply); then all of
+  // them come with the closing chunk, as before.
+  const perChunk = logprobs === 0 && !echo
+  // Per choice, where the next streamed token's text starts in the completion (`text_offset`).
+  const offsets: Array<number> = []
+  const logprobsFor = (finished: Choice.Finished, prompt: Choice.Prompt, index?: number) =>
+    logprobs === undefined
+      ? null
+      : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0, index === undefined ? 0 : offsets[index] ?? 0)
   return {
     idPrefix: "cmpl-",
     object: "text_completion",
@@ -150,14 +166,23 @@ const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined, 
       closing: (index, finished, prompt) => ({
         index,
         text: "",
-        logprobs: logprobsOf(finished, prompt),
+        logprobs: logprobsFor(finished, prompt, index),
         finish_reason: finished.finishReason
-      })
+      }),
+      deltaLogprobs: perChunk
+        ? (index, text, tokens, values) => {
+          const start = offsets[index] ?? 0
+          // No top log probs: `perChunk` is only without them.
+          const lp = logprobsOf(tokenizer, tokens, values, undefined, start)
+          offsets[index] = endOf(lp, start)
+          return { index, text, logprobs: lp, finish_reason: null }
+        }
+        : undefined
     },
     choice: (index, finished, prompt) => ({
       index,
       text: echo ? prompt.text + finished.text : finished.text,
-      logprobs: logprobsOf(finished, prompt),
+      logprobs: logprobsFor(finished, prompt),
       finish_reason: finished.finishReason
     })
   }

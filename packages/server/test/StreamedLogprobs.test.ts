@@ -66,4 +66,26 @@ describe("streamed log probs", () => {
       expect(carrying[0]!.choices[0]!.finish_reason).not.toBeNull()
       expect(carrying[0]!.choices[0]!.logprobs!.content).toHaveLength(8)
     }).pipe(isolated))
+  it.live("completions: per chunk too, the text offsets running on; joined they are the unstreamed answer's", () =>
+    Effect.gen(function*() {
+      const { baseURL } = yield* serve({ cluster: { engine: { stepMs: 5 } } })
+      const openai = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 })
+      const request = { model: "test-model", prompt: "the quick fox", max_tokens: 8, logprobs: 0 } as const
+      const plain = yield* Effect.promise(() => openai.completions.create(request))
+      const expected = plain.choices[0]!.logprobs!
+      expect(expected.tokens).toHaveLength(8)
+      const chunks = yield* Effect.promise(async () => {
+        const out: Array<OpenAI.Completion> = []
+        for await (const chunk of await openai.completions.create({ ...request, stream: true })) out.push(chunk)
+        return out
+      })
+      const withText = chunks.filter((c) => (c.choices[0]?.text ?? "") !== "")
+      expect(withText.filter((c) => (c.choices[0]!.logprobs?.tokens?.length ?? 0) > 0).length).toBeGreaterThan(0)
+      const joined = (key: "tokens" | "token_logprobs" | "text_offset") =>
+        chunks.flatMap((c) => (c.choices[0]?.logprobs?.[key] ?? []) as Array<unknown>)
+      expect(joined("tokens")).toEqual(expected.tokens)
+      expect(joined("token_logprobs")).toEqual(expected.token_logprobs)
+      expect(joined("text_offset")).toEqual(expected.text_offset)
+      expect(chunks.map((c) => c.choices[0]?.text ?? "").join("")).toBe(plain.choices[0]!.text)
+    }).pipe(isolated))
 })
