@@ -1,23 +1,23 @@
 /**
  * A wire trace as text people read: one row per message with its time, peer, direction, header
  * by name and decoded fields. Decoding is the testkit's (`TraceMatch.decode`, the codec of the
- * message's direction); sampling params are shown as what differs from the Python defaults.
+ * message's direction, in the dialect the trace was recorded in); sampling params are shown as
+ * what differs from the Python defaults.
  *
  * @since 0.1.0
  * @internal
  */
-import { Headers, Messages, Msgpack, SamplingParams } from "@mcore-effect/protocol"
-import { type Trace, TraceMatch } from "@mcore-effect/testkit"
-import * as Result from "effect/Result"
+import { type Dialect, Dialects, Messages, Msgpack, SamplingParams } from "@mcore-effect/protocol"
+import { Trace, TraceMatch } from "@mcore-effect/testkit"
 import * as Json from "./Json.ts"
 
 /**
- * The header name of a message, read from its metadata frame (`REGISTER` for an engine's
- * registration, which has none).
+ * The header name of a message, read from its metadata frame with the dialect's table (`REGISTER`
+ * for an engine's registration, which has none).
  *
  * @since 0.1.0
  */
-export const headerName = (frames: ReadonlyArray<Uint8Array>): string => {
+export const headerName = (frames: ReadonlyArray<Uint8Array>, protocol: Dialect.Name = "reference"): string => {
   if (Messages.isEngineRegistration(frames)) return "REGISTER"
   const first = frames[0]
   if (first === undefined) return "?"
@@ -27,8 +27,8 @@ export const headerName = (frames: ReadonlyArray<Uint8Array>): string => {
   } catch {
     return "?"
   }
-  const header = Headers.decode(Array.isArray(metadata) ? metadata[0] : undefined)
-  return Result.isSuccess(header) ? Headers.nameOf(header.success) : "?"
+  const header = Array.isArray(metadata) ? metadata[0] : undefined
+  return (typeof header === "number" ? Dialects.get(protocol).headers.names.get(header) : undefined) ?? "?"
 }
 
 /** Sampling params without the fields left at their defaults: what the caller actually asked. */
@@ -46,8 +46,8 @@ const changedParams = (params: Record<string, unknown>): Record<string, unknown>
  *
  * @since 0.1.0
  */
-export const fields = (entry: Trace.Entry): string => {
-  const decoded = TraceMatch.decode(entry.dir, entry.frames, { ignoreReplyKeys: [] })
+export const fields = (entry: Trace.Entry, protocol: Dialect.Name = "reference"): string => {
+  const decoded = TraceMatch.decode(entry.dir, entry.frames, { ignoreReplyKeys: [], protocol })
   if (decoded._tag === "Undecodable") return `undecodable (${decoded.why}): ${decoded.frames.join(" ")}`
   const { _tag, ...rest } = decoded.message
   const shown: Record<string, unknown> = { ...rest }
@@ -72,11 +72,13 @@ export const fields = (entry: Trace.Entry): string => {
  *
  * @since 0.1.0
  */
-export const rows = (trace: Trace.Trace): Array<Array<string>> =>
-  trace.entries.map((entry) => [
+export const rows = (trace: Trace.Trace): Array<Array<string>> => {
+  const protocol = Trace.protocolOf(trace)
+  return trace.entries.map((entry) => [
     (entry.t / 1000).toFixed(3),
     entry.peer,
     entry.dir,
-    headerName(entry.frames),
-    fields(entry)
+    headerName(entry.frames, protocol),
+    fields(entry, protocol)
   ])
+}

@@ -211,3 +211,45 @@ describe("mcore control against mcore coordinator", () => {
       expect(states).toEqual(["state PAUSED", "state SUSPENDED", "state PAUSED", "state RUNNING", "state PAUSED", "state RUNNING"])
     }), 180_000)
 })
+
+describe("mcore coordinator --protocol: a Megatron-LM ref's wire, without Megatron", () => {
+  it.live("main: mcore generate --protocol main gets its text and its stream; a reference client is refused and the coordinator goes on", () =>
+    Effect.gen(function*() {
+      const { address, process } = yield* Mcore.coordinator(["--protocol", "main"])
+      yield* process.line("the banner", (l) => l.startsWith("test coordinator: ") && l.includes(", protocol main, "))
+      const main = ["--address", address, "--protocol", "main"]
+      expect(yield* Mcore.ok(["generate", ...main, "--tokens", "6", prompt])).toBe(`${Vocabulary.detokenize(expectedTokens(6))}\n`)
+      const events = (yield* Mcore.ok(["generate", ...main, "-n", "4", "--stream", "--json", prompt]))
+        .trim().split("\n").map((line) => JSON.parse(line) as Record<string, any>)
+      const streamed = events.slice(0, -1).flatMap((event) => event.partial.new_tokens as Array<number>)
+      expect(streamed).toEqual(expectedTokens(4).slice(0, streamed.length))
+      // main's engines re-serialize main's SamplingParams: no reference-only keys in the reply.
+      expect(Object.keys(events.at(-1)!.final.sampling_params)).not.toContain("detokenize_generations")
+      expect(yield* Mcore.ok(["control", "pause", ...main])).toContain("PAUSE sent to")
+      yield* process.line("state PAUSED", (l) => l === "state PAUSED")
+      yield* Mcore.ok(["control", "unpause", ...main])
+      yield* process.line("state RUNNING", (l) => l === "state RUNNING")
+      // The reference protocol's five-frame SUBMIT is not main's: dropped (logged), never answered.
+      const wrong = yield* Mcore.run(["generate", "--address", address, "-n", "2", "--timeout", "500ms", prompt])
+      expect(wrong.code).toBe(1)
+      expect(wrong.stderr).toContain("RequestTimeout")
+      expect(yield* Mcore.ok(["generate", ...main, "-n", "2", prompt])).toBe(`${Vocabulary.detokenize(expectedTokens(2))}\n`)
+    }), 180_000)
+
+  it.live("core_v0.17: headers from 1; a token prompt comes back with its text; a stream is refused before anything is sent", () =>
+    Effect.gen(function*() {
+      const { address } = yield* Mcore.coordinator(["--protocol", "core_v0.17"])
+      const v017 = ["--address", address, "--protocol", "core_v0.17"]
+      const ids = Vocabulary.tokenize(prompt)
+      const reply = JSON.parse(yield* Mcore.ok(["generate", ...v017, "-n", "3", "--json", "--token-ids", ids.join(",")])) as Record<string, any>
+      expect(reply.generated_tokens).toEqual(expectedTokens(3))
+      expect(reply.prompt).toBe(prompt)
+      expect(reply.generated_text).toBe(Vocabulary.detokenize(expectedTokens(3)))
+      const refused = yield* Mcore.run(["generate", ...v017, "-n", "3", "--stream", prompt])
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toBe(
+        "mcore: InvalidRequest: UnsupportedByDialect: the core_v0.17 protocol does not support streaming: " +
+          "Megatron-LM core_v0.17 sends no partial replies; nothing was sent\n"
+      )
+    }), 180_000)
+})

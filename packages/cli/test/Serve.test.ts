@@ -108,6 +108,31 @@ describe("mcore serve", () => {
       expect((yield* process.exited()).code).toBe(143)
     }), 120_000)
 
+  it.live("--embedded --protocol core_v0.19: the embedded coordinator and engines and the server's client all speak it", () =>
+    Effect.gen(function*() {
+      const process = yield* Mcore.start([
+        "serve", "--embedded", "--protocol", "core_v0.19", "--port", "0", "--step-ms", "0", "--request-timeout", "20s"
+      ])
+      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      // Answered: the client's one-frame SUBMIT is the embedded coordinator's dialect.
+      const { body, status } = yield* completion(url)
+      expect(status).toBe(200)
+      expect(body.choices[0].message.content.split(" ")).toHaveLength(4)
+      expect(process.stderr()).toContain("(protocol core_v0.19)")
+      // core_v0.19 has no partial replies: a stream is refused by the client before anything is sent.
+      const streamed = yield* Effect.promise(async () => {
+        const response = await fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ messages: [{ role: "user", content: "the quick fox" }], max_tokens: 4, stream: true })
+        })
+        return response.text()
+      })
+      expect(streamed).toContain("UnsupportedByDialect: the core_v0.19 protocol does not support streaming")
+      yield* process.kill("SIGTERM")
+      expect((yield* process.exited()).code).toBe(143)
+    }), 120_000)
+
   it.live("--workers 2: two processes share the port; one killed is replaced; SIGTERM stops them all", () =>
     Effect.gen(function*() {
       const process = yield* Mcore.start(["serve", "--embedded", "--port", "0", "--step-ms", "0", "--workers", "2"])

@@ -109,4 +109,30 @@ describe("mcore trace", () => {
         "mcore: ReplayMismatch: trace entry 2 (client-0): expected 4, got 5 at samplingParams.num_tokens_to_generate\n"
       )
     }), 180_000)
+
+  it.live("--protocol main: the trace records its dialect; show and replay read it in main", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir, "main.trace.jsonl")
+      const upstream = yield* Mcore.coordinator(["--protocol", "main"])
+      const recorder = yield* Mcore.start(["trace", "record", "-u", upstream.address, "-o", file, "--protocol", "main"])
+      const proxy = yield* recorder.line("the proxy's address", () => true)
+      expect(yield* Mcore.ok(["generate", "-a", proxy, "--protocol", "main", "-n", "4", prompt])).toBe(
+        `${Vocabulary.detokenize(tokens(4))}\n`
+      )
+      yield* recorder.line("the client", (l) => l === "peer client-0")
+      yield* recorder.kill("SIGTERM")
+      yield* recorder.exited()
+
+      const shown = yield* Mcore.ok(["trace", "show", file])
+      expect(shown.split("\n")[0]).toMatch(/^mcore-effect-trace version 2, created .*, protocol main$/)
+      const submit = shown.split("\n").find((row) => row.includes("SUBMIT_REQUEST"))!
+      expect(submit).toContain(`"prompt":"${prompt}"`)
+
+      const fresh = yield* Mcore.coordinator(["--protocol", "main"])
+      expect(yield* Mcore.ok(["trace", "replay", file, "--address", fresh.address])).toMatch(/^replayed .* matched 2 answer\(s\)\n$/)
+      const scripted = yield* Mcore.start(["trace", "replay", file, "--as-coordinator"])
+      const address = yield* scripted.line("the scripted coordinator's address", () => true)
+      yield* Mcore.ok(["generate", "-a", address, "--protocol", "main", "-n", "4", prompt])
+      expect((yield* scripted.exited()).code).toBe(0)
+    }), 180_000)
 })

@@ -9,6 +9,7 @@
  */
 import type { FrameSocket } from "@mcore-effect/protocol"
 import type * as Faults from "./Faults.ts"
+import { NIL } from "./WireFrames.ts"
 
 /** Which request a message answers: the client (its identity key) and the client's own id. */
 export interface Addressee {
@@ -26,7 +27,12 @@ interface HeldPartial {
 export class ClientOutbox {
   private held: Array<HeldPartial> = []
 
-  constructor(private readonly writer: FrameSocket.Writer, private readonly faults: Faults.Switchboard) {}
+  constructor(
+    private readonly writer: FrameSocket.Writer,
+    private readonly faults: Faults.Switchboard,
+    /** One frame per message (main, the releases): a wrong arity is then a frame too many. */
+    private readonly single = false
+  ) {}
 
   /** Sends a final reply or a partial (identity first) for `request`, as the faults say. */
   send(kind: "reply" | "partial", request: Addressee, message: FrameSocket.Message): void {
@@ -34,7 +40,7 @@ export class ClientOutbox {
     if (kind === "reply" && f.take("DropReplies")) return
     if (f.take("SendGarbage")) this.emit([message[0]!, ...f.nextGarbage()])
     for (const extra of f.takeMessages()) this.emit([message[0]!, ...extra])
-    if (f.take("SendWrongArity")) message = message.slice(0, 2)
+    if (f.take("SendWrongArity")) message = this.single ? [...message, NIL] : message.slice(0, 2)
     const window = f.reorderWindow
     if (kind === "partial" && window > 0) {
       this.held.push({ message, client: request.clientKey, requestId: request.clientRequestId })

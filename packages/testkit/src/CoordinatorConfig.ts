@@ -4,6 +4,7 @@
  * @since 0.1.0
  * @internal
  */
+import type { DialectWire } from "./DialectWire.ts"
 import type * as Routing from "./Routing.ts"
 
 /** Severity of a log line from the loop. */
@@ -16,6 +17,8 @@ export type Log = (level: LogLevel, message: string) => void
  * What the coordinator was configured with.
  */
 export interface CoordinatorConfig {
+  /** The dialect it speaks with clients and engines. */
+  readonly wire: DialectWire
   readonly policy: Routing.Policy
   readonly beta: number
   readonly blockSizeTokens: number
@@ -43,7 +46,11 @@ export interface Counters {
   duplicateConnect: number
   /** Messages with the wrong number of frames (a SUBMIT that is not five, a KV handoff not three, ...). */
   badArity: number
-  /** Frame 0 not decodable, not an array, or with metadata of the wrong shape. */
+  /**
+   * Frame 0 not decodable, not an array, or with metadata of the wrong shape; or a message of the
+   * reference protocol that the coordinator's dialect lacks (ABORT_REQUEST on core_v0.19: it
+   * would kill Megatron's coordinator of that ref; this one drops it).
+   */
   malformed: number
   /** Frame 0's header is not in the protocol's table, or not one this side handles. */
   unknownHeader: number

@@ -1,8 +1,14 @@
 /**
  * The test coordinator's machinery: one ROUTER, its reader and its one writer (`FrameSocket`). It
- * reads every message's envelope through the protocol's `Messages` codecs (and a submission's
- * block hashes or prompt when the policy routes on prefixes), forwards bodies verbatim, and never lets a bad message take the loop down: every
- * rejection is counted and logged. `TestCoordinator` wraps it as a scoped Effect resource.
+ * reads every message's envelope through its dialect's codecs (and a submission's block hashes
+ * or prompt when the policy routes on prefixes), forwards bodies verbatim, and never lets a bad
+ * message take the loop down: every rejection is counted, logged and kept for inspection.
+ * `TestCoordinator` wraps it as a scoped Effect resource.
+ *
+ * It speaks one dialect (`DialectWire`): header values are translated to the reference table's on
+ * the way in (so the logic below reads the same in every dialect), and replies leave in the
+ * dialect's layout. A message of the reference protocol that the dialect lacks (ABORT_REQUEST on
+ * core_v0.19) is dropped as malformed, where Megatron's coordinator of that ref would die of it.
  *
  * Behaviour follows Megatron's `data_parallel_inference_coordinator` (`coordinator.py`,
  * `handlers.py`, `state.py`) where the wire format alone does not say: an engine registers by sending one
@@ -29,7 +35,8 @@ import * as ControlState from "./ControlState.ts"
 import { ClientOutbox } from "./ClientOutbox.ts"
 import { ConnectionCount } from "./ConnectionCount.ts"
 import { type CoordinatorConfig, type Counters, newCounters } from "./CoordinatorConfig.ts"
-import type { Delivery, EngineEntry, InFlight, Waiting } from "./CoordinatorRecords.ts"
+import type { Delivery, EngineEntry, InFlight, Rejection, Waiting } from "./CoordinatorRecords.ts"
+import * as DialectWire from "./DialectWire.ts"
 import * as Faults from "./Faults.ts"
 import * as GeneratedText from "./GeneratedText.ts"
 import { InFlightRequests } from "./InFlightRequests.ts"
@@ -47,11 +54,9 @@ type Envelope = Frames.Envelope
 type EngineReplyMetadata = Pick<MessageSpec.Type<typeof Messages.EngineReplyBatch>, "entries">
 type EnginePartialMetadata = Pick<MessageSpec.Type<typeof Messages.EngineReplyPartialBatch>, "requestIds">
 
-/** The headers each codec reads, from the declarations. */
-const ENGINE_HEADERS: ReadonlySet<number> = new Set(
-  Messages.Engine.specs.filter((spec) => spec.tag !== "Disconnect").map((spec) => spec.header)
-)
-const CLIENT_HEADERS: ReadonlySet<number> = new Set(Messages.Client.specs.map((spec) => spec.header))
+/** The headers a codec reads (their reference values), from the declarations. */
+const headersOf = (codec: Frames.Codec<ReadonlyArray<MessageSpec.Any>>): ReadonlySet<number> =>
+  new Set(codec.specs.filter((spec) => spec.tag !== "Disconnect").map((spec) => spec.header))
 
 /** Frame indexes, from the declarations. */
 const HASHES_FRAME = MessageSpec.frameIndex(Messages.SubmitRequest, "blockHashes")
@@ -100,6 +105,12 @@ export class CoordinatorCore {
   private readonly undelivered: UndeliveredReport
   private readonly stopped: Promise<void>
   private resolveStopped!: () => void
+  /** The dialect spoken, and what of it the loop reads on every message. */
+  private readonly wire: DialectWire.DialectWire
+  private readonly engineHeaders: ReadonlySet<number>
+  private readonly clientHeaders: ReadonlySet<number>
+  /** The messages dropped (most recent, up to `recordLimit`). */
+  readonly rejections: RecentLog<Rejection>
 
   private constructor(
     private readonly router: Zmq.Router,
@@ -110,10 +121,14 @@ export class CoordinatorCore {
     private readonly connections: ConnectionCount
   ) {
     this.nextRequestId = firstRequestId
+    this.wire = config.wire
+    this.engineHeaders = headersOf(config.wire.engine)
+    this.clientHeaders = headersOf(config.wire.client)
+    this.rejections = new RecentLog(config.recordLimit)
     this.undelivered = new UndeliveredReport(config.log, UNDELIVERED_WINDOW_MILLIS)
     connections.onChange = () => this.notify()
     this.writer = new FrameSocket.Writer(router, (error, message) => this.undeliverable(error, message))
-    this.toClients = new ClientOutbox(this.writer, this.faults)
+    this.toClients = new ClientOutbox(this.writer, this.faults, config.wire.single)
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve))
   }
 
@@ -274,8 +289,14 @@ export class CoordinatorCore {
       if (this.knownClients.has(identityKey(identity))) return this.reject("malformed", identity, "an empty frame from a client")
       return this.registerEngine(identity)
     }
-    const header = headerOf(message[0])
+    let header = headerOf(message[0])
     if (header === undefined) return this.reject("malformed", identity, "frame 0 is not a msgpack array starting with a header")
+    if (!this.wire.isReference) {
+      // The dialect's value, as the reference table numbers the same header.
+      const known = DialectWire.toReference(this.wire, header)
+      if (typeof known !== "number") return this.lacks(identity, header, known)
+      header = known
+    }
     if (!isKnownHeader(header)) return this.reject("unknownHeader", identity, `unknown header ${String(header)}`)
     const key = identityKey(identity)
     if (header === H.DISCONNECT) {
@@ -283,19 +304,21 @@ export class CoordinatorCore {
       if (this.engineByKey.has(key)) this.removeEngine(key, "it sent DISCONNECT")
       return
     }
-    if (ENGINE_HEADERS.has(header)) {
+    if (this.engineHeaders.has(header)) {
       if (!this.fromEngine(identity, key, header)) return
-      const envelope = this.decode(identity, Messages.Engine, message)
+      const envelope = this.decode(identity, this.wire.engine, message)
       if (envelope === undefined) return
-      return envelope.spec.tag === "EngineReplyBatch"
+      const replies = envelope.spec.tag === "EngineReplyBatch"
+      if (this.wire.single) return this.engineBatch(identity, envelope.frames[1]!, replies)
+      return replies
         ? this.engineReply(identity, message, envelope.metadata as EngineReplyMetadata)
         : this.enginePartial(identity, message, envelope.metadata as EnginePartialMetadata)
     }
-    if (!CLIENT_HEADERS.has(header)) return this.reject("unknownHeader", identity, `${nameOf(header)} is not something a client sends`)
+    if (!this.clientHeaders.has(header)) return this.reject("unknownHeader", identity, `${nameOf(header)} is not something a client sends`)
     if (header !== H.CONNECT && !this.knownClients.has(key)) {
       return this.reject("neverConnected", identity, `${nameOf(header)} from a client that never sent CONNECT`)
     }
-    const envelope = this.decode(identity, Messages.Client, message)
+    const envelope = this.decode(identity, this.wire.client, message)
     if (envelope === undefined) return
     const metadata = envelope.metadata
     switch (envelope.spec.tag as Messages.ClientMessage["_tag"]) {
@@ -339,7 +362,21 @@ export class CoordinatorCore {
 
   private reject(kind: keyof Counters, identity: Uint8Array, why: string): void {
     this.counters[kind]++
-    this.config.log("Warn", `coordinator: dropped a message from ${showIdentity(identity)} (${kind}): ${why}`)
+    const from = showIdentity(identity)
+    this.rejections.add({ kind, from, why })
+    this.config.log("Warn", `coordinator: dropped a message from ${from} (${kind}): ${why}`)
+  }
+
+  /** A header off this dialect's table: one of the reference protocol's it lacks, or none at all. */
+  private lacks(identity: Uint8Array, header: number, known: DialectWire.OffTable): void {
+    if (known._tag === "unknown") return this.reject("unknownHeader", identity, `unknown header ${header}`)
+    const { dialect } = this.wire
+    this.reject(
+      "malformed",
+      identity,
+      `header ${header} is not in the ${dialect.name} protocol (${known.name} in the reference protocol): ` +
+        `Megatron-LM ${dialect.megatron} has no such message`
+    )
   }
 
   // -------------------------------------------------------------------------------------------
@@ -425,7 +462,7 @@ export class CoordinatorCore {
       return
     }
     this.knownClients.add(key)
-    this.writer.send([identity, packHeader(H.CONNECT_ACK)])
+    this.writer.send([identity, packHeader(this.wire.CONNECT_ACK)])
   }
 
   /** A submission (SUBMIT_REQUEST or SUBMIT_REQUEST_WITH_KV), its envelope read. */
@@ -433,7 +470,7 @@ export class CoordinatorCore {
     const clientRequestId = envelope.metadata.requestId as number
     let hashes: ReadonlyArray<bigint> = []
     if (envelope.spec.tag === "SubmitRequest" && this.config.policy !== "load_balanced") {
-      const computed = SubmissionHashes.routingHashes(envelope, this.config.policy, this.config.blockSizeTokens)
+      const computed = SubmissionHashes.routingHashes(envelope, this.config.policy, this.config.blockSizeTokens, this.wire.client)
       if (typeof computed === "string") return this.reject("malformed", identity, computed)
       hashes = computed
     }
@@ -478,8 +515,10 @@ export class CoordinatorCore {
     engine.load++
     if (w.hashes.length > 0) this.ownership.claim(engine.key, w.hashes)
     // The bodies as they came, but the client's block hashes: they were for routing only, and the
-    // engine gets nil in their place.
-    const out = f.map((frame, i) => (i === 0 ? metadata : i === HASHES_FRAME && w.envelope.spec.tag === "SubmitRequest" ? NIL : frame))
+    // engine gets nil in their place. (One frame: the message is frame 0, its bodies views into it.)
+    const out = this.wire.single
+      ? [metadata]
+      : f.map((frame, i) => (i === 0 ? metadata : i === HASHES_FRAME && w.envelope.spec.tag === "SubmitRequest" ? NIL : frame))
     this.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client)
     if (this.config.debug === true) {
       this.config.log(
@@ -499,7 +538,9 @@ export class CoordinatorCore {
       if (this.backlog.length === before) this.counters.abortsDropped++
       return
     }
-    this.deliver(request.engine, [packHeaderInt(H.ABORT_REQUEST, requestId!)], H.ABORT_REQUEST, requestId, clientRequestId, identity)
+    // Only decoded where the dialect has ABORT_REQUEST.
+    const frame = packHeaderInt(this.wire.ABORT_REQUEST!, requestId!)
+    this.deliver(request.engine, [frame], H.ABORT_REQUEST, requestId, clientRequestId, identity)
     if (this.config.debug === true) {
       this.config.log("Debug", `coordinator: request ${requestId} (client ${showIdentity(identity)}'s ${clientRequestId}) aborted`)
     }
@@ -547,23 +588,61 @@ export class CoordinatorCore {
     const entries = metadata.entries
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!
-      const requestId = entry[0]
-      const request = this.inFlight.remove(requestId)
-      if (request === undefined) {
-        this.reject("unknownRequest", identity, `ENGINE_REPLY for request ${requestId}, which is not in flight`)
-        continue
-      }
-      request.engine.load--
-      if (this.config.debug === true) {
-        this.config.log(
-          "Debug",
-          `coordinator: request ${requestId} (client ${showIdentity(request.client)}'s ${request.clientRequestId}) completed on engine ${request.engine.name}`
-        )
-      }
-      if (request.hashes.length > 0) this.ownership.release(request.engine.key, request.hashes)
+      const request = this.complete(identity, entry[0])
+      if (request === undefined) continue
       const frame = message[REPLIES_FRAME + i]!
       const body = entry[1] ? GeneratedText.fill(frame) : frame
-      this.toClients.send("reply", request, [request.client, packHeaderInt(H.ENGINE_REPLY, request.clientRequestId), body])
+      this.toClients.send("reply", request, [request.client, packHeaderInt(this.wire.ENGINE_REPLY, request.clientRequestId), body])
+    }
+  }
+
+  /** Takes a request out of flight as its reply arrives, or counts the reply as for an unknown request. */
+  private complete(identity: Buffer, requestId: number): InFlight | undefined {
+    const request = this.inFlight.remove(requestId)
+    if (request === undefined) {
+      this.reject("unknownRequest", identity, `ENGINE_REPLY for request ${requestId}, which is not in flight`)
+      return undefined
+    }
+    request.engine.load--
+    if (this.config.debug === true) {
+      this.config.log(
+        "Debug",
+        `coordinator: request ${requestId} (client ${showIdentity(request.client)}'s ${request.clientRequestId}) completed on engine ${request.engine.name}`
+      )
+    }
+    if (request.hashes.length > 0) this.ownership.release(request.engine.key, request.hashes)
+    return request
+  }
+
+  /**
+   * A one-frame dialect's batch, `[21, [reply, ...]]` or `[22, [partial, ...]]`: each element
+   * names the coordinator's id in its `request_id`, and goes to its client as `[21, rid, reply]`
+   * (`generated_text` filled: these coordinators detokenize every reply) or `[22, rid, partial]`.
+   */
+  private engineBatch(identity: Buffer, body: Uint8Array, replies: boolean): void {
+    const elements = DialectWire.batchElements(body)
+    if (typeof elements === "string") return this.reject("malformed", identity, elements)
+    const wire = this.wire
+    for (const element of elements) {
+      const requestId = DialectWire.requestIdOf(element)
+      if (requestId === undefined) {
+        this.reject("malformed", identity, `a ${replies ? "reply" : "partial"} without an integer request_id`)
+        continue
+      }
+      if (!replies) {
+        const request = this.inFlight.get(requestId)
+        if (request === undefined) {
+          this.reject("unknownRequest", identity, `ENGINE_REPLY_PARTIAL for request ${requestId}, which is not in flight`)
+          continue
+        }
+        const frames = DialectWire.toClient(wire, wire.ENGINE_REPLY_PARTIAL!, request.clientRequestId, element)
+        this.toClients.send("partial", request, [request.client, ...frames])
+        continue
+      }
+      const request = this.complete(identity, requestId)
+      if (request === undefined) continue
+      const reply = DialectWire.finishReply(wire, element)
+      this.toClients.send("reply", request, [request.client, ...DialectWire.toClient(wire, wire.ENGINE_REPLY, request.clientRequestId, reply)])
     }
   }
 
@@ -579,7 +658,7 @@ export class CoordinatorCore {
       // Partials are forwarded untouched; the request stays in flight.
       this.toClients.send("partial", request, [
         request.client,
-        packHeaderInt(H.ENGINE_REPLY_PARTIAL, request.clientRequestId),
+        packHeaderInt(this.wire.ENGINE_REPLY_PARTIAL!, request.clientRequestId),
         message[PARTIALS_FRAME + i]!
       ])
     }

@@ -6,6 +6,7 @@
  * @internal
  */
 import type { Frames, Headers } from "@mcore-effect/protocol"
+import type { Counters } from "./CoordinatorConfig.ts"
 import type { RecentLog } from "./RecentLog.ts"
 
 /**
@@ -14,6 +15,7 @@ import type { RecentLog } from "./RecentLog.ts"
  * @since 0.1.0
  */
 export interface Delivery {
+  /** The header's value in the reference table (in every dialect: its wire value may differ, its name does not). */
   readonly header: number
   readonly name: Headers.HeaderName
   /** The coordinator's id for the request, for SUBMIT, SUBMIT_WITH_KV and ABORT. */
@@ -24,6 +26,20 @@ export interface Delivery {
   readonly client: string | undefined
   /** The frames as sent (identity excluded). */
   readonly frames: ReadonlyArray<Uint8Array>
+}
+
+/**
+ * A message the coordinator dropped, kept for inspection: a test asserts what was refused, or
+ * that nothing was (a client that sent nothing its dialect lacks).
+ *
+ * @since 0.2.0
+ */
+export interface Rejection {
+  /** The counter it was counted under. */
+  readonly kind: keyof Counters
+  /** The peer that sent it, as `showIdentity` prints it. */
+  readonly from: string
+  readonly why: string
 }
 
 /** An engine the coordinator routes to. @internal */

@@ -10,23 +10,29 @@
  * the request at the next step with what it has, SET_GENERATION_EPOCH stamps every active
  * request, STOP ends the engine (it sends DISCONNECT and stops), PAUSE outside RUNNING is ignored.
  *
+ * It speaks one dialect (`DialectWire`): what the coordinator forwards is read with the dialect's
+ * client codec, replies are shaped as that ref's engine shapes them (`ReplyShapes`) and batched
+ * in its layout (main and the releases: `[21, [reply, ...]]` in one frame).
+ *
  * Past 400 lines: the read side and the step loop share the active requests, pins and faults;
- * decoding is the protocol's (`Messages` codecs), the socket's reader and writer `FrameSocket`'s.
+ * decoding is the protocol's (the dialect's codecs), the socket's reader and writer `FrameSocket`'s.
  *
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, FrameSocket, type Frames, Headers, type Media, Messages, Msgpack, Values } from "@mcore-effect/protocol"
+import { BlockHashes, FrameSocket, type Frames, Headers, type Media, Messages, Msgpack } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import { randomUUID } from "node:crypto"
 import * as Zmq from "zeromq"
 import type * as Continuations from "./Continuations.ts"
 import type { Log } from "./CoordinatorConfig.ts"
+import * as DialectWire from "./DialectWire.ts"
 import { EngineRequest } from "./EngineRequest.ts"
 import * as Faults from "./Faults.ts"
 import { RecentLog } from "./RecentLog.ts"
+import type { ReplyShape } from "./ReplyShapes.ts"
 import * as Vocabulary from "./Vocabulary.ts"
-import { headerOf, isRequestId, packHeader, requestIdEnd, tryDecode } from "./WireFrames.ts"
+import { headerOf, isRequestId, NIL, packHeader, requestIdEnd, tryDecode } from "./WireFrames.ts"
 
 const H = Headers.values
 
@@ -41,6 +47,10 @@ export type EngineState = "RUNNING" | "PAUSED" | "SUSPENDED" | "STOPPED"
  * What the engine was configured with.
  */
 export interface EngineConfig {
+  /** The dialect it speaks with its coordinator. */
+  readonly wire: DialectWire.DialectWire
+  /** Its replies' shape (`undefined`: the reference protocol's). */
+  readonly shape: ReplyShape | undefined
   readonly identity: string
   readonly coordinatorAddress: string
   readonly stepMs: number
@@ -75,6 +85,7 @@ export interface CurveClientKeys {
  * @since 0.1.0
  */
 export interface Received {
+  /** The header's value in the reference table (in every dialect: its wire value may differ, its name does not). */
   readonly header: number | undefined
   readonly name: Headers.HeaderName | undefined
   /** The request id in frame 0, for messages that carry one. */
@@ -117,9 +128,11 @@ type Outgoing = FrameSocket.Message
 
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
-const { isPlainObject: isMap } = Values
-
 const YIELD_EVERY = 512
+
+/** The sampling parameters' body of a submission that carries them as one (main, the releases). */
+const paramsBody = (envelope: Frames.Envelope): Uint8Array =>
+  envelope.frames[1 + envelope.spec.bodyKeys.indexOf("samplingParams")]!
 
 /** Seconds since the epoch with sub-millisecond precision, like Python's `time.time()`. */
 const wallClockSeconds = (): number => (performance.timeOrigin + performance.now()) / 1000
@@ -291,11 +304,14 @@ export class EngineCore {
   private handle(frames: Array<Buffer>): void {
     // Read through the codec of what the coordinator forwards (the client's messages,
     // re-numbered): arity and metadata from the declarations.
-    const decoded = Messages.Client.decodeEnvelope(frames)
+    const wire = this.config.wire
+    const decoded = wire.client.decodeEnvelope(frames)
     if (Result.isFailure(decoded)) {
       const values = tryDecode(frames[0])
       const id = Array.isArray(values) && isRequestId(values[1]) ? values[1] : undefined
-      this.record(headerOf(frames[0]), id, frames)
+      const header = headerOf(frames[0])
+      const name = wire.isReference ? undefined : DialectWire.nameOf(wire, header)
+      this.record(wire.isReference || name === undefined ? header : Headers.values[name], id, frames)
       return this.malformed(decoded.failure.message)
     }
     const envelope = decoded.success
@@ -306,10 +322,15 @@ export class EngineCore {
       case "SubmitRequest":
         return this.submit(envelope, null)
       case "SubmitRequestWithKv": {
-        const srcBlockIds = Messages.Client.decodeBody(envelope, "srcBlockIds")
+        const srcBlockIds = wire.client.decodeBody(envelope, "srcBlockIds")
         if (Result.isFailure(srcBlockIds)) return this.malformed(srcBlockIds.failure.message)
-        const kvMeta = envelope.metadata.kvMeta as Readonly<Record<string, unknown>>
-        return this.submit(envelope, { kvMeta, srcBlockIds: srcBlockIds.success as ReadonlyArray<number> })
+        // Metadata in the reference protocol and PR 6497, a body in main.
+        const kvMeta = "kvMeta" in envelope.metadata ? Result.succeed(envelope.metadata.kvMeta) : wire.client.decodeBody(envelope, "kvMeta")
+        if (Result.isFailure(kvMeta)) return this.malformed(kvMeta.failure.message)
+        return this.submit(envelope, {
+          kvMeta: kvMeta.success as Readonly<Record<string, unknown>>,
+          srcBlockIds: srcBlockIds.success as ReadonlyArray<number>
+        })
       }
       case "AbortRequest":
         return this.abort(id)
@@ -342,15 +363,17 @@ export class EngineCore {
   }
 
   private submit(envelope: Frames.Envelope, kv: Omit<KvHandoff, "requestId"> | null): void {
+    const wire = this.config.wire
     const requestId = envelope.metadata.requestId as number
     // The sampling parameters as they came (checked by the codec): the reply echoes them.
-    const samplingParams = envelope.raw[2] as Record<string, unknown>
+    const samplingParams = this.samplingParamsOf(envelope)
+    if (typeof samplingParams === "string") return this.malformed(`request ${requestId}: ${samplingParams}`)
     const media = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null | undefined
     if (this.active.has(requestId)) {
       this.counters.duplicateRequest++
       return
     }
-    const decoded = Messages.Client.decodeBody(envelope, "prompt")
+    const decoded = wire.client.decodeBody(envelope, "prompt")
     if (Result.isFailure(decoded)) return this.malformed(`request ${requestId}: ${decoded.failure.message}`)
     const prompt = decoded.success as string | ReadonlyArray<number>
     const promptTokens = typeof prompt === "string" ? Vocabulary.tokenize(prompt) : prompt
@@ -391,17 +414,41 @@ export class EngineCore {
         generationEpoch: this.generationEpoch,
         disaggregatedParams,
         uid: `chatcmpl-${randomUUID().replaceAll("-", "")}`,
-        now
+        now,
+        shape: this.config.shape
       })
-    request.encodedSamplingParams = this.encodeParams(envelope.frames[0]!, request)
+    request.encodedSamplingParams = this.encodeParams(envelope, request)
     this.active.set(requestId, request)
     this.wake()
   }
 
-  private encodeParams(frame: Uint8Array, request: EngineRequest): Uint8Array {
-    const idEnd = requestIdEnd(frame)
-    if (idEnd === 0) return Msgpack.encode(request.samplingParams)
-    const key = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString("latin1", idEnd)
+  /**
+   * A submission's sampling parameters as msgpack decoded them (unknown keys kept, for the reply to
+   * echo): in the metadata frame in the reference protocol and PR 6497, a body of their own in main
+   * and the releases (checked by the codec here: a body is not read with the envelope).
+   */
+  private samplingParamsOf(envelope: Frames.Envelope): Record<string, unknown> | string {
+    if ("samplingParams" in envelope.metadata) return envelope.raw[2] as Record<string, unknown>
+    const checked = this.config.wire.client.decodeBody(envelope, "samplingParams")
+    if (Result.isFailure(checked)) return checked.failure.message
+    return Msgpack.decode(paramsBody(envelope)) as Record<string, unknown>
+  }
+
+  /**
+   * The request's parameters encoded, cached by the bytes that carried them: the metadata frame
+   * after the id (so a burst with the same parameters encodes them once), or their own body.
+   */
+  private encodeParams(envelope: Frames.Envelope, request: EngineRequest): Uint8Array {
+    let key: string
+    if ("samplingParams" in envelope.metadata) {
+      const frame = envelope.frames[0]!
+      const idEnd = requestIdEnd(frame)
+      if (idEnd === 0) return Msgpack.encode(request.samplingParams)
+      key = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString("latin1", idEnd)
+    } else {
+      const body = paramsBody(envelope)
+      key = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("latin1")
+    }
     let bytes = this.encodedParams.get(key)
     if (bytes === undefined) {
       if (this.encodedParams.size >= 1024) this.encodedParams.clear()
@@ -444,7 +491,7 @@ export class EngineCore {
     this.state = next
     if (next === "STOPPED") {
       // Megatron's engine leaves its loop and tells the coordinator it is gone.
-      this.writer.send([packHeader(H.DISCONNECT)])
+      this.writer.send([packHeader(this.config.wire.DISCONNECT)])
     }
     this.wake()
   }
@@ -495,18 +542,19 @@ export class EngineCore {
     const finished: Array<EngineRequest> = []
     const partials: Array<Record<string, unknown>> = []
     let admitted = 0
+    // The releases have no partials: a `streaming` key there is an attribute nobody reads.
+    const streams = this.config.wire.ENGINE_REPLY_PARTIAL !== undefined
     // A Map iterates in insertion order: the oldest requests step, the rest wait their turn.
     for (const request of this.active.values()) {
       if (admitted++ >= this.config.maxActiveRequests) break
       if (request.step(now)) finished.push(request)
       else {
-        const partial = request.partial()
+        const partial = streams ? request.partial() : null
         if (partial !== null) partials.push(partial)
       }
     }
     if (partials.length > 0) {
-      const ids = partials.map((p) => p.request_id as number)
-      this.sendPartials([Msgpack.encode([H.ENGINE_REPLY_PARTIAL, ids]), ...partials.map((p) => Msgpack.encode(p))])
+      this.sendPartials(DialectWire.partialBatch(this.config.wire, partials))
     }
     if (finished.length === 0) return
     const entries: Array<[number, boolean]> = []
@@ -530,7 +578,7 @@ export class EngineCore {
         bodies.push(body)
       }
     }
-    if (entries.length > 0) this.sendBatch([Msgpack.encode([H.ENGINE_REPLY, entries]), ...bodies])
+    if (entries.length > 0) this.sendBatch(DialectWire.replyBatch(this.config.wire, entries, bodies))
   }
 
   /** Pins a prefill request's KV for a peer to pull, and says where it is (`disaggregated_params`). */
@@ -546,7 +594,7 @@ export class EngineCore {
   private sendBatch(message: Array<Uint8Array>): void {
     if (this.faults.take("SendGarbage")) this.emit(this.faults.nextGarbage())
     for (const extra of this.faults.takeMessages()) this.emit(extra)
-    if (this.faults.take("SendWrongArity")) message = message.slice(0, -1)
+    if (this.faults.take("SendWrongArity")) message = this.config.wire.single ? [...message, NIL] : message.slice(0, -1)
     this.emit(message)
   }
 

@@ -2,6 +2,8 @@
  * One request inside a test engine: its generation state, how it finishes, what it streams, and
  * its finished form, shaped like Python's `DynamicInferenceRequest.serialize()` and packed
  * directly (the general encoder would cost more than everything else the engine does per request).
+ * The reference protocol's shape is unrolled below (the hot path); a Megatron-LM dialect's
+ * (`ReplyShapes`) is written key by key from its list.
  *
  * @since 0.1.0
  * @internal
@@ -9,6 +11,7 @@
 import { Msgpack, SamplingParams } from "@mcore-effect/protocol"
 import type * as Continuations from "./Continuations.ts"
 import * as Generation from "./Generation.ts"
+import type { ReplyShape } from "./ReplyShapes.ts"
 import * as Vocabulary from "./Vocabulary.ts"
 
 /**
@@ -45,6 +48,14 @@ const K = encodeKeys([
 ])
 
 const REPLY_KEY_COUNT = Object.keys(K).length
+
+/** Any reply key's bytes, encoded once. */
+const keyCache = new Map<string, Uint8Array>(Object.entries(K))
+const keyBytes = (key: string): Uint8Array => {
+  let bytes = keyCache.get(key)
+  if (bytes === undefined) keyCache.set(key, bytes = Msgpack.encode(key))
+  return bytes
+}
 
 const E = encodeKeys(["timestamp", "type", "payload"])
 const TENSOR = Msgpack.encode("tensor")
@@ -90,6 +101,8 @@ export interface EngineRequestInit {
   readonly continuations?: Continuations.Script | undefined
   /** Seconds (wall clock, as Python's `time.time()`). */
   readonly now: number
+  /** A Megatron-LM dialect's reply map; `undefined`: the reference protocol's. */
+  readonly shape?: ReplyShape | undefined
 }
 
 /** The new tokens of a streaming request, as the engine sends them. */
@@ -129,7 +142,7 @@ export class EngineRequest {
   constructor(readonly init: EngineRequestInit) {
     this.requestId = init.requestId
     const sp = init.samplingParams
-    this.samplingParams = { ...PYTHON_SAMPLING_DEFAULTS, ...sp }
+    this.samplingParams = { ...(init.shape?.samplingDefaults ?? PYTHON_SAMPLING_DEFAULTS), ...sp }
     const toGenerate = int(sp.num_tokens_to_generate)
     const total = int(sp.num_tokens_total)
     this.maxTokens = toGenerate ?? (total !== null ? Math.max(0, total - init.promptTokens.length) : init.defaultTokensToGenerate)
@@ -154,7 +167,8 @@ export class EngineRequest {
 
   /** Whether `detokenize_generations` asks the coordinator to fill `generated_text` (Python's default: yes). */
   get needsDetokenize(): boolean {
-    return this.samplingParams.detokenize_generations !== false
+    const shape = this.init.shape
+    return shape === undefined ? this.samplingParams.detokenize_generations !== false : shape.needsDetokenize(this.samplingParams)
   }
 
   /** Generates one token; true when the request is finished. */
@@ -217,6 +231,7 @@ export class EngineRequest {
    * Python packs it (floats as float64). `w` is reused across requests.
    */
   encode(now: number, w: Msgpack.Writer): Uint8Array {
+    if (this.init.shape !== undefined) return this.encodeShaped(this.init.shape, now, w)
     const init = this.init
     const sp = this.samplingParams
     const promptTokens = init.promptTokens
@@ -287,6 +302,112 @@ export class EngineRequest {
     for (const event of this.events) writeEvent(w, event.timestamp, event.type)
     writeEvent(w, now, "FINISH")
     w.raw(K.acceptance_step_lengths).arrayHeader(0)
+    return w.finish()
+  }
+
+  /** The finished request in a dialect's shape: its keys in its order, each written as `encode` writes it. */
+  private encodeShaped(shape: ReplyShape, now: number, w: Msgpack.Writer): Uint8Array {
+    const init = this.init
+    const sp = this.samplingParams
+    const promptTokens = init.promptTokens
+    w.reset().mapHeader(shape.keys.length)
+    for (const key of shape.keys) {
+      w.raw(keyBytes(key))
+      switch (key) {
+        case "request_id":
+          w.number(this.requestId)
+          break
+        case "prompt":
+          if (init.prompt === null) w.nil()
+          else w.string(init.prompt)
+          break
+        case "sampling_params":
+          w.raw(this.encodedSamplingParams ?? Msgpack.encode(sp))
+          break
+        case "prompt_tokens":
+          if (shape.promptTokensAlways || sp.return_prompt_tokens === true) w.arrayHeader(2).raw(TENSOR).numbers(promptTokens)
+          else w.nil()
+          break
+        case "remaining_prompt_tokens":
+          w.arrayHeader(2).raw(TENSOR).numbers(promptTokens)
+          break
+        case "prompt_length":
+          w.number(promptTokens.length)
+          break
+        case "arrival_time":
+          w.float(init.now)
+          break
+        case "status":
+          w.raw(COMPLETED)
+          break
+        case "generated_tokens":
+          w.numbers(this.generated)
+          break
+        case "prompt_log_probs":
+          if (this.returnLogProbs && sp.skip_prompt_log_probs !== true) w.floats(promptTokens.slice(1).map(Generation.logProbOf))
+          else w.nil()
+          break
+        case "generated_log_probs":
+          if (this.returnLogProbs) w.floats(this.generated.map(Generation.logProbOf))
+          else w.nil()
+          break
+        case "generated_length":
+          w.number(this.generated.length)
+          break
+        case "tpot":
+          w.floats(this.tpot)
+          break
+        case "uid":
+          w.string(init.uid)
+          break
+        case "policy_epoch":
+          if (this.policyEpoch === null) w.nil()
+          else w.value(this.policyEpoch)
+          break
+        case "kv_cache_epoch":
+          if (this.kvCacheEpoch === null) w.nil()
+          else w.value(this.kvCacheEpoch)
+          break
+        case "finished_chunk_token_count":
+        case "cg_wait_iters":
+          w.number(0)
+          break
+        case "stop_word_ids":
+          if (this.stopWordIds.length === 0) w.nil()
+          else w.value(this.stopWordIds)
+          break
+        case "block_size_tokens":
+          w.number(init.blockSizeTokens)
+          break
+        case "enable_prefix_caching":
+          w.bool(true)
+          break
+        case "num_cached_tokens":
+          w.number(init.numCachedTokens)
+          break
+        case "precomputed_block_hashes":
+          if (init.blockHashes.length === 0) w.arrayHeader(0)
+          else w.value(init.blockHashes)
+          break
+        case "disaggregated_params":
+          if (this.disaggregatedParams === null) w.nil()
+          else w.value(this.disaggregatedParams)
+          break
+        case "ttft":
+          if (this.ttft === null) w.nil()
+          else w.float(this.ttft)
+          break
+        case "events":
+          w.arrayHeader(this.events.length + 1)
+          for (const event of this.events) writeEvent(w, event.timestamp, event.type)
+          writeEvent(w, now, "FINISH")
+          break
+        default:
+          // inference_parameters, encoder_prompt, generated_text (the coordinator's), segments,
+          // latency, routing_indices, ...: nil, as a test engine has none of them.
+          w.nil()
+      }
+    }
     return w.finish()
   }
 }

@@ -9,7 +9,7 @@
  * | `DuplicateReplies` | the next `count` final replies are sent twice | the next `count` finished requests appear twice in their batch |
  * | `ReorderPartials` | partials leave in reverse order, `window` at a time (a request's held partials are flushed before its final reply) | partial batches leave in reverse order, `window` at a time |
  * | `SendGarbage` | the next `count` replies or partials are each preceded by a malformed message | the next `count` batches are each preceded by a malformed message |
- * | `SendWrongArity` | the next `count` replies or partials lose their body frame | the next `count` batches lose their last body frame |
+ * | `SendWrongArity` | the next `count` replies or partials lose their body frame (one-frame dialects: gain a nil frame) | the next `count` batches lose their last body frame (one-frame dialects: gain a nil frame) |
  * | `SendMessages` | the test's own messages, up to `perReply` ahead of each reply or partial, until all are sent | the same, ahead of each batch |
  * | `Hang` | stops reading and sending until cleared (what was queued is then processed) | stops reading, stepping and sending until cleared |
  *

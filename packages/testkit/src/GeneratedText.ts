@@ -1,7 +1,8 @@
 /**
- * `generated_text` filled in by the test coordinator for replies that ask for it
- * (`needs_detokenize`), as Megatron's coordinator does (`finalize_text`), from the test
- * vocabulary.
+ * `generated_text` filled in by the test coordinator, as Megatron's coordinator does
+ * (`finalize_text`, `detokenize`), from the test vocabulary: for replies that ask for it
+ * (`needs_detokenize`) in the reference protocol and PR 6497, for every reply in main and the
+ * releases; and core_v0.17/18's `prompt` for a prompt given as token ids.
  *
  * @since 0.1.0
  * @internal
@@ -16,6 +17,17 @@ const KEY_GENERATED_TEXT = Msgpack.encode("generated_text")
 const KEY_GENERATED_TOKENS = Msgpack.encode("generated_tokens")
 const KEY_SAMPLING_PARAMS = Msgpack.encode("sampling_params")
 const KEY_DETOKENIZE_STOP_SEQUENCE = Msgpack.encode("detokenize_stop_sequence")
+const KEY_PROMPT = Msgpack.encode("prompt")
+const KEY_PROMPT_TOKENS = Msgpack.encode("prompt_tokens")
+
+/** `body` with the bytes in `[start, end)` replaced by `value`. */
+const splice = (body: Uint8Array, start: number, end: number, value: Uint8Array): Uint8Array => {
+  const out = new Uint8Array(body.length - (end - start) + value.length)
+  out.set(body.subarray(0, start), 0)
+  out.set(value, start)
+  out.set(body.subarray(end), start + value.length)
+  return out
+}
 
 /**
  * The reply with `generated_text` replaced by the detokenized `generated_tokens`, or `undefined`
@@ -35,11 +47,7 @@ const fillGeneratedText = (body: Uint8Array): Uint8Array | undefined => {
     keepStopSequence = flag !== undefined && body[flag[0]] === 0xc3
   }
   const encoded = Msgpack.encode(Vocabulary.detokenize(ids, { removeEod: !keepStopSequence }))
-  const out = new Uint8Array(body.length - (text[1] - text[0]) + encoded.length)
-  out.set(body.subarray(0, text[0]), 0)
-  out.set(encoded, text[0])
-  out.set(body.subarray(text[1]), text[0] + encoded.length)
-  return out
+  return splice(body, text[0], text[1], encoded)
 }
 
 /**
@@ -49,7 +57,7 @@ const fillGeneratedText = (body: Uint8Array): Uint8Array | undefined => {
  *
  * @internal
  */
-export const fill = (body: Buffer): Uint8Array => {
+export const fill = (body: Uint8Array): Uint8Array => {
   try {
     const spliced = fillGeneratedText(body)
     if (spliced !== undefined) return spliced
@@ -63,4 +71,25 @@ export const fill = (body: Buffer): Uint8Array => {
     removeEod: params.detokenize_stop_sequence !== true
   })
   return Msgpack.encode(reply)
+}
+
+/**
+ * core_v0.17/18's coordinator: a reply whose `prompt` is nil (the prompt was token ids) gets
+ * the text of `prompt_tokens[1]` (the tensor's values), EOD kept. Anything else is left as it is.
+ *
+ * @internal
+ */
+export const fillPrompt = (body: Uint8Array): Uint8Array => {
+  try {
+    const found = MsgpackScan.findInMap(body, 0, [KEY_PROMPT, KEY_PROMPT_TOKENS])
+    const prompt = found?.values[0]
+    const tokens = found?.values[1]
+    if (prompt === undefined || tokens === undefined || body[prompt[0]] !== 0xc0) return body
+    const tensor = Msgpack.decode(body.subarray(tokens[0], tokens[1]))
+    const ids = Array.isArray(tensor) ? tensor[1] : undefined
+    if (!Array.isArray(ids) || !ids.every((id) => typeof id === "number")) return body
+    return splice(body, prompt[0], prompt[1], Msgpack.encode(Vocabulary.detokenize(ids)))
+  } catch {
+    return body
+  }
 }

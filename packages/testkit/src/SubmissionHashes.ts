@@ -1,33 +1,55 @@
 /**
  * The block hashes the test coordinator routes a submission by: the client's own (the
- * `blockHashes` body), or, when it sent nil, the prompt's, hashed as Megatron's coordinator
- * hashes it (the media cache key mixed in), then cut down to what the policy looks at.
+ * reference protocol's `blockHashes` body), or, when it sent nil or its dialect carries none, the
+ * prompt's, hashed as Megatron's coordinator hashes it (the media cache key mixed in), then cut
+ * down to what the policy looks at. Main's coordinator does not route a submission with
+ * `multi_modal_data` by its prefix (`handlers.py`: image-bearing requests get no hashes).
  *
  * @since 0.1.0
  * @internal
  */
-import { BlockHashes, type Frames, type Media, Messages } from "@mcore-effect/protocol"
+import { BlockHashes, type Frames, type Media, Messages, type MessageSpec } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import * as Routing from "./Routing.ts"
 import * as Vocabulary from "./Vocabulary.ts"
+import { isNil } from "./WireFrames.ts"
 
-/** The hashes `policy` routes the SUBMIT_REQUEST `envelope` by, or why they cannot be read. @internal */
+type Codec = Frames.Codec<ReadonlyArray<MessageSpec.Any>>
+
+/**
+ * The hashes `policy` routes the SUBMIT_REQUEST `envelope` by, or why they cannot be read. Its
+ * bodies are read with `codec`, the codec it was decoded with (default the reference protocol's).
+ *
+ * @internal
+ */
 export const routingHashes = (
   envelope: Frames.Envelope,
   policy: Routing.Policy,
-  blockSizeTokens: number
+  blockSizeTokens: number,
+  codec: Codec = Messages.Client
 ): ReadonlyArray<bigint> | string => {
-  const media = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null
-  const hashes = hashesOf(envelope, blockSizeTokens, media?.media_cache_key ?? null)
+  const bodies = envelope.spec.bodyKeys
+  const media = bodies.indexOf("multiModalData")
+  if (media >= 0 && !isNil(envelope.frames[1 + media]!)) return []
+  const descriptor = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null | undefined
+  const hashes = hashesOf(codec, envelope, bodies.includes("blockHashes"), blockSizeTokens, descriptor?.media_cache_key ?? null)
   return typeof hashes === "string" ? hashes : Routing.routingHashes(policy, hashes)
 }
 
-/** The request's block hashes: the client's (the `blockHashes` body), or the prompt's own when it is nil. */
-const hashesOf = (envelope: Frames.Envelope, blockSizeTokens: number, mediaKey: string | null): ReadonlyArray<bigint> | string => {
-  const given = Messages.Client.decodeBody(envelope, "blockHashes")
-  if (Result.isFailure(given)) return given.failure.message
-  if (given.success !== null) return Array.from(given.success as BigUint64Array)
-  const prompt = Messages.Client.decodeBody(envelope, "prompt")
+/** The request's block hashes: the client's (the `blockHashes` body), or the prompt's own when there are none. */
+const hashesOf = (
+  codec: Codec,
+  envelope: Frames.Envelope,
+  clientHashes: boolean,
+  blockSizeTokens: number,
+  mediaKey: string | null
+): ReadonlyArray<bigint> | string => {
+  if (clientHashes) {
+    const given = codec.decodeBody(envelope, "blockHashes")
+    if (Result.isFailure(given)) return given.failure.message
+    if (given.success !== null) return Array.from(given.success as BigUint64Array)
+  }
+  const prompt = codec.decodeBody(envelope, "prompt")
   if (Result.isFailure(prompt)) return prompt.failure.message
   const tokens = typeof prompt.success === "string"
     ? Vocabulary.tokenize(prompt.success)

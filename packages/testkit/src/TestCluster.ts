@@ -7,6 +7,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import type { Dialect } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
 import * as TestCoordinator from "./TestCoordinator.ts"
 import * as TestEngine from "./TestEngine.ts"
@@ -20,6 +21,12 @@ import { InvalidOption, testkitError, type TestkitError } from "./TestkitError.t
 export interface Options {
   /** How many engines (identities `mp-coord-0` ... `mp-coord-<n-1>`). Default 2. */
   readonly engines?: number | undefined
+  /**
+   * The protocol dialect the coordinator and every engine speak, by the Megatron-LM version that
+   * speaks it (`main`, `pr-6497`, `core_v0.19`, `core_v0.18`, `core_v0.17`). `coordinator.protocol`
+   * and `engine.protocol` override it for their part. Default `reference`.
+   */
+  readonly protocol?: Dialect.Name | undefined
   readonly coordinator?: TestCoordinator.Options | undefined
   /** Options shared by every engine (the address, identity and rank are set here). */
   readonly engine?: Omit<TestEngine.Options, "coordinatorAddress" | "identity" | "rank"> | undefined
@@ -56,6 +63,7 @@ export class TestCluster extends Context.Service<TestCluster, Handle>()("@mcore-
  *
  * const program = Effect.gen(function*() {
  *   const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 0 } })
+ *   // or a Megatron-LM ref's wire: TestCluster.make({ protocol: "main" }), and a client with protocol "main"
  *   // point a client at cluster.address
  *   const snapshot = yield* cluster.coordinator.snapshot
  *   snapshot.engines.map((e) => e.load)
@@ -70,13 +78,22 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     if (!Number.isSafeInteger(count) || count < 0) {
       return yield* Effect.fail(testkitError(new InvalidOption({ option: "engines", why: "must be an integer >= 0" })))
     }
-    const coordinator = yield* TestCoordinator.make(options?.coordinator)
+    const protocol = options?.protocol
+    const coordinator = yield* TestCoordinator.make({ ...options?.coordinator, protocol: options?.coordinator?.protocol ?? protocol })
     const serverKey = coordinator.curvePublicKey
     const engines: Array<TestEngine.Handle> = []
     for (let rank = 0; rank < count; rank++) {
       // A CurveZMQ coordinator: each engine gets a key pair of its own unless the options give one.
       const curve = options?.engine?.curve ?? (serverKey === undefined ? undefined : { serverKey, ...Zmq.curveKeyPair() })
-      engines.push(yield* TestEngine.make({ ...options?.engine, coordinatorAddress: coordinator.address, rank, curve }))
+      engines.push(
+        yield* TestEngine.make({
+          ...options?.engine,
+          protocol: options?.engine?.protocol ?? protocol,
+          coordinatorAddress: coordinator.address,
+          rank,
+          curve
+        })
+      )
     }
     yield* coordinator.awaitEngines(count)
     return { address: coordinator.address, coordinator, engines }

@@ -3,20 +3,26 @@
  * ROUTER on loopback, accepts clients (CONNECT / CONNECT_ACK) and engines (an empty
  * registration frame), re-numbers and routes submissions by policy, runs the control state
  * machine, splits engines' batched replies into per-client messages, and lets a test inspect
- * everything it did and switch faults on and off.
+ * everything it did and switch faults on and off. It speaks one protocol dialect (`protocol`:
+ * the reference protocol, or a Megatron-LM ref's), with clients and with its engines, as that
+ * ref's coordinator does; a message the dialect lacks is dropped, counted and kept in
+ * `Snapshot.rejected`.
  *
  * @since 0.1.0
  */
+import { type Dialect, Dialects } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as LogLevel from "effect/LogLevel"
 import * as References from "effect/References"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as ControlState from "./ControlState.ts"
 import type { CoordinatorConfig, Counters, Log } from "./CoordinatorConfig.ts"
 import { CoordinatorCore } from "./CoordinatorCore.ts"
-import type { Delivery } from "./CoordinatorRecords.ts"
+import type { Delivery, Rejection } from "./CoordinatorRecords.ts"
+import * as DialectWire from "./DialectWire.ts"
 import type * as Faults from "./Faults.ts"
 import { isLoopback } from "./Loopback.ts"
 import * as Routing from "./Routing.ts"
@@ -24,7 +30,7 @@ import { BindFailed, InvalidOption, NotLoopback, testkitError, type TestkitError
 import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
 
 export type { Counters } from "./CoordinatorConfig.ts"
-export type { Delivery } from "./CoordinatorRecords.ts"
+export type { Delivery, Rejection } from "./CoordinatorRecords.ts"
 
 /**
  * How to start a test coordinator. Every field is optional.
@@ -34,6 +40,12 @@ export type { Delivery } from "./CoordinatorRecords.ts"
 export interface Options {
   /** Where to bind: loopback only. Default `tcp://127.0.0.1:0` (an ephemeral port). */
   readonly address?: string | undefined
+  /**
+   * The protocol dialect it speaks with clients and engines, by the Megatron-LM version that
+   * speaks it (`main`, `pr-6497`, `core_v0.19`, `core_v0.18`, `core_v0.17`; see `Dialects` in
+   * the protocol package). Its engines must speak the same one. Default `reference`.
+   */
+  readonly protocol?: Dialect.Name | undefined
   /** Routing policy. Default `load_balanced`. */
   readonly policy?: Routing.Policy | undefined
   /** Weight of the load term in the affinity score. Default 0.5. */
@@ -77,6 +89,7 @@ export interface Snapshot {
   readonly shutdownReceived: boolean
   readonly state: ControlState.State
   readonly policy: Routing.Policy
+  readonly protocol: Dialect.Name
   /** Registered engines, in routing order (by identity). */
   readonly engines: ReadonlyArray<EngineView>
   /** Clients connected now that completed CONNECT (a client that goes away leaves the count). */
@@ -88,6 +101,12 @@ export interface Snapshot {
   readonly heldHashes: number
   /** Rejected and dropped messages, by reason. */
   readonly counters: Counters
+  /**
+   * The messages dropped as `malformed`, `badArity`, `unknownHeader`, `neverConnected`,
+   * `notFromEngine` or `unknownRequest`, most recent last (up to `recordLimit`): from whom, and
+   * why (a message the dialect lacks says which header it was). Empty: nothing was refused.
+   */
+  readonly rejected: ReadonlyArray<Rejection>
   readonly faults: ReadonlyArray<Faults.Fault>
   /** How many times each fault acted. */
   readonly faultsApplied: Readonly<Record<Faults.FaultTag, number>>
@@ -109,6 +128,7 @@ export interface Handle {
   /** The bound address, with the actual port (`tcp://127.0.0.1:41234`): give it to clients and engines. */
   readonly address: string
   readonly policy: Routing.Policy
+  readonly protocol: Dialect.Name
   readonly beta: number
   readonly blockSizeTokens: number
   /** The coordinator's CurveZMQ public key, when it was started with `curve`. */
@@ -156,6 +176,7 @@ const isZ85Key = (key: unknown): boolean =>
 
 interface Resolved {
   readonly address: string
+  readonly protocol: Dialect.Name
   readonly policy: Routing.Policy
   readonly beta: number
   readonly blockSizeTokens: number
@@ -170,6 +191,8 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
   const blockSizeTokens = options.blockSizeTokens ?? 16
   const recordLimit = options.recordLimit ?? 1_000
   if (!isLoopback(address)) return Effect.fail(testkitError(new NotLoopback({ address })))
+  const dialect = Dialects.parse(options.protocol ?? "reference")
+  if (Result.isFailure(dialect)) return invalid("protocol", dialect.failure)
   if (!Routing.Policy.literals.includes(policy)) return invalid("policy", `unknown policy ${String(policy)}`)
   if (!Number.isFinite(beta) || beta < 0) return invalid("beta", "must be a finite number >= 0")
   if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return invalid("blockSizeTokens", "must be an integer >= 1")
@@ -178,7 +201,7 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
   if (curve !== undefined && !(isZ85Key(curve.publicKey) && isZ85Key(curve.secretKey))) {
     return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
   }
-  return Effect.succeed({ address, policy, beta, blockSizeTokens, recordLimit, curve })
+  return Effect.succeed({ address, protocol: dialect.success.name, policy, beta, blockSizeTokens, recordLimit, curve })
 }
 
 /** Binds, retrying briefly while a just-closed socket still holds the port. */
@@ -219,6 +242,14 @@ const bind = (
  *   // connect a client to coordinator.address ...
  *   const { counters, engines } = yield* coordinator.snapshot
  * }).pipe(Effect.scoped)
+ *
+ * // Megatron-LM core_v0.19's wire, with an engine speaking it too:
+ * const v019 = Effect.gen(function*() {
+ *   const coordinator = yield* TestCoordinator.make({ protocol: "core_v0.19" })
+ *   yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "core_v0.19" })
+ *   // ... a client with protocol "core_v0.19"; then nothing it lacks was sent:
+ *   const { rejected } = yield* coordinator.snapshot // []
+ * }).pipe(Effect.scoped)
  * ```
  *
  * @since 0.1.0
@@ -233,6 +264,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     runFork(Effect.logWithLevel(level)(message))
   }
   const config: CoordinatorConfig = {
+    wire: DialectWire.of(resolved.protocol),
     policy: resolved.policy,
     beta: resolved.beta,
     blockSizeTokens: resolved.blockSizeTokens,
@@ -261,12 +293,14 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     shutdownReceived: core.shutdownReceived,
     state: core.state,
     policy: resolved.policy,
+    protocol: resolved.protocol,
     engines: core.engineViews(),
     clients: core.clientCount,
     inFlight: core.inFlightCount,
     backlog: core.backlogCount,
     heldHashes: core.heldHashes,
     counters: { ...core.counters },
+    rejected: core.rejections.toArray(),
     faults: core.faults.list(),
     faultsApplied: { ...core.faults.applied },
     nextRequestId: core.nextRequestId,
@@ -282,6 +316,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
   const handle: Handle = {
     address,
     policy: resolved.policy,
+    protocol: resolved.protocol,
     beta: resolved.beta,
     blockSizeTokens: resolved.blockSizeTokens,
     curvePublicKey: resolved.curve?.publicKey,

@@ -3,17 +3,21 @@
  * engines do and generates deterministic tokens from the prompt (see `Generation`), stepping all
  * its active requests together every `stepMs`, with replies batched per step, partials for
  * streaming requests, stop conditions, pause/suspend, aborts, generation epochs, KV handoffs and
- * prefix-cache accounting. No GPU, no model.
+ * prefix-cache accounting. No GPU, no model. It speaks one protocol dialect (`protocol`), as that
+ * Megatron-LM ref's engine does: its replies are shaped and batched as that ref's are.
  *
  * @since 0.1.0
  */
+import { type Dialect, Dialects } from "@mcore-effect/protocol"
 import { randomUUID } from "node:crypto"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as Continuations from "./Continuations.ts"
 import type { Log } from "./CoordinatorConfig.ts"
+import * as DialectWire from "./DialectWire.ts"
 import {
   type CurveClientKeys,
   type EngineConfig,
@@ -24,6 +28,7 @@ import {
   type Received
 } from "./EngineCore.ts"
 import type * as Faults from "./Faults.ts"
+import * as ReplyShapes from "./ReplyShapes.ts"
 import { ConnectFailed, InvalidOption, testkitError, type TestkitError } from "./TestkitError.ts"
 import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
 
@@ -37,6 +42,12 @@ export type { CurveClientKeys, EngineCounters, EngineState, KvHandoff, Received 
 export interface Options {
   /** The coordinator's address (`TestCoordinator`'s `address`). */
   readonly coordinatorAddress: string
+  /**
+   * The protocol dialect it speaks with its coordinator (the coordinator's own): what it reads,
+   * its replies' shape and how they are batched, as that Megatron-LM ref's engine does it.
+   * Default `reference`.
+   */
+  readonly protocol?: Dialect.Name | undefined
   /** The DEALER identity. Default `mp-coord-<rank>` (Megatron's) when `rank` is given, else a random one. */
   readonly identity?: string | undefined
   /** The data-parallel rank, used for the default identity. */
@@ -76,6 +87,7 @@ export interface Options {
  */
 export interface Snapshot {
   readonly identity: string
+  readonly protocol: Dialect.Name
   readonly state: EngineState
   readonly running: boolean
   /** Requests the engine holds, generating or waiting their turn (coordinator-side ids, arrival order). */
@@ -111,6 +123,7 @@ export interface Snapshot {
  */
 export interface Handle {
   readonly identity: string
+  readonly protocol: Dialect.Name
   readonly snapshot: Effect.Effect<Snapshot>
   /** Waits until `predicate` holds (checked after every message and step); fails with `WaitTimedOut`. */
   readonly waitFor: (
@@ -150,6 +163,8 @@ const nonNegativeInt = (v: number) => Number.isSafeInteger(v) && v >= 0
  *   const expected = Generation.tokens(Vocabulary.tokenize("the quick fox"), 4)
  *   const { completed } = yield* engine.snapshot
  * }).pipe(Effect.scoped)
+ * // In a Megatron-LM ref's dialect: TestEngine.make({ coordinatorAddress, protocol: "main" }),
+ * // with a coordinator (and clients) speaking it too.
  * ```
  *
  * @since 0.1.0
@@ -170,6 +185,9 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
     if (!nonNegativeInt(defaultTokensToGenerate)) return yield* invalid("defaultTokensToGenerate", "must be an integer >= 0")
     if (!nonNegativeInt(recordLimit)) return yield* invalid("recordLimit", "must be an integer >= 0")
     if (abort !== "finish" && abort !== "drop") return yield* invalid("abort", "must be \"finish\" or \"drop\"")
+    const dialect = Dialects.parse(options.protocol ?? "reference")
+    if (Result.isFailure(dialect)) return yield* invalid("protocol", dialect.failure)
+    const protocol = dialect.success.name
     if (options.rank !== undefined && !nonNegativeInt(options.rank)) return yield* invalid("rank", "must be an integer >= 0")
     const identity = options.identity ??
       (options.rank !== undefined ? `mp-coord-${options.rank}` : `engine-${randomUUID().slice(0, 8)}`)
@@ -181,6 +199,8 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
       runFork(Effect.logWithLevel(level)(message))
     }
     const config: EngineConfig = {
+      wire: DialectWire.of(protocol),
+      shape: ReplyShapes.of(protocol),
       identity,
       coordinatorAddress: options.coordinatorAddress,
       stepMs,
@@ -203,6 +223,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
 
     const read = (): Snapshot => ({
       identity,
+      protocol,
       state: core.state,
       running: core.running,
       active: Array.from(core.active.keys()),
@@ -224,6 +245,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
     })
     const handle: Handle = {
       identity,
+      protocol,
       snapshot: Effect.sync(read),
       waitFor: (what, predicate, options) =>
         waitUntil(`engine ${identity}: ${what}`, (l) => core.onChange(l), read, predicate, options?.timeoutMillis ?? defaultTimeoutMillis),

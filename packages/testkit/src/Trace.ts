@@ -9,8 +9,9 @@
  * ```
  *
  * - Line 1 is the header: `format` is always `"mcore-effect-trace"`, `version` the format's
- *   major version (an integer, {@link version} here), `created` an ISO-8601 time, `meta` a free
- *   JSON object (who recorded it, with which settings).
+ *   major version (an integer, {@link version} at most here), `created` an ISO-8601 time, `meta`
+ *   a free JSON object (who recorded it, with which settings), and, from version 2, `protocol`:
+ *   the dialect the frames are in (a trace without it is in the reference protocol).
  * - Every further line is one ZeroMQ multipart message, in the order the recorder saw them:
  *   `dir` (which way it travelled, see {@link Direction}), `peer` (a stable name of the
  *   connection it travelled on: `client-0`, `client-1`, ... in order of first message, engines
@@ -26,6 +27,7 @@
  *
  * @since 0.1.0
  */
+import { type Dialect, Dialects } from "@mcore-effect/protocol"
 import * as Fs from "node:fs/promises"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
@@ -41,11 +43,21 @@ import { InvalidTrace, TraceError, traceError, TraceIoFailed, UnsupportedVersion
 export const format = "mcore-effect-trace"
 
 /**
- * The major version this module writes, and the newest it reads.
+ * The newest major version this module reads and writes. A trace in the reference protocol is
+ * written as version 1, as it always was (every reader reads it); one in another dialect as
+ * version 2, with its `protocol`, so that a version-1 reader refuses it (`UnsupportedVersion`)
+ * instead of reading main's one-frame messages as the reference protocol's.
  *
  * @since 0.1.0
  */
-export const version = 1
+export const version = 2
+
+/**
+ * The version a trace in `protocol` is written as.
+ *
+ * @since 0.2.0
+ */
+export const versionFor = (protocol: Dialect.Name): number => (protocol === "reference" ? 1 : 2)
 
 /**
  * Which way a message travelled. The recorder writes the engine directions for peers that
@@ -84,7 +96,9 @@ export const Header = Schema.Struct({
   format: Schema.Literal(format),
   version: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
   created: Schema.String,
-  meta: Schema.Record(Schema.String, Schema.Unknown)
+  meta: Schema.Record(Schema.String, Schema.Unknown),
+  /** The dialect of the frames (version 2); absent: the reference protocol. */
+  protocol: Schema.optionalKey(Dialects.DialectName)
 })
 
 /**
@@ -132,6 +146,22 @@ export interface Trace {
 }
 
 /**
+ * The dialect a trace's frames are in: its header's `protocol`, or the reference protocol for a
+ * trace without one (every version-1 trace).
+ *
+ * @example
+ * ```ts
+ * import { Trace } from "@mcore-effect/testkit"
+ *
+ * Trace.protocolOf(Trace.make([])) // "reference"
+ * Trace.protocolOf(Trace.make([], { protocol: "main" })) // "main"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const protocolOf = (trace: Trace): Dialect.Name => trace.header.protocol ?? "reference"
+
+/**
  * A trace from recorded entries, stamped now.
  *
  * @example
@@ -144,24 +174,35 @@ export interface Trace {
  *
  * @since 0.1.0
  */
-export const make = (
-  entries: ReadonlyArray<Entry>,
-  options?: { readonly meta?: Record<string, unknown> | undefined; readonly created?: Date | undefined }
-): Trace => ({ header: makeHeader(options), entries })
+export const make = (entries: ReadonlyArray<Entry>, options?: HeaderOptions): Trace => ({ header: makeHeader(options), entries })
+
+/**
+ * What a header is made from.
+ *
+ * @since 0.2.0
+ */
+export interface HeaderOptions {
+  readonly meta?: Record<string, unknown> | undefined
+  readonly created?: Date | undefined
+  /** The dialect the frames are in. Default `reference` (then the header is version 1, without `protocol`). */
+  readonly protocol?: Dialect.Name | undefined
+}
 
 /**
  * A header for a trace started now.
  *
  * @since 0.1.0
  */
-export const makeHeader = (
-  options?: { readonly meta?: Record<string, unknown> | undefined; readonly created?: Date | undefined }
-): Header => ({
-  format,
-  version,
-  created: (options?.created ?? new Date()).toISOString(),
-  meta: options?.meta ?? {}
-})
+export const makeHeader = (options?: HeaderOptions): Header => {
+  const protocol = options?.protocol ?? "reference"
+  const header = {
+    format,
+    version: versionFor(protocol),
+    created: (options?.created ?? new Date()).toISOString(),
+    meta: options?.meta ?? {}
+  } as const
+  return protocol === "reference" ? header : { ...header, protocol }
+}
 
 const HeaderLine = Schema.fromJsonString(Header)
 const EntryLine = Schema.fromJsonString(Entry)

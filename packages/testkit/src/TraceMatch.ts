@@ -11,9 +11,12 @@
  * other requests before, and twice in a row against the same one. The client's own ids (frame 0)
  * are the client's choice and stay literal.
  *
+ * Messages are decoded in a dialect (`Options.protocol`, default the reference protocol's): a
+ * replay passes the one its trace was recorded in.
+ *
  * @since 0.1.0
  */
-import { type Frames, Messages, type MessageSpec } from "@mcore-effect/protocol"
+import { type Dialect, Dialects, type Frames, type MessageSpec } from "@mcore-effect/protocol"
 import * as Equal from "effect/Equal"
 import * as Result from "effect/Result"
 import type { Direction } from "./Trace.ts"
@@ -63,6 +66,8 @@ export interface Options {
    * {@link Renaming}. Default {@link coordinatorIdPaths}; `[]` compares every value literally.
    */
   readonly coordinatorIds?: ReadonlyArray<string> | undefined
+  /** The dialect messages are decoded in (a trace's `Trace.protocolOf`). Default `reference`. */
+  readonly protocol?: Dialect.Name | undefined
 }
 
 /**
@@ -104,15 +109,15 @@ export interface Difference {
   readonly why: string
 }
 
-const codecOf = (dir: Direction): Frames.Codec<ReadonlyArray<MessageSpec.Any>> => {
+const codecOf = (dir: Direction, dialect: Dialect.Dialect): Frames.Codec<ReadonlyArray<MessageSpec.Any>> => {
   switch (dir) {
     case "client->coordinator":
     case "coordinator->engine":
-      return Messages.Client
+      return dialect.client
     case "coordinator->client":
-      return Messages.Coordinator
+      return dialect.coordinator
     case "engine->coordinator":
-      return Messages.Engine
+      return dialect.engine
   }
 }
 
@@ -132,7 +137,7 @@ const hex = (frame: Uint8Array) => Buffer.from(frame.buffer, frame.byteOffset, f
  * @since 0.1.0
  */
 export const decode = (dir: Direction, frames: ReadonlyArray<Uint8Array>, options?: Options): Decoded => {
-  const decoded = codecOf(dir).decode(frames)
+  const decoded = codecOf(dir, Dialects.get(options?.protocol ?? "reference")).decode(frames)
   if (Result.isFailure(decoded)) return { _tag: "Undecodable", frames: frames.map(hex), why: decoded.failure.message }
   const message = decoded.success as { readonly _tag: string } & Record<string, unknown>
   if (message._tag !== "EngineReply") return { _tag: "Message", message }

@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { FrameSocket, Messages } from "@mcore-effect/protocol"
+import { type Dialect, FrameSocket, Messages } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -39,6 +39,12 @@ export interface Options {
   readonly path?: string | undefined
   /** The header's `meta`: who recorded it, with which settings. */
   readonly meta?: Record<string, unknown> | undefined
+  /**
+   * The dialect the peers and the coordinator speak, recorded in the header (`protocol`) so that
+   * a replay speaks it too. The recorder itself forwards bytes and never decodes them. Default
+   * `reference`.
+   */
+  readonly protocol?: Dialect.Name | undefined
 }
 
 /**
@@ -227,7 +233,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TraceError, Scope
     const address = options.address ?? "tcp://127.0.0.1:0"
     if (!isLoopback(address)) return yield* Effect.fail(traceError(new NotLoopback({ address })))
     yield* checkUpstream(options.upstream)
-    const header = Trace.makeHeader({ meta: options.meta })
+    const header = Trace.makeHeader({ meta: options.meta, protocol: options.protocol })
     // Acquired before the proxy, so released after it: the file gets every message recorded.
     const file = options.path === undefined ? undefined : yield* Trace.writer(options.path, header)
     const proxy = yield* Effect.acquireRelease(

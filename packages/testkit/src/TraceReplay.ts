@@ -15,7 +15,8 @@
  * replay), so the clients' part replays against a coordinator that has served others before, or
  * the same recording twice. A difference fails the replay with `ReplayMismatch` (the trace index, the expected and
  * the actual message, where they differ); silence fails it with `ReplayTimedOut`. Engine
- * directions in a trace are not replayed.
+ * directions in a trace are not replayed. Messages are decoded in the dialect the trace was
+ * recorded in (`Trace.protocolOf`): a replay speaks it, whatever `protocol` its options name.
  *
  * @since 0.1.0
  */
@@ -28,7 +29,7 @@ import type * as Scope from "effect/Scope"
 import * as Zmq from "zeromq"
 import { isLoopback } from "./Loopback.ts"
 import { BindFailed, ConnectFailed, NotLoopback } from "./TestkitError.ts"
-import type * as Trace from "./Trace.ts"
+import * as Trace from "./Trace.ts"
 import { InvalidTrace, ReplayMismatch, ReplayTimedOut, traceError, type TraceError } from "./TraceError.ts"
 import * as TraceMatch from "./TraceMatch.ts"
 
@@ -55,6 +56,9 @@ export interface Report {
 }
 
 const socketOptions = { linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 } as const
+
+/** The options with the trace's dialect: messages are compared as the recorded peers spoke. */
+const inDialect = <O extends Options>(trace: Trace.Trace, options: O): O => ({ ...options, protocol: Trace.protocolOf(trace) })
 
 /** Client peers in order of their first message: the order connections are paired with them. */
 const clientPeers = (trace: Trace.Trace): Array<string> => {
@@ -181,7 +185,7 @@ export const asCoordinator: (
     )
     const inbox = yield* Queue.unbounded<Array<Buffer>>()
     yield* pump(router, inbox, (frames) => frames)
-    const script = yield* Effect.forkScoped(playCoordinator(trace, router, inbox, options ?? {}))
+    const script = yield* Effect.forkScoped(playCoordinator(trace, router, inbox, inDialect(trace, options ?? {})))
     return { address: router.lastEndpoint ?? address, done: Fiber.join(script) } satisfies ScriptedCoordinator
   }
 )
@@ -317,7 +321,7 @@ export interface ClientsOptions extends Options {
 export const asClients: (trace: Trace.Trace, options: ClientsOptions) => Effect.Effect<Report, TraceError> = Effect.fn(
   "TraceReplay.asClients"
 )(function*(trace: Trace.Trace, options: ClientsOptions) {
-  return yield* playClients(trace, options).pipe(Effect.scoped)
+  return yield* playClients(trace, inDialect(trace, options)).pipe(Effect.scoped)
 })
 
 interface Arrival {

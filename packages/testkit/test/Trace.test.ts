@@ -66,8 +66,27 @@ describe("Trace: the format", () => {
   })
 
   it("refuses a newer major version with UnsupportedVersion, before looking at the rest of the header", () => {
-    const reason = failureOf(Trace.parse('{"format":"mcore-effect-trace","version":2,"something":"else"}\n'))
-    expect(reason).toMatchObject({ _tag: "UnsupportedVersion", version: 2, supported: 1 })
+    const reason = failureOf(Trace.parse('{"format":"mcore-effect-trace","version":3,"something":"else"}\n'))
+    expect(reason).toMatchObject({ _tag: "UnsupportedVersion", version: 3, supported: 2 })
+  })
+
+  it("records its dialect: a trace in another one is version 2 with its protocol; one without reads as the reference protocol", () => {
+    const main = Trace.makeHeader({ protocol: "main", created: new Date("2025-01-02T03:04:05.000Z") })
+    const text = Trace.stringify({ header: main, entries: [connect] })
+    expect(JSON.parse(text.split("\n")[0]!)).toEqual({
+      format: "mcore-effect-trace",
+      version: 2,
+      created: "2025-01-02T03:04:05.000Z",
+      meta: {},
+      protocol: "main"
+    })
+    const back = Result.getOrThrow(Trace.parse(text))
+    expect(Trace.protocolOf(back)).toBe("main")
+    // The reference protocol's traces are written as they always were, and old ones read as it.
+    expect(header).not.toHaveProperty("protocol")
+    expect(Trace.protocolOf(Result.getOrThrow(Trace.parse(`${headerLine}\n`)))).toBe("reference")
+    // A dialect this version does not know is not guessed at.
+    expect(failureOf(Trace.parse(text.replace('"main"', '"core_v0.16"')))).toMatchObject({ _tag: "InvalidTrace", line: 1 })
   })
 
   it("says which line is wrong and why", () => {

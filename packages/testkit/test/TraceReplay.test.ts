@@ -4,6 +4,7 @@ import { Effect, Result } from "effect"
 import { fileURLToPath } from "node:url"
 import * as Zmq from "zeromq"
 import { Generation, TestCluster, TestCoordinator, TestSupport, Trace, TraceMatch, TraceRecorder, TraceReplay, Vocabulary } from "../src/index.ts"
+import * as DialectPeer from "./support/DialectPeer.ts"
 import * as RawClient from "./support/RawClient.ts"
 import * as TraceSession from "./support/TraceSession.ts"
 
@@ -214,4 +215,60 @@ describe("TraceReplay: a coordinator that strays", () => {
       const firstReply = trace.entries.findIndex((e, i) => i > 1 && e.dir === "coordinator->client")
       expect(error.reason).toMatchObject({ _tag: "ReplayTimedOut", index: firstReply, peer: "client-0" })
     }).pipe(Effect.scoped))
+})
+
+describe("TraceReplay: a trace recorded in a Megatron-LM dialect", () => {
+  /** A main client's session: a text submission and a streamed one from token ids. */
+  const session = (address: string) =>
+    Effect.gen(function*() {
+      const client = yield* DialectPeer.client(address, "main")
+      yield* client.connect
+      yield* client.submit(0, "the red fox", { num_tokens_to_generate: 3 })
+      yield* client.submit(1, [4, 9, 22, 41], { num_tokens_to_generate: 3, streaming: true })
+      const messages = yield* client.untilReplies(2)
+      return messages.filter((m) => m.message._tag === "EngineReply").map((m) => [m.message.requestId, m.message.reply.generated_tokens])
+    })
+
+  it.effect("records its dialect, and replays in it both ways: as the coordinator, and as clients against a main cluster", () =>
+    Effect.gen(function*() {
+      const { trace, live } = yield* Effect.gen(function*() {
+        const cluster = yield* TestCluster.make({ engines: 1, protocol: "main" })
+        const recorder = yield* TraceRecorder.make({ upstream: cluster.address, protocol: "main" })
+        const live = yield* session(recorder.address)
+        return { trace: yield* recorder.trace, live }
+      }).pipe(Effect.scoped)
+      // Through the file format and back: version 2, `protocol` in the header.
+      const read = Result.getOrThrow(Trace.parse(Trace.stringify(trace)))
+      expect([read.header.version, Trace.protocolOf(read)]).toEqual([2, "main"])
+      const submit = read.entries.find((e) => e.dir === "client->coordinator" && e.frames[0]![1] === 20)!
+      expect(submit.frames).toHaveLength(1)
+      // Read as the reference protocol, main's one-frame SUBMIT does not decode; in main it does.
+      expect(TraceMatch.decode(submit.dir, submit.frames)._tag).toBe("Undecodable")
+      expect(TraceMatch.decode(submit.dir, submit.frames, { protocol: "main" })._tag).toBe("Message")
+
+      const coordinator = yield* TraceReplay.asCoordinator(read)
+      expect(yield* session(coordinator.address)).toEqual(live)
+      const played = yield* coordinator.done
+      expect(played.matched).toBe(count(read, "client->coordinator"))
+
+      const cluster = yield* TestCluster.make({ engines: 1, protocol: "main" })
+      const report = yield* TraceReplay.asClients(read, { address: cluster.address })
+      expect(report).toEqual({ sent: count(read, "client->coordinator"), matched: count(read, "coordinator->client") })
+    }).pipe(Effect.scoped))
+
+  it.effect("replayed against a coordinator of another dialect, the clients get no answer: nothing is read as the wrong protocol", () =>
+    Effect.gen(function*() {
+      const trace = yield* Effect.gen(function*() {
+        const cluster = yield* TestCluster.make({ engines: 1, protocol: "main" })
+        const recorder = yield* TraceRecorder.make({ upstream: cluster.address, protocol: "main" })
+        yield* session(recorder.address)
+        return yield* recorder.trace
+      }).pipe(Effect.scoped)
+      const reference = yield* TestCluster.make({ engines: 1 })
+      const error = yield* Effect.flip(TraceReplay.asClients(trace, { address: reference.address, timeoutMillis: 300 }))
+      expect(error.reason._tag).toBe("ReplayTimedOut")
+      // The reference coordinator took main's one-frame SUBMITs for five-frame ones cut short.
+      const after = yield* reference.coordinator.waitFor("both SUBMITs refused", (s) => s.counters.badArity === 2)
+      expect(after.engines[0]!.receivedTotal).toBe(0)
+    }).pipe(Effect.scoped, TestSupport.quiet))
 })

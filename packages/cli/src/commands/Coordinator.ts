@@ -1,7 +1,9 @@
 /**
  * `mcore coordinator --listen ADDR --engines N`: the testkit's coordinator and engines as a
  * standalone process, for trying a client (a Python one too) against something that speaks the
- * real protocol without a GPU. It prints the bound address alone on the first line of standard
+ * real protocol without a GPU; `--protocol` names the dialect they speak (a Megatron-LM ref's,
+ * `main`, `core_v0.19`, ...; default the reference protocol), so a client of that ref can be
+ * tried without Megatron. It prints the bound address alone on the first line of standard
  * output (so a script can read it; logs go to standard error, so a reader that merges the two
  * with `2>&1` may see a log line first), and with `--address-file` also writes it to a file,
  * removed again at exit. Then it prints what a client would want to see happen: connections,
@@ -45,6 +47,7 @@ const flags = {
     Flag.withDefault(16),
     Flag.withDescription("KV block size in tokens, for the coordinator's hashing and the engines (default 16)")
   ),
+  protocol: Flags.protocol,
   addressFile: Flag.String("address-file").pipe(
     Flag.withMetavar("path"),
     Flag.withDescription(
@@ -140,12 +143,13 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
 export const command = Command.make(
   "coordinator",
   flags,
-  Effect.fn("mcore.coordinator")(function*({ listen, engines, policy, stepMs, blockSize, addressFile }) {
+  Effect.fn("mcore.coordinator")(function*({ listen, engines, policy, stepMs, blockSize, protocol, addressFile }) {
     let started = false
     // Registered before the cluster, so it runs after the cluster's sockets are closed.
     yield* Effect.addFinalizer(() => (started ? Output.line("closed") : Effect.void))
     const cluster: TestCluster.Handle = yield* TestCluster.make({
       engines,
+      protocol,
       coordinator: { address: listen, policy, blockSizeTokens: blockSize },
       engine: { stepMs, blockSizeTokens: blockSize }
     })
@@ -154,7 +158,7 @@ export const command = Command.make(
     if (Option.isSome(addressFile)) yield* writeAddressFile(addressFile.value, cluster.address)
     yield* Output.line(
       `test coordinator: ${engines} engine(s) (${cluster.engines.map((e) => e.identity).join(", ")}), ` +
-        `policy ${policy}, a step every ${stepMs} ms; stop with Ctrl-C`
+        `policy ${policy}, protocol ${protocol}, a step every ${stepMs} ms; stop with Ctrl-C`
     )
     const watching = Effect.all([watch(cluster.coordinator), ...cluster.engines.map(watchEngine)], {
       concurrency: "unbounded"
@@ -171,6 +175,7 @@ export const command = Command.make(
   Command.withExamples([
     { command: "mcore coordinator --listen tcp://127.0.0.1:5555", description: "Two engines on a fixed port" },
     { command: "mcore coordinator --engines 4 --policy longest_prefix", description: "Any free port, prefix routing" },
+    { command: "mcore coordinator --protocol core_v0.19", description: "Speaking Megatron-LM core_v0.19's wire" },
     { command: "mcore coordinator --address-file /tmp/mcore.address &", description: "Any free port, its address in a file" }
   ])
 )

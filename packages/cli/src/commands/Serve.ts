@@ -183,7 +183,7 @@ const backend = (options: Parsed) =>
       return { coordinator: fromPrimary, tokenizer: process.env[WORKER_TOKENIZER]!, model: "embedded", embedded: process.env[WORKER_EMBEDDED] === "1" }
     }
     if (options.embedded) {
-      const cluster = yield* TestCluster.make({ engines: options.engines, engine: { stepMs: options.stepMs } })
+      const cluster = yield* TestCluster.make({ engines: options.engines, protocol: options.protocol, engine: { stepMs: options.stepMs } })
       const tokenizer = yield* WordTokenizer.directory
       return { coordinator: cluster.address, tokenizer, model: "embedded", embedded: true }
     }
@@ -228,8 +228,8 @@ const serveHere = (options: Parsed, coordinator: string, tokenizer: string, mode
   Effect.gen(function*() {
     const client = InferenceClient.layer({
       address: coordinator,
-      // The embedded coordinator speaks the reference protocol.
-      protocol: embedded ? "reference" : options.protocol,
+      // The embedded coordinator speaks it too (a worker parses the same flags as its primary).
+      protocol: options.protocol,
       connectTimeout: Option.getOrUndefined(options.connectTimeout)
     })
     const context = yield* Layer.build(
@@ -242,7 +242,9 @@ const serveHere = (options: Parsed, coordinator: string, tokenizer: string, mode
       yield* Workers.reportListening(url)
     } else {
       yield* Output.line(url)
-      yield* Output.errorLine(`serving ${serverOptions(options, model, embedded).model} over ${coordinator}; stop with Ctrl-C`)
+      yield* Output.errorLine(
+        `serving ${serverOptions(options, model, embedded).model} over ${coordinator} (protocol ${options.protocol}); stop with Ctrl-C`
+      )
     }
     return yield* Effect.never
   })

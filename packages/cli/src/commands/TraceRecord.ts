@@ -32,7 +32,9 @@ const flags = {
     Flag.withAlias("o"),
     Flag.withMetavar("file"),
     Flag.withDescription("The trace file to write (*.trace.jsonl; replaced)")
-  )
+  ),
+  // Recorded in the trace's header: `show` and `replay` then read the frames in it.
+  protocol: Flags.protocol
 } as const
 
 /** Prints each peer the first time it sends or is sent something. */
@@ -71,7 +73,7 @@ const announcePeers = (recorder: TraceRecorder.Handle): Effect.Effect<never> =>
 export const command = Command.make(
   "record",
   flags,
-  Effect.fn("mcore.trace.record")(function*({ listen, upstream, out }) {
+  Effect.fn("mcore.trace.record")(function*({ listen, upstream, out, protocol }) {
     let recorded: Effect.Effect<Trace.Trace> | undefined
     // Registered before the recorder, so it runs once the file has been written and closed.
     yield* Effect.addFinalizer(() =>
@@ -83,7 +85,8 @@ export const command = Command.make(
       upstream,
       address: listen,
       path: out,
-      meta: { recordedBy: `mcore ${version} trace record`, upstream }
+      meta: { recordedBy: `mcore ${version} trace record`, upstream },
+      protocol
     })
     recorded = recorder.trace
     yield* Output.line(recorder.address)

@@ -29,7 +29,7 @@ export const command = Command.make(
   Effect.fn("mcore.trace.show")(function*({ file }): Effect.fn.Return<void, TraceError.TraceError> {
     const trace = yield* Trace.read(file)
     const { header, entries } = trace
-    yield* Output.line(`${header.format} version ${header.version}, created ${header.created}`)
+    yield* Output.line(`${header.format} version ${header.version}, created ${header.created}, protocol ${Trace.protocolOf(trace)}`)
     yield* Output.line(`meta ${Json.stringify(header.meta)}`)
     yield* Output.line(`${entries.length} message(s)`)
     yield* Output.line()
