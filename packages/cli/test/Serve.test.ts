@@ -119,7 +119,8 @@ describe("mcore serve", () => {
       expect(status).toBe(200)
       expect(body.choices[0].message.content.split(" ")).toHaveLength(4)
       expect(process.stderr()).toContain("(protocol core_v0.19)")
-      // core_v0.19 has no partial replies: a stream is refused by the client before anything is sent.
+      // core_v0.19 has no partial replies: a stream carries the whole text in one chunk with the
+      // final reply (the text layer submits it unstreamed), then [DONE].
       const streamed = yield* Effect.promise(async () => {
         const response = await fetch(`${url}/v1/chat/completions`, {
           method: "POST",
@@ -128,7 +129,11 @@ describe("mcore serve", () => {
         })
         return response.text()
       })
-      expect(streamed).toContain("UnsupportedByDialect: the core_v0.19 protocol does not support streaming")
+      const records = streamed.split("\n\n").filter((r) => r.startsWith("data: "))
+      expect(records.at(-1)).toBe("data: [DONE]")
+      const contents = records.slice(0, -1).map((r) => JSON.parse(r.slice(6)).choices[0]?.delta?.content).filter((c) => c)
+      expect(contents).toHaveLength(1)
+      expect(contents[0].split(" ")).toHaveLength(4)
       yield* process.kill("SIGTERM")
       expect((yield* process.exited()).code).toBe(143)
     }), 120_000)
