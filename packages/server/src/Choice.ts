@@ -14,7 +14,7 @@ import type { Media, SamplingParams } from "@mcore-effect/protocol"
 import type { TextError, TextGeneration } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { FinishReason } from "./OpenAiSchema.ts"
+import type { FinishReason, Usage } from "./OpenAiSchema.ts"
 import type * as Sampling from "./Sampling.ts"
 import { badRequest, fromClientError, Internal, serverError, type ServerError } from "./ServerError.ts"
 import type { State } from "./ServerState.ts"
@@ -172,3 +172,44 @@ export const failed = (context: Context, error: TextError.TextError | ClientErro
  * @since 0.1.0
  */
 export const finishedOf = (part: TextGeneration.Finish): Finished => finished(part)
+
+/**
+ * `finished` with only its tokens from `sent` on (and their log probs): what a closing chunk
+ * still has to carry when the first `sent` went out with their deltas.
+ *
+ * @since 0.1.0
+ */
+export const unsent = (finished: Finished, sent: number): Finished =>
+  sent === 0 ? finished : {
+    ...finished,
+    tokens: finished.tokens.slice(sent),
+    logprobs: finished.logprobs?.slice(sent),
+    topLogprobs: finished.topLogprobs?.slice(sent)
+  }
+
+/**
+ * Usage of finished choices (`n` per prompt, in order): each prompt counted once, every
+ * generated token counted.
+ *
+ * @since 0.1.0
+ */
+export const usage = (finished: ReadonlyArray<Finished | undefined>, n: number): Usage => {
+  let prompt = 0
+  let completion = 0
+  let cached = 0
+  for (let i = 0; i < finished.length; i++) {
+    const choice = finished[i]
+    if (choice === undefined) continue
+    completion += choice.completionTokens
+    if (i % n === 0) {
+      prompt += choice.promptTokens
+      cached += choice.cachedTokens
+    }
+  }
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cached }
+  }
+}
