@@ -3,27 +3,12 @@
  * trace or a page of help; `--help` works on every command.
  */
 import { beforeAll, describe, expect, it } from "@effect/vitest"
+import { TestSupport } from "@mcore-effect/testkit"
 import { Effect } from "effect"
-import { createServer } from "node:net"
 import { ensureBuilt } from "./support/Build.ts"
 import * as Mcore from "./support/Mcore.ts"
 
 beforeAll(ensureBuilt, 300_000)
-
-/**
- * A loopback port nothing listens on (bound, then released). On 127.0.0.2: a test binding
- * 127.0.0.1:0 meanwhile may be given the same port, but listens on its own address only.
- */
-const freePort = Effect.promise(() =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.2", () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-)
 
 /** Runs `mcore ...args`, expecting `code` and exactly one line on stderr (returned), nothing on stdout. */
 const oneLine = (args: ReadonlyArray<string>, code: number) =>
@@ -39,7 +24,7 @@ const oneLine = (args: ReadonlyArray<string>, code: number) =>
 describe("errors", () => {
   it.live("an unreachable coordinator: the client's ConnectTimeout, after --connect-timeout", () =>
     Effect.gen(function*() {
-      const address = `tcp://127.0.0.2:${yield* freePort}`
+      const address = yield* TestSupport.refusedAddress
       expect(yield* oneLine(["generate", "--address", address, "--connect-timeout", "300ms", "hello"], 1)).toBe(
         `mcore: ConnectTimeout: no CONNECT_ACK from ${address} within 300 ms: the connection was refused (ZeroMQ keeps retrying)`
       )

@@ -60,11 +60,9 @@ describe("InferenceClient against a stub coordinator", () => {
 
   it.live("ConnectTimeout says when the address refused the connection", () =>
     Effect.gen(function*() {
-      // A port just freed: nothing listens there, so every attempt is refused. On 127.0.0.2, not
-      // 127.0.0.1: another test binding 127.0.0.1:0 meanwhile may be given the same port (seen
-      // once in a full run: the client then connected), but listens on its own address only.
-      const stub = yield* Effect.scoped(StubCoordinator.make({ address: "tcp://127.0.0.2:0" }))
-      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 300 })))
+      // Nothing listens there, so every attempt is refused.
+      const address = yield* TestSupport.refusedAddress
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address, connectTimeout: 300 })))
       expect(error.reason).toMatchObject({ _tag: "ConnectTimeout", seen: "refused" })
       expect(error.message).toContain("refused")
     }).pipe(withRegistry))

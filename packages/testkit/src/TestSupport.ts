@@ -8,6 +8,7 @@
  */
 import { FrameSocket } from "@mcore-effect/protocol"
 import { fork } from "node:child_process"
+import { createServer } from "node:net"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
@@ -287,3 +288,34 @@ export const runProgram = (
       child.kill("SIGKILL")
     })
   })
+
+/**
+ * A loopback TCP address nothing listens on, so that connecting is refused: a port from 20,000
+ * to 29,999 on 127.0.0.2, found free by listening on it, then released. Below Linux's ephemeral
+ * range (32,768 and up) on purpose: a port freed from that range (bound with port 0) can be
+ * handed to another test's listener meanwhile, or taken as the source port of the very
+ * connection that tries it (a loopback self-connect), and the connection then succeeds (seen
+ * twice in full runs, as `seen: "connected"`).
+ *
+ * @example
+ * ```ts
+ * import { TestSupport } from "@mcore-effect/testkit"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.map(TestSupport.refusedAddress, (address) => address.startsWith("tcp://127.0.0.2:"))
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const refusedAddress: Effect.Effect<string> = Effect.promise(async () => {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000)
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer()
+      server.once("error", () => resolve(false))
+      server.listen(port, "127.0.0.2", () => server.close(() => resolve(true)))
+    })
+    if (free) return `tcp://127.0.0.2:${port}`
+  }
+  throw new Error("no free port from 20,000 to 29,999 on 127.0.0.2 in 50 tries")
+})
