@@ -7,7 +7,8 @@ const all: Record<string, () => Promise<unknown>> = {
   blockHashes: () => import("../packages/protocol/bench/blockHashes.bench.ts").then((m) => m.run()),
   submitEncode: () => import("../packages/protocol/bench/submitEncode.bench.ts").then((m) => m.run()),
   text: () => import("../packages/text/bench/text.bench.ts").then((m) => m.run()),
-  server: () => import("../packages/server/bench/server.bench.ts").then((m) => m.run())
+  server: () => import("../packages/server/bench/server.bench.ts").then((m) => m.run()),
+  toolArguments: () => import("../packages/server/bench/toolArguments.bench.ts").then((m) => m.run())
 }
 // Long runs rather than comparisons: only when named (`pnpm bench soak`).
 const named: Record<string, () => Promise<unknown>> = {

@@ -147,6 +147,19 @@ describe("streamed deltas", () => {
     })
   }
 
+  it("hermes: every split in one or two pieces of a call with blanks and nested braces (the open call's arguments extended without reading it all)", () => {
+    const reading = { reasoning: qwen3, calls: { parser: hermes, tools: [], parallel: true } }
+    const text = '<think>x</think>\n<tool_call>\n{"name": "f", "arguments": {"a": {"b": [1, "}"]}, "c": " "} }\n</tool_call>'
+    const whole = AssistantReply.read(reading, text, true)
+    expect(whole.calls).toEqual([{ name: "f", arguments: '{"a": {"b": [1, "}"]}, "c": " "}' }])
+    const want = { reasoning: whole.reasoning, content: whole.content, calls: whole.calls }
+    for (let i = 0; i <= text.length; i++) {
+      for (let j = i; j <= text.length; j += 3) expect(streamed(reading, text, [i, j])).toEqual(want)
+    }
+    // Token by token (one character each): the way a long argument streams.
+    expect(streamed(reading, text, Array.from({ length: text.length }, (_, k) => k))).toEqual(want)
+  })
+
   it("a closed think block with blank content after it is not more reasoning (found by the property)", () => {
     const reading = { reasoning: qwen3, calls: { parser: hermes, tools: [], parallel: true } }
     for (let cut = 0; cut <= 23; cut++) {

@@ -9,6 +9,7 @@
  */
 import { randomBytes } from "node:crypto"
 import type { ReasoningParser } from "./ReasoningParser.ts"
+import { withoutObjectEnd } from "./Tags.ts"
 import type { Call, Tool, ToolCallParser } from "./ToolCallParser.ts"
 
 /**
@@ -162,6 +163,14 @@ export class Deltas {
    * a token at 4,000 tokens of content, where this costs one `includes` of the new text.
    */
   private plain: "content" | "reasoning" | undefined = undefined
+  /**
+   * The call whose arguments a text without `<` extends, and what its text holds back, when the
+   * last reading ended in it with everything sent (see `ToolCallParser.Call.held`): reading it all
+   * per token costs the length of the text (20 µs a token at 16,000 characters of Hermes
+   * arguments, `pnpm bench toolArguments`), this 0.11 (one `includes` and one trailing match of
+   * the new text).
+   */
+  private plainArguments: { readonly index: number; held: string } | undefined = undefined
   private finalReply: Reply | undefined = undefined
 
   constructor(private readonly reading: Reading) {}
@@ -178,10 +187,27 @@ export class Deltas {
       this.reasoning += text
       return [{ reasoning_content: text }]
     }
+    const open = this.plainArguments
+    if (open !== undefined && !text.includes("<")) {
+      const written = open.held + text
+      const args = withoutObjectEnd(written)
+      open.held = written.slice(args.length)
+      if (args === "") return []
+      this.calls[open.index]!.arguments += args
+      return [{ tool_calls: [{ index: open.index, function: { arguments: args } }] }]
+    }
     const reply = read(this.reading, this.text, false)
     const out = this.diff(reply)
     // Only when everything read was sent: a reading that did not extend what was sent is not.
-    this.plain = reply.content === this.content && reply.reasoning === this.reasoning ? reply.extends : undefined
+    const allSent = reply.content === this.content && reply.reasoning === this.reasoning
+    this.plain = allSent ? reply.extends : undefined
+    const last = reply.calls.length - 1
+    const call = reply.calls[last]
+    // Not before the arguments started: the blanks before them are no part of them.
+    this.plainArguments = allSent && call?.held !== undefined && call.arguments !== "" && this.calls.length === last + 1 &&
+        this.calls[last]!.name === call.name && this.calls[last]!.arguments === call.arguments
+      ? { index: last, held: call.held }
+      : undefined
     return out
   }
 

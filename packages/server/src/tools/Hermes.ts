@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { scanBlocks, withoutPartialTag } from "./Tags.ts"
+import { scanBlocks, withoutObjectEnd, withoutPartialTag } from "./Tags.ts"
 import type { Call, Parsed, Tool } from "./ToolCallParser.ts"
 
 const OPEN = "<tool_call>"
@@ -49,9 +49,14 @@ const openCall = (inner: string): Call | undefined => {
   }
   if (typeof name !== "string") return undefined
   // Held back: a closing tag starting, and the closing braces and blanks (the object's own `}`).
-  const rest = withoutPartialTag(inner.slice(head[0].length), CLOSE, false)
-  return { name, arguments: rest.replace(/[\s}]+$/, "") }
+  const written = inner.slice(head[0].length)
+  const rest = withoutPartialTag(written, CLOSE, false)
+  const args = withoutObjectEnd(rest)
+  return rest.length === written.length
+    ? { name, arguments: args, held: rest.slice(args.length) }
+    : { name, arguments: args }
 }
+
 
 /**
  * The calls of `text` (see `ToolCallParser.ToolCallParser.parse`).

@@ -34,6 +34,21 @@ export const partialTagAtEnd = (text: string, tag: string): number => {
 export const withoutPartialTag = (text: string, tag: string, final: boolean): string =>
   final ? text : text.slice(0, text.length - partialTagAtEnd(text, tag))
 
+/**
+ * `text` without the blanks and braces at its end: of a JSON object still being written, what
+ * may be its end is held back until more text says (a call's arguments so far).
+ *
+ * @example
+ * ```ts
+ * import { Tags } from "@mcore-effect/server"
+ *
+ * Tags.withoutObjectEnd('{"a": {"b": 1} }') // '{"a": {"b": 1'
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const withoutObjectEnd = (text: string): string => text.replace(/[\s}]+$/, "")
+
 const isBlank = (text: string): boolean => text.trim() === ""
 
 /**

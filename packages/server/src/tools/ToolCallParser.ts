@@ -17,6 +17,14 @@ import * as Qwen3Coder from "./Qwen3Coder.ts"
 export interface Call {
   readonly name: string
   readonly arguments: string
+  /**
+   * Of a call still being generated whose format allows it (Hermes): what its text holds back
+   * after `arguments` (blanks and braces that may be the object's end), when nothing else is (no
+   * tag may be starting). More text without `<` then extends the arguments by itself minus what
+   * it holds back in turn (`Tags.withoutObjectEnd`), without the whole text being read again
+   * (`AssistantReply.Deltas`).
+   */
+  readonly held?: string | undefined
 }
 
 /**
