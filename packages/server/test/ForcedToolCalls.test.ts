@@ -12,18 +12,11 @@ import type { Continuations } from "@mcore-effect/testkit"
 import type { Tokenizer } from "@mcore-effect/text"
 import { Effect } from "effect"
 import OpenAI from "openai"
-import { isolated, post, qwen3, sdk, serve, submissions } from "./support/Serve.ts"
+import { isolated, post, qwen3, sdk, serve, submissions, weatherTool } from "./support/Serve.ts"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
-const tools: Array<OpenAI.Chat.Completions.ChatCompletionTool> = [{
-  type: "function",
-  function: {
-    name: "get_weather",
-    description: "The weather in a city",
-    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
-  }
-}, {
+const tools: Array<OpenAI.Chat.Completions.ChatCompletionTool> = [weatherTool, {
   type: "function",
   function: { name: "get_time", description: "The time in a city", parameters: { type: "object", properties: { city: { type: "string" } } } }
 }]

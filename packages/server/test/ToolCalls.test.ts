@@ -10,19 +10,11 @@ import { Continuations, type TestCluster } from "@mcore-effect/testkit"
 import type { Tokenizer } from "@mcore-effect/text"
 import { Effect } from "effect"
 import OpenAI from "openai"
-import { isolated, qwen3, serve } from "./support/Serve.ts"
+import { isolated, qwen3, sdk, serve, weatherTool } from "./support/Serve.ts"
 
-const sdk = (baseURL: string) => new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 20_000 })
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
-const tools: Array<OpenAI.Chat.Completions.ChatCompletionTool> = [{
-  type: "function",
-  function: {
-    name: "get_weather",
-    description: "The weather in a city",
-    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
-  }
-}]
+const tools = [weatherTool]
 
 const thinking = "\nThe user wants the weather; I will call the tool.\n"
 const callText = `<think>${thinking}</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>`

@@ -160,3 +160,13 @@ export const refusal = (call: () => Promise<unknown>) =>
     }
     throw new Error("the call was not refused")
   })
+
+/** The tests' `get_weather` tool: what the scripted engines call. */
+export const weatherTool: OpenAI.Chat.Completions.ChatCompletionTool = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "The weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+  }
+}
