@@ -160,6 +160,19 @@ describe("streamed deltas", () => {
     expect(streamed(reading, text, Array.from({ length: text.length }, (_, k) => k))).toEqual(want)
   })
 
+  it("qwen3_coder: every split in one or two pieces of a call whose values hold '<' and '>' (an open parameter not read again)", () => {
+    const reading = { reasoning: qwen3, calls: { parser: coder, tools: [], parallel: true } }
+    const text = "<think>x</think>\n<tool_call>\n<function=f>\n<parameter=a>\nif a < b > c\n</parameter>\n" +
+      "<parameter=b>\n[1, 2]\n</parameter>\n</function>\n</tool_call>"
+    const whole = AssistantReply.read(reading, text, true)
+    expect(whole.calls).toEqual([{ name: "f", arguments: '{"a":"if a < b > c","b":[1,2]}' }])
+    const want = { reasoning: whole.reasoning, content: whole.content, calls: whole.calls }
+    for (let i = 0; i <= text.length; i++) {
+      for (let j = i; j <= text.length; j += 3) expect(streamed(reading, text, [i, j])).toEqual(want)
+    }
+    expect(streamed(reading, text, Array.from({ length: text.length }, (_, k) => k))).toEqual(want)
+  })
+
   it("a closed think block with blank content after it is not more reasoning (found by the property)", () => {
     const reading = { reasoning: qwen3, calls: { parser: hermes, tools: [], parallel: true } }
     for (let cut = 0; cut <= 23; cut++) {

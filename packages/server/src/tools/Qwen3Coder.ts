@@ -87,7 +87,9 @@ const callOf = (inner: string, tools: ReadonlyArray<Tool>, closed: boolean): Cal
     args += (first ? "" : ",") + JSON.stringify(key) + ":" + JSON.stringify(valueOf(trimNewline(match[2]!), typeOf(tool, key)))
     first = false
   }
-  return { name, arguments: end < 0 ? args : args + "}" }
+  if (end >= 0) return { name, arguments: args + "}" }
+  // Unclosed: quiet unless a `<` may be starting a tag that more text without one would finish.
+  return inner.lastIndexOf("<") < inner.lastIndexOf(">") ? { name, arguments: args, quiet: true } : { name, arguments: args }
 }
 
 /**

@@ -25,6 +25,12 @@ export interface Call {
    * (`AssistantReply.Deltas`).
    */
   readonly held?: string | undefined
+  /**
+   * Of a call still being generated: more text without `<` changes nothing of the reading
+   * (Qwen3-Coder, inside or between parameters, with no tag starting: a parameter counts once it
+   * is closed), so it is not read again until a text with `<` comes.
+   */
+  readonly quiet?: boolean | undefined
 }
 
 /**
