@@ -50,6 +50,47 @@ export const isDeserialized = (reply: Reply): reply is ProtocolReply.DynamicInfe
   reply instanceof ProtocolReply.DynamicInferenceRequest
 
 /**
+ * The request a reply is about. Megatron-LM core_v0.16's coordinator replies with the engine's
+ * request *record*, `{"requests": [request, ...], "latency": ...}` (the request as each of its
+ * engine passes left it; the last is the finished one), and `submit` hands that record over as
+ * it came, as Megatron's own 0.16 client gets it. This gives its last request, with the
+ * record's `latency` (the client's, seconds from submission); any other reply is returned as it
+ * is. A typed reply (`deserialize: true`) is always the request already.
+ *
+ * @example
+ * ```ts
+ * import { Reply } from "@mcore-effect/client"
+ *
+ * Reply.requestOf({ requests: [{ request_id: 0, generated_tokens: [5] }], latency: 0.2 })
+ * // { request_id: 0, generated_tokens: [5], latency: 0.2 }
+ * Reply.requestOf({ request_id: 0, generated_tokens: [5], latency: 0.2 }) // the same map
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const requestOf = (reply: Reply): Reply => {
+  if (isDeserialized(reply)) return reply
+  const last = lastRequest(reply)
+  return last === undefined ? reply : { ...last, latency: reply.latency }
+}
+
+/**
+ * A record's last request, or `undefined` when the map is not a record (a request map has no
+ * `requests` key; a record has no `generated_tokens`).
+ *
+ * @since 0.2.0
+ * @internal
+ */
+export const lastRequest = (map: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined => {
+  const requests = map.requests
+  if (!Array.isArray(requests) || requests.length === 0 || "generated_tokens" in map) return undefined
+  const last: unknown = requests[requests.length - 1]
+  return last !== null && typeof last === "object" && !Array.isArray(last) && !(last instanceof Uint8Array)
+    ? last as Record<string, unknown>
+    : undefined
+}
+
+/**
  * New tokens of a streamed request (`ENGINE_REPLY_PARTIAL`), in order.
  *
  * @since 0.1.0
