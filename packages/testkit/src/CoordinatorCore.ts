@@ -9,6 +9,9 @@
  * the way in (so the logic below reads the same in every dialect), and replies leave in the
  * dialect's layout. A message of the reference protocol that the dialect lacks (ABORT_REQUEST on
  * core_v0.19) is dropped as malformed, where Megatron's coordinator of that ref would die of it.
+ * core_v0.16's coordinator forwards every control signal (no state machine), relays its engines'
+ * PAUSE_ACK / STOP_ACK once all have acked, ends after the STOP_ACKs, and dies of a second ack
+ * from one engine (a second PAUSE before UNPAUSE) as Megatron's does.
  *
  * Behaviour follows Megatron's `data_parallel_inference_coordinator` (`coordinator.py`,
  * `handlers.py`, `state.py`) where the wire format alone does not say: an engine registers by sending one

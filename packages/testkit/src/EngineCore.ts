@@ -12,7 +12,8 @@
  *
  * It speaks one dialect (`DialectWire`): what the coordinator forwards is read with the dialect's
  * client codec, replies are shaped as that ref's engine shapes them (`ReplyShapes`) and batched
- * in its layout (main and the releases: `[21, [reply, ...]]` in one frame).
+ * in its layout (main and the releases: `[21, [reply, ...]]` in one frame; core_v0.16: each reply
+ * in a record, PAUSE and STOP acknowledged, no control states).
  *
  * Past 400 lines: the read side and the step loop share the active requests, pins and faults;
  * decoding is the protocol's (the dialect's codecs), the socket's reader and writer `FrameSocket`'s.
