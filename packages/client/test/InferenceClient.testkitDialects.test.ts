@@ -263,6 +263,18 @@ describe("InferenceClient against the testkit, both speaking core_v0.16: its ack
       yield* nothingDropped(c)
     }).pipe(Effect.scoped, withRegistry))
 
+  it.live("deserialize: the typed reply is the record's last request, with the client's latency", () =>
+    Effect.gen(function*() {
+      const { client } = yield* cluster({ client: { deserialize: true } })
+      const reply = yield* client.submit(tokens, { num_tokens_to_generate: 3 })
+      if (!InferenceClient.isDeserialized(reply)) return expect.unreachable()
+      expect(reply.generated_tokens).toEqual(generated(3))
+      expect(reply.latency).toBeGreaterThan(0)
+      expect(InferenceClient.requestOf(reply)).toBe(reply)
+      const tokensReceived = yield* Metric.value(ClientMetrics.tokensReceived)
+      expect(tokensReceived.count).toBe(3)
+    }).pipe(Effect.scoped, withRegistry))
+
   it.live("STOP: every engine acks, and the coordinator ends, as 0.16's does", () =>
     Effect.gen(function*() {
       const { cluster: c, client } = yield* cluster()
