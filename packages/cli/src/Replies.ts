@@ -27,7 +27,7 @@ import * as Result from "effect/Result"
 export const typed = (
   reply: InferenceClient.Reply
 ): Result.Result<Reply.DynamicInferenceRequest, ProtocolError.ProtocolError> => {
-  // core_v0.16 replies with the request's record: its last request is the one read.
+  // core_v0.16 replies with the request's record: its requests merged are the one read.
   const request = InferenceClient.requestOf(reply)
   return InferenceClient.isDeserialized(request) ? Result.succeed(request) : Reply.decodeReply(request)
 }

@@ -46,7 +46,8 @@ export type { Final, RawReply, Reply, StreamEvent, Tokens } from "./Reply.ts"
 export { isDeserialized } from "./Reply.ts"
 
 /**
- * The request a reply is about: a core_v0.16 record's last request, any other reply as it is;
+ * The request a reply is about: a core_v0.16 record's requests merged (as Megatron's
+ * `DynamicInferenceRequestRecord.merge()` does), any other reply as it is;
  * see `Reply.requestOf`.
  *
  * @since 0.2.0

@@ -19,7 +19,7 @@ import type * as Scope from "effect/Scope"
 import { clientError, MalformedReply, ReplyTooLarge } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
 import type { Entry, PendingRequests } from "./PendingRequests.ts"
-import { lastRequest, type RawReply } from "./Reply.ts"
+import { type RawReply, recordRequest } from "./Reply.ts"
 import type { Unanswered } from "./Unanswered.ts"
 
 const { describeValue, isPlainObject } = Values
@@ -61,8 +61,8 @@ export interface Options {
 }
 
 const tokensOf = (map: Record<string, unknown>): number => {
-  // core_v0.16: the reply is a record; its last request holds the tokens.
-  const reply = lastRequest(map) ?? map
+  // core_v0.16: the reply is a record; its requests merged hold the tokens.
+  const reply = recordRequest(map) ?? map
   const length = reply.generated_length
   if (typeof length === "number") return length
   const tokens = reply.generated_tokens
@@ -88,10 +88,8 @@ const finish = (options: Options, entry: Entry, latency: number, body: Uint8Arra
     // The client's addition, before decoding, so the typed reply carries it too.
     map.latency = latency
     if (!options.deserialize) return pending.complete(entry, map as RawReply, latency, tokensOf(map))
-    // A record (core_v0.16) has no typed form: its last request is the typed reply.
-    const request = lastRequest(map)
-    if (request !== undefined) request.latency = latency
-    const decoded = Reply.decodeReply(request ?? map)
+    // A record (core_v0.16) has no typed form: its requests merged are the typed reply.
+    const decoded = Reply.decodeReply(recordRequest(map) ?? map)
     if (Result.isSuccess(decoded)) return pending.complete(entry, decoded.success, latency, tokensOf(map))
     return malformedReply(options, entry, decoded.failure.message)
   }
