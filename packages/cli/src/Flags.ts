@@ -111,13 +111,13 @@ export const connectTimeout: Flag.Flag<Option.Option<Duration.Duration>> = durat
 
 /**
  * `--protocol`: the coordinator's wire dialect, by the Megatron-LM version that speaks it
- * (`main`, `pr-6497`, `core_v0.19`, `core_v0.18`, `core_v0.17`; default `reference`).
+ * (`main`, `pr-6497`, `core_v0.19`, `core_v0.18`, `core_v0.17`, `core_v0.16`; default `reference`).
  *
  * @since 0.2.0
  */
 export const protocol: Flag.Flag<Dialect.Name> = Flag.Literals("protocol", Dialect.names).pipe(
   Flag.withDescription(
-    "The coordinator's wire protocol, by Megatron-LM version: main, pr-6497, core_v0.19, core_v0.18, core_v0.17, or reference (default; env MCORE_PROTOCOL)"
+    "The coordinator's wire protocol, by Megatron-LM version: main, pr-6497, core_v0.19, core_v0.18, core_v0.17, core_v0.16, or reference (default; env MCORE_PROTOCOL)"
   ),
   Flag.withFallbackConfig(Config.Literals(Dialect.names, "MCORE_PROTOCOL")),
   Flag.withDefault<Dialect.Name>("reference")

@@ -26,8 +26,11 @@ import * as Result from "effect/Result"
  */
 export const typed = (
   reply: InferenceClient.Reply
-): Result.Result<Reply.DynamicInferenceRequest, ProtocolError.ProtocolError> =>
-  InferenceClient.isDeserialized(reply) ? Result.succeed(reply) : Reply.decodeReply(reply)
+): Result.Result<Reply.DynamicInferenceRequest, ProtocolError.ProtocolError> => {
+  // core_v0.16 replies with the request's record: its requests merged are the one read.
+  const request = InferenceClient.requestOf(reply)
+  return InferenceClient.isDeserialized(request) ? Result.succeed(request) : Reply.decodeReply(request)
+}
 
 /**
  * The generated tokens of a reply (none when it carries none, or cannot be read).

@@ -236,6 +236,19 @@ describe("mcore coordinator --protocol: a Megatron-LM ref's wire, without Megatr
       expect(yield* Mcore.ok(["generate", ...main, "-n", "2", prompt])).toBe(`${Vocabulary.detokenize(expectedTokens(2))}\n`)
     }), 180_000)
 
+  it.live("core_v0.16: the reply is the request's record (--json prints it whole, the text is its request's); pause and unpause", () =>
+    Effect.gen(function*() {
+      const { address } = yield* Mcore.coordinator(["--protocol", "core_v0.16"])
+      const v016 = ["--address", address, "--protocol", "core_v0.16"]
+      const record = JSON.parse(yield* Mcore.ok(["generate", ...v016, "-n", "3", "--json", prompt])) as Record<string, any>
+      expect(Object.keys(record)).toEqual(["requests", "latency"])
+      expect(record.requests[0].generated_tokens).toEqual(expectedTokens(3))
+      expect(yield* Mcore.ok(["generate", ...v016, "-n", "2", prompt])).toBe(`${Vocabulary.detokenize(expectedTokens(2))}\n`)
+      yield* Mcore.ok(["control", "pause", ...v016])
+      yield* Mcore.ok(["control", "unpause", ...v016])
+      expect(yield* Mcore.ok(["generate", ...v016, "-n", "2", prompt])).toBe(`${Vocabulary.detokenize(expectedTokens(2))}\n`)
+    }), 180_000)
+
   it.live("core_v0.17: headers from 1; a token prompt comes back with its text; a stream is refused before anything is sent", () =>
     Effect.gen(function*() {
       const { address } = yield* Mcore.coordinator(["--protocol", "core_v0.17"])

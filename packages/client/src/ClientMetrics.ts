@@ -118,6 +118,21 @@ export const messagesDropped = Metric.counter("mcore_client_messages_dropped", {
   incremental: true
 })
 
+/**
+ * Acknowledgements the coordinator relayed, by `signal` (`pause`, `stop`): core_v0.16's
+ * coordinator sends PAUSE_ACK and STOP_ACK to every client it knows once every engine has acked,
+ * whoever sent the signal. They are expected, not malformed: counted here, nothing else.
+ *
+ * @since 0.2.0
+ */
+export const controlAcks = Metric.counter("mcore_client_control_acks", {
+  description: "PAUSE_ACK / STOP_ACK messages relayed by the coordinator (core_v0.16)",
+  incremental: true
+})
+
+const pauseAcks = Metric.withAttributes(controlAcks, { signal: "pause" })
+const stopAcks = Metric.withAttributes(controlAcks, { signal: "stop" })
+
 const malformedDropped = Metric.withAttributes(messagesDropped, { reason: "malformed" })
 const unknownDropped = Metric.withAttributes(messagesDropped, { reason: "unknown_request" })
 const tooLargeDropped = Metric.withAttributes(messagesDropped, { reason: "too_large" })
@@ -169,5 +184,9 @@ export class Recorder {
 
   tooLarge(): void {
     tooLargeDropped.updateUnsafe(1, this.context)
+  }
+
+  acknowledged(signal: "pause" | "stop"): void {
+    ;(signal === "pause" ? pauseAcks : stopAcks).updateUnsafe(1, this.context)
   }
 }

@@ -24,6 +24,7 @@ import * as ClientConfig from "./ClientConfig.ts"
 import { type ClientError, clientError, InvalidAddress, InvalidArgument, InvalidRequest } from "./ClientError.ts"
 import { Recorder } from "./ClientMetrics.ts"
 import * as Connection from "./Connection.ts"
+import * as ControlSignals from "./ControlSignals.ts"
 import type { RawReply, Reply, StreamEvent } from "./Reply.ts"
 import { requestsOf, streamed } from "./RequestEffects.ts"
 import { REQUEST_ID } from "./Spans.ts"
@@ -43,6 +44,15 @@ export type { Final, RawReply, Reply, StreamEvent, Tokens } from "./Reply.ts"
  * @since 0.1.0
  */
 export { isDeserialized } from "./Reply.ts"
+
+/**
+ * The request a reply is about: a core_v0.16 record's requests merged (as Megatron's
+ * `DynamicInferenceRequestRecord.merge()` does), any other reply as it is;
+ * see `Reply.requestOf`.
+ *
+ * @since 0.2.0
+ */
+export { requestOf } from "./Reply.ts"
 
 /**
  * A prompt: text, or token ids (an array or an integer typed array).
@@ -238,15 +248,27 @@ export interface Service<R extends Reply = Reply> {
    * Cancels a request on the coordinator; whatever waits for it here fails with `RequestAborted`.
    */
   readonly abort: (requestId: number) => Effect.Effect<void, ClientError>
-  /** PAUSE to every engine. */
+  /**
+   * PAUSE to every engine. On core_v0.16 a second PAUSE before an UNPAUSE kills the coordinator:
+   * a second call from this client before `unpauseEngines`/`resumeEngines` fails with
+   * `InvalidRequest` (`UnsupportedByDialect`) and sends nothing (other clients' PAUSEs it cannot
+   * see). Every 0.16 client then receives the coordinator's PAUSE_ACK, counted in
+   * `mcore_client_control_acks`.
+   */
   readonly pauseEngines: () => Effect.Effect<void, ClientError>
   /** UNPAUSE to every engine. */
   readonly unpauseEngines: () => Effect.Effect<void, ClientError>
-  /** SUSPEND to every engine (requires PAUSED). */
+  /**
+   * SUSPEND to every engine (requires PAUSED). On core_v0.16, as its own client does, PAUSE then
+   * SUSPEND (SUSPEND alone when this client's PAUSE is standing).
+   */
   readonly suspendEngines: () => Effect.Effect<void, ClientError>
-  /** RESUME to every engine (requires SUSPENDED). */
+  /** RESUME to every engine (requires SUSPENDED). On core_v0.16, RESUME then UNPAUSE, as its own client does. */
   readonly resumeEngines: () => Effect.Effect<void, ClientError>
-  /** STOP to every engine (requires PAUSED or SUSPENDED); does not affect the coordinator. */
+  /**
+   * STOP to every engine (requires PAUSED or SUSPENDED); does not affect the coordinator, but on
+   * core_v0.16, whose coordinator exits once every engine has acked the STOP.
+   */
   readonly stopEngines: () => Effect.Effect<void, ClientError>
   /** Stamps every in-flight request with a generation epoch. */
   readonly setGenerationEpoch: (generationEpoch: number) => Effect.Effect<void, ClientError>
@@ -389,11 +411,7 @@ const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOpti
       }
     ),
     abort: withRequestId("InferenceClient.abort", (requestId) => connection.abort(requestId)),
-    pauseEngines: signal("InferenceClient.pauseEngines", { _tag: "Pause" }),
-    unpauseEngines: signal("InferenceClient.unpauseEngines", { _tag: "Unpause" }),
-    suspendEngines: signal("InferenceClient.suspendEngines", { _tag: "Suspend" }),
-    resumeEngines: signal("InferenceClient.resumeEngines", { _tag: "Resume" }),
-    stopEngines: signal("InferenceClient.stopEngines", { _tag: "Stop" }),
+    ...ControlSignals.make(connection),
     startCudaProfiler: signal("InferenceClient.startCudaProfiler", { _tag: "StartCudaProfiler" }),
     stopCudaProfiler: signal("InferenceClient.stopCudaProfiler", { _tag: "StopCudaProfiler" }),
     shutdownCoordinator: signal("InferenceClient.shutdownCoordinator", { _tag: "Shutdown" }),

@@ -19,7 +19,7 @@ import type * as Scope from "effect/Scope"
 import { clientError, MalformedReply, ReplyTooLarge } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
 import type { Entry, PendingRequests } from "./PendingRequests.ts"
-import type { RawReply } from "./Reply.ts"
+import { type RawReply, recordRequest } from "./Reply.ts"
 import type { Unanswered } from "./Unanswered.ts"
 
 const { describeValue, isPlainObject } = Values
@@ -60,7 +60,9 @@ export interface Options {
   readonly warn: (message: string) => void
 }
 
-const tokensOf = (reply: Record<string, unknown>): number => {
+const tokensOf = (map: Record<string, unknown>): number => {
+  // core_v0.16: the reply is a record; its requests merged hold the tokens.
+  const reply = recordRequest(map) ?? map
   const length = reply.generated_length
   if (typeof length === "number") return length
   const tokens = reply.generated_tokens
@@ -86,7 +88,8 @@ const finish = (options: Options, entry: Entry, latency: number, body: Uint8Arra
     // The client's addition, before decoding, so the typed reply carries it too.
     map.latency = latency
     if (!options.deserialize) return pending.complete(entry, map as RawReply, latency, tokensOf(map))
-    const decoded = Reply.decodeReply(map)
+    // A record (core_v0.16) has no typed form: its requests merged are the typed reply.
+    const decoded = Reply.decodeReply(recordRequest(map) ?? map)
     if (Result.isSuccess(decoded)) return pending.complete(entry, decoded.success, latency, tokensOf(map))
     return malformedReply(options, entry, decoded.failure.message)
   }
@@ -185,6 +188,9 @@ export const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): voi
   }
   const { metadata, spec } = envelope.success
   if (spec.tag === "ConnectAck") return handshake.acknowledged()
+  // core_v0.16 relays PAUSE_ACK / STOP_ACK to every client it knows, asked or not: expected,
+  // counted, nothing to finish (and, never before CONNECT_ACK, nothing the handshake judges).
+  if (spec.tag === "PauseAck" || spec.tag === "StopAck") return metrics.acknowledged(spec.tag === "PauseAck" ? "pause" : "stop")
   if (handshake.awaitingFirstAck()) return handshake.rejected(spec.tag)
   const requestId = metadata.requestId as number
   // The body by its frame index: a frame of its own, or its bytes inside a single frame.

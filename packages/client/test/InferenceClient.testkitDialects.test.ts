@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Dialect, Dialects } from "@mcore-effect/protocol"
-import { Generation, type TestCluster, Vocabulary } from "@mcore-effect/testkit"
+import { Generation, type TestCluster, TestSupport, Vocabulary } from "@mcore-effect/testkit"
 import { Effect, Fiber, Metric, Stream } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import { setup, withRegistry } from "./support/Cluster.ts"
@@ -45,7 +45,10 @@ const receivedNames = (cluster: TestCluster.Handle) =>
 
 const dropped = (reason: string) => Metric.value(Metric.withAttributes(ClientMetrics.messagesDropped, { reason }))
 
-for (const protocol of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17"] as const) {
+/** The request a reply is about (a core_v0.16 record's last request; any other reply itself). */
+const requestOf = (reply: InferenceClient.Reply) => InferenceClient.requestOf(reply) as InferenceClient.RawReply
+
+for (const protocol of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16"] as const) {
   const dialect = Dialects.get(protocol)
   const has = (feature: Dialect.Feature) => Dialect.supports(dialect, feature)
   /** The cluster and the client, both speaking `protocol`. */
@@ -56,19 +59,27 @@ for (const protocol of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.
       Effect.gen(function*() {
         const { cluster: c, client } = yield* cluster()
         expect((yield* c.coordinator.snapshot).protocol).toBe(protocol)
-        const fromText = yield* client.submit(text, { num_tokens_to_generate: 4, temperature: 0.5 })
-        const fromIds = yield* client.submit(tokens, { num_tokens_to_generate: 3 })
+        const rawText = yield* client.submit(text, { num_tokens_to_generate: 4, temperature: 0.5 })
+        const fromText = requestOf(rawText)
+        const fromIds = requestOf(yield* client.submit(tokens, { num_tokens_to_generate: 3 }))
+        if (protocol === "core_v0.16") {
+          // The record as it came, the client's latency set on it (as Megatron's 0.16 client sets it).
+          expect(Object.keys(rawText)).toEqual(["requests", "latency"])
+          expect(((rawText as InferenceClient.RawReply).requests as Array<unknown>).length).toBe(1)
+          expect(rawText.latency).toBeGreaterThan(0)
+          expect(fromText.latency).toBe(rawText.latency)
+        } else expect(fromText).toBe(rawText)
         expect(fromText.generated_tokens).toEqual(generated(4))
         expect(fromIds.generated_tokens).toEqual(generated(3))
         expect(fromText.prompt).toBe(text)
         // PR 6497's coordinator detokenizes only when asked (`detokenize_generations`, a key its
         // SamplingParams lacks); main's and the releases' always.
         expect(fromText.generated_text).toBe(protocol === "pr-6497" ? null : Vocabulary.detokenize(generated(4)))
-        // core_v0.17/18's coordinator also gives a token prompt its text.
-        expect(fromIds.prompt).toBe(protocol === "core_v0.17" || protocol === "core_v0.18" ? text : null)
+        // core_v0.16/17/18's coordinator also gives a token prompt its text.
+        expect(fromIds.prompt).toBe(protocol === "core_v0.16" || protocol === "core_v0.17" || protocol === "core_v0.18" ? text : null)
         expect(Object.keys(fromText.sampling_params as object).slice(0, dialect.samplingFields.length)).toEqual(dialect.samplingFields)
         if (protocol === "pr-6497") {
-          const asked = yield* client.submit(tokens, { num_tokens_to_generate: 2, extra: { detokenize_generations: true } })
+          const asked = requestOf(yield* client.submit(tokens, { num_tokens_to_generate: 2, extra: { detokenize_generations: true } }))
           expect(asked.generated_text).toBe(Vocabulary.detokenize(generated(2)))
         }
         // What the engines were forwarded: the client's layout, one frame where the dialect's is.
@@ -124,13 +135,17 @@ for (const protocol of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.
           // One connection keeps its order: once a later reply is here, the dropped one came before it.
           yield* client.submit(tokens, { num_tokens_to_generate: 1 })
           expect((yield* dropped("unknown_request")).count).toBe(1)
+          // core_v0.16's PAUSE_ACK came to this client too: expected, not malformed.
+          expect((yield* dropped("malformed")).count).toBe(0)
+          expect((yield* Metric.value(Metric.withAttributes(ClientMetrics.controlAcks, { signal: "pause" }))).count)
+            .toBe(has("pause") && dialect.headers.values.PAUSE_ACK !== undefined ? 1 : 0)
           expect((yield* engine.snapshot).aborted).toEqual([])
           expect(yield* receivedNames(c)).not.toContain("ABORT_REQUEST")
           yield* nothingDropped(c)
         }).pipe(Effect.scoped, withRegistry))
     }
 
-    it.live("control signals reach every engine in the dialect's own header values", () =>
+    if (protocol !== "core_v0.16") it.live("control signals reach every engine in the dialect's own header values", () =>
       Effect.gen(function*() {
         const { cluster: c, client } = yield* cluster()
         yield* client.pauseEngines()
@@ -197,13 +212,85 @@ for (const protocol of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.
           refused.push(yield* reasonOf(client.submit(text, undefined, { multiModalData: { image: new Uint8Array([1]) } })))
         }
         if (!has("profiler")) refused.push(yield* reasonOf(client.startCudaProfiler()))
+        if (!has("generationEpoch")) refused.push(yield* reasonOf(client.setGenerationEpoch(1)))
+        if (!has("shutdown")) refused.push(yield* reasonOf(client.shutdownCoordinator()))
         refused.push(yield* reasonOf(client.submit(text, undefined, { offloadParams: { stage: 1 } })))
         expect(refused).toEqual(Array(refused.length).fill("UnsupportedByDialect"))
         // The connection is fine and nothing went before this submission.
-        const reply = yield* client.submit(tokens, { num_tokens_to_generate: 2 })
+        const reply = requestOf(yield* client.submit(tokens, { num_tokens_to_generate: 2 }))
         expect(reply.generated_tokens).toEqual(generated(2))
         expect(yield* receivedNames(c)).toEqual(["SUBMIT_REQUEST"])
         yield* nothingDropped(c)
       }).pipe(Effect.scoped, withRegistry))
   })
 }
+
+describe("InferenceClient against the testkit, both speaking core_v0.16: its acknowledged controls", () => {
+  const protocol = "core_v0.16"
+  const cluster = (options?: Parameters<typeof setup>[0]) => setup({ protocol, ...options, client: { protocol, ...options?.client } })
+  const acks = (signal: "pause" | "stop") => Metric.value(Metric.withAttributes(ClientMetrics.controlAcks, { signal }))
+
+  it.live("PAUSE is acked to the client; a second PAUSE is refused; suspend and resume pair as 0.16's client pairs them", () =>
+    Effect.gen(function*() {
+      const { cluster: c, client } = yield* cluster()
+      yield* client.pauseEngines()
+      // A second PAUSE before UNPAUSE would kill 0.16's coordinator: refused, typed, nothing sent.
+      const second = yield* Effect.flip(client.pauseEngines())
+      expect(second.reason._tag === "InvalidRequest" && second.reason.error.reason).toMatchObject({
+        _tag: "UnsupportedByDialect",
+        dialect: "core_v0.16"
+      })
+      for (const engine of c.engines) yield* engine.waitFor("the coordinator's PAUSE_ACK", (s) => s.signals.includes("PAUSE_ACK"))
+      yield* client.unpauseEngines()
+      // The PAUSE_ACK left the coordinator before this reply did, on the same connection.
+      expect(requestOf(yield* client.submit(tokens, { num_tokens_to_generate: 2 })).generated_tokens).toEqual(generated(2))
+      expect((yield* acks("pause")).count).toBe(1)
+      // suspend = PAUSE + SUSPEND, resume = RESUME + UNPAUSE (megatron/core/inference/inference_client.py at 0.16).
+      yield* client.suspendEngines()
+      for (const engine of c.engines) yield* engine.waitFor("SUSPENDED", (s) => s.state === "SUSPENDED")
+      yield* client.resumeEngines()
+      for (const engine of c.engines) {
+        const snapshot = yield* engine.waitFor("RUNNING again", (s) => s.state === "RUNNING" && s.signals.filter((x) => x === "UNPAUSE").length === 2)
+        expect(snapshot.signals.filter((x) => x !== "PAUSE_ACK")).toEqual(["PAUSE", "UNPAUSE", "PAUSE", "SUSPEND", "RESUME", "UNPAUSE"])
+        // `[h]` with 0.16's own values: UNPAUSE is 7 there.
+        const unpause = snapshot.received.find((m) => m.name === "UNPAUSE")!
+        expect(Array.from(unpause.frames[0]!)).toEqual([0x91, 7])
+      }
+      expect(requestOf(yield* client.submit(tokens, { num_tokens_to_generate: 3 })).generated_tokens).toEqual(generated(3))
+      expect((yield* acks("pause")).count).toBe(2)
+      expect((yield* dropped("malformed")).count).toBe(0)
+      expect((yield* c.coordinator.snapshot).running).toBe(true)
+      yield* nothingDropped(c)
+    }).pipe(Effect.scoped, withRegistry))
+
+  it.live("deserialize: the typed reply is the record's last request, with the client's latency", () =>
+    Effect.gen(function*() {
+      const { client } = yield* cluster({ client: { deserialize: true } })
+      const reply = yield* client.submit(tokens, { num_tokens_to_generate: 3 })
+      if (!InferenceClient.isDeserialized(reply)) return expect.unreachable()
+      expect(reply.generated_tokens).toEqual(generated(3))
+      expect(reply.latency).toBeGreaterThan(0)
+      expect(InferenceClient.requestOf(reply)).toBe(reply)
+      const tokensReceived = yield* Metric.value(ClientMetrics.tokensReceived)
+      expect(tokensReceived.count).toBe(3)
+    }).pipe(Effect.scoped, withRegistry))
+
+  it.live("STOP: every engine acks, and the coordinator ends, as 0.16's does", () =>
+    Effect.gen(function*() {
+      const { cluster: c, client } = yield* cluster()
+      yield* client.stopEngines()
+      for (const engine of c.engines) yield* engine.waitFor("STOPPED", (s) => s.state === "STOPPED")
+      yield* c.coordinator.waitFor("the loop to end", (s) => !s.running)
+      expect((yield* dropped("malformed")).count).toBe(0)
+    }).pipe(Effect.scoped, withRegistry))
+
+  it.live("two clients' PAUSEs kill the coordinator (what one client cannot guard against)", () =>
+    Effect.gen(function*() {
+      const { cluster: c, client } = yield* cluster({ engines: 1 })
+      const other = yield* InferenceClient.make({ address: c.address, protocol })
+      yield* client.pauseEngines()
+      yield* c.engines[0]!.waitFor("the coordinator's PAUSE_ACK", (s) => s.signals.includes("PAUSE_ACK"))
+      yield* other.pauseEngines()
+      yield* c.coordinator.waitFor("the coordinator to die", (s) => !s.running)
+    }).pipe(Effect.scoped, withRegistry, TestSupport.quiet))
+})

@@ -26,7 +26,7 @@ import type * as Submission from "./Submission.ts"
  *
  * @since 0.2.0
  */
-export const names = ["reference", "pr-6497", "main", "core_v0.19", "core_v0.18", "core_v0.17"] as const
+export const names = ["reference", "pr-6497", "main", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16"] as const
 
 /**
  * A dialect's name.
@@ -120,7 +120,7 @@ export interface Dialect {
    * What its coordinator does with a reply it routes to a client that has closed: `drop` it, or
    * `exit`. Megatron-LM's coordinator sets `ROUTER_MANDATORY` (core_v0.17 and later), so that send
    * raises `EHOSTUNREACH`, uncaught: the process exits and every client loses it (DIALECTS.md,
-   * verified with `scripts/megatron/gone_client.py`). A client of an `exit` dialect waits, when it
+   * verified with `scripts/megatron/gone_client.py`); core_v0.16's does not, and drops it. A client of an `exit` dialect waits, when it
    * closes, for the replies it is still owed (`drainTimeout`).
    */
   readonly closedClientReply: "drop" | "exit"

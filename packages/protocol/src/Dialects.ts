@@ -8,6 +8,7 @@
  * | core_v0.19.x | `core_v0.19` | one frame | no | no | no | no |
  * | core_v0.18.x | `core_v0.18` | one frame, headers from 1 | no | no | no | no |
  * | core_v0.17.x | `core_v0.17` | one frame, headers from 1 | no | no | no | no |
+ * | core_v0.16.x | `core_v0.16` | one frame, headers from 1, replies are records, PAUSE/STOP acked | no | no | no | no |
  * | the reference protocol | `reference` (default) | five frames | yes | yes | yes | yes |
  *
  * @since 0.2.0
@@ -15,6 +16,7 @@
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { type Dialect, type Name, names } from "./Dialect.ts"
+import { coreV016 } from "./dialects/coreV016.ts"
 import { main } from "./dialects/main.ts"
 import { pr6497 } from "./dialects/pr6497.ts"
 import { reference } from "./dialects/reference.ts"
@@ -26,7 +28,8 @@ const byName: Readonly<Record<Name, Dialect>> = {
   main,
   "core_v0.19": coreV019,
   "core_v0.18": coreV018,
-  "core_v0.17": coreV017
+  "core_v0.17": coreV017,
+  "core_v0.16": coreV016
 }
 
 /**

@@ -43,18 +43,38 @@ export const table = {
 } as const satisfies Record<string, { readonly value: number; readonly category: HeaderCategory }>
 
 /**
- * A header's name, as in the Python `Headers` enum.
+ * Headers of Megatron-LM core_v0.16 that no later ref has: the engines' acknowledgements, which
+ * that coordinator relays to every client (`[6, engine_identity]`, `[11, engine_identity]` on its
+ * wire). They are not in the reference protocol: {@link reference} and {@link decode} leave them
+ * out. Their values here are keys only (after the control block, where the reference table has
+ * no header), so that a message declaration and the test coordinator can name them the way they
+ * name every other header; core_v0.16's own table gives their wire values.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export type HeaderName = keyof typeof table
+export const releaseOnly = {
+  PAUSE_ACK: { value: 48, category: "control" },
+  STOP_ACK: { value: 49, category: "control" }
+} as const satisfies Record<string, { readonly value: number; readonly category: HeaderCategory }>
+
+type Every = typeof table & typeof releaseOnly
+
+const every: Every = { ...table, ...releaseOnly }
 
 /**
- * A header's wire value.
+ * A header's name, as in the Python `Headers` enum (of the reference protocol, or
+ * {@link releaseOnly}).
  *
  * @since 0.1.0
  */
-export type Header = (typeof table)[HeaderName]["value"]
+export type HeaderName = keyof Every
+
+/**
+ * A header's value in the reference numbering (for {@link releaseOnly}'s headers, their key).
+ *
+ * @since 0.1.0
+ */
+export type Header = Every[HeaderName]["value"]
 
 /**
  * Header values by name: `Headers.values.SUBMIT_REQUEST === 20`.
@@ -68,13 +88,18 @@ export type Header = (typeof table)[HeaderName]["value"]
  *
  * @since 0.1.0
  */
-export const values = Object.fromEntries(Object.entries(table).map(([name, h]) => [name, h.value])) as {
-  readonly [K in HeaderName]: (typeof table)[K]["value"]
+export const values = Object.fromEntries(
+  [...Object.entries(table), ...Object.entries(releaseOnly)].map(([name, h]) => [name, h.value])
+) as {
+  readonly [K in HeaderName]: Every[K]["value"]
 }
 
 const names = new Map<number, HeaderName>(
-  Object.entries(table).map(([name, h]) => [h.value, name as HeaderName])
+  [...Object.entries(table), ...Object.entries(releaseOnly)].map(([name, h]) => [h.value, name as HeaderName])
 )
+
+/** The reference protocol's own values ({@link releaseOnly}'s keys are not among them). */
+const referenceValues: ReadonlySet<number> = new Set(Object.values(table).map((h) => h.value))
 
 /**
  * The name of a header value.
@@ -88,7 +113,7 @@ export const nameOf = (header: Header): HeaderName => names.get(header)!
  *
  * @since 0.1.0
  */
-export const categoryOf = (header: Header): HeaderCategory => table[nameOf(header)].category
+export const categoryOf = (header: Header): HeaderCategory => every[nameOf(header)].category
 
 /**
  * Reads a header value off the wire: a known header, or an `UnknownHeader` error.
@@ -104,7 +129,7 @@ export const categoryOf = (header: Header): HeaderCategory => table[nameOf(heade
  * @since 0.1.0
  */
 export const decode = (value: unknown): Result.Result<Header, ProtocolError> =>
-  typeof value === "number" && names.has(value)
+  typeof value === "number" && referenceValues.has(value)
     ? Result.succeed(value as Header)
     : Result.fail(protocolError(new UnknownHeader({ value })))
 
@@ -150,7 +175,9 @@ export const makeTable = (values: { readonly [K in HeaderName]?: number }): Tabl
  *
  * @since 0.2.0
  */
-export const reference: Table = makeTable(values)
+export const reference: Table = makeTable(
+  Object.fromEntries(Object.entries(table).map(([name, h]) => [name, h.value])) as Table["values"]
+)
 
 /**
  * Reads a header value off the wire with a table: its name, or an `UnknownHeader` error.

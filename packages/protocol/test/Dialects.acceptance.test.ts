@@ -40,7 +40,10 @@ const handled: Record<string, ReadonlyArray<string>> = {
     "CONNECT", "SUBMIT_REQUEST", "PAUSE", "UNPAUSE", "SUSPEND", "RESUME", "SET_GENERATION_EPOCH", "STOP",
     "START_CUDA_PROFILER", "STOP_CUDA_PROFILER", "DISCONNECT", "SHUTDOWN"
   ],
-  "core_v0.17": ["CONNECT", "SUBMIT_REQUEST", "PAUSE", "UNPAUSE", "SUSPEND", "RESUME", "SET_GENERATION_EPOCH", "STOP", "DISCONNECT", "SHUTDOWN"]
+  "core_v0.17": ["CONNECT", "SUBMIT_REQUEST", "PAUSE", "UNPAUSE", "SUSPEND", "RESUME", "SET_GENERATION_EPOCH", "STOP", "DISCONNECT", "SHUTDOWN"],
+  // data_parallel_inference_coordinator.py at core_v0.16.0: CONNECT, SUBMIT_REQUEST and the five
+  // controls from clients; PAUSE_ACK, STOP_ACK and ENGINE_REPLY assert an engine sent them.
+  "core_v0.16": ["CONNECT", "SUBMIT_REQUEST", "PAUSE", "UNPAUSE", "SUSPEND", "RESUME", "STOP"]
 }
 handled["pr-6497"] = handled.main!
 handled["core_v0.18"] = handled["core_v0.17"]!
@@ -146,7 +149,10 @@ const submission = fc.record({
 })
 
 const signals = fc.oneof(
-  fc.constantFrom("Connect", "Pause", "Unpause", "Suspend", "Resume", "Stop", "StartCudaProfiler", "StopCudaProfiler", "Disconnect", "Shutdown")
+  fc.constantFrom(
+    "Connect", "Pause", "Unpause", "Suspend", "Resume", "Stop", "StartCudaProfiler", "StopCudaProfiler", "Disconnect", "Shutdown",
+    "PauseAck", "StopAck"
+  )
     .map((_tag): Dialect.Message => ({ _tag })),
   fc.nat().map((requestId): Dialect.Message => ({ _tag: "AbortRequest", requestId })),
   fc.nat().map((requestId): Dialect.Message => ({ _tag: "ReleaseKv", requestId })),
@@ -154,7 +160,7 @@ const signals = fc.oneof(
 )
 
 describe("nothing a client builds can kill its dialect's coordinator", () => {
-  for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17"] as const) {
+  for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16"] as const) {
     const dialect = Dialects.get(name)
     const { headers } = readFixture<{ readonly headers: Readonly<Record<string, number>> }>(`megatron/${name}.json`)
 
@@ -217,5 +223,10 @@ describe("nothing a client builds can kill its dialect's coordinator", () => {
     expect(killedBy("core_v0.19", v019, abort)).toBe("unknown header 23")
     const ack = Result.getOrThrow(Dialects.get("main").coordinator.encode({ _tag: "ConnectAck" } as never))
     expect(killedBy("main", main, ack)).toBe("no handler for CONNECT_ACK")
+    const v016 = readFixture<{ readonly headers: Readonly<Record<string, number>> }>("megatron/core_v0.16.json").headers
+    expect(killedBy("core_v0.16", v016, connect)).toBe("unknown header 0")
+    // 0.17's UNPAUSE is 6, 0.16's PAUSE_ACK, which a client may not send.
+    const unpause = Result.getOrThrow(Dialect.encodeClient(Dialects.get("core_v0.17"), { _tag: "Unpause" }))
+    expect(killedBy("core_v0.16", v016, unpause)).toBe("no handler for PAUSE_ACK")
   })
 })

@@ -27,16 +27,20 @@ interface Fixture {
 
 const bytes = (frames: ReadonlyArray<string>): Frames.Frames => frames.map((f) => Uint8Array.from(Buffer.from(f, "hex")))
 
-const codecOf = (dialect: Dialect.Dialect, direction: Captured["direction"]) =>
-  direction === "coordinator->client"
+/**
+ * The codec of a direction: the coordinator forwards the client's layouts to engines, but for
+ * core_v0.16's PAUSE_ACK and STOP_ACK, which it sends engines in their own layout (`[6]`, `[11]`).
+ */
+const codecOf = (dialect: Dialect.Dialect, m: Captured) =>
+  m.direction === "coordinator->client"
     ? dialect.coordinator
-    : direction === "engine->coordinator"
+    : m.direction === "engine->coordinator" || m.header === "PAUSE_ACK" || m.header === "STOP_ACK"
     ? dialect.engine
     : dialect.client
 
 const hashing = { blockSizeTokens: null, prefixCachingPolicy: null }
 
-for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17"] as const) {
+for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16"] as const) {
   const fixture = readFixture<Fixture>(`megatron/${name}.json`)
   const dialect = Dialects.get(name)
 
@@ -51,10 +55,10 @@ for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17"]
 
     it(`decodes all ${messages.length} captured messages, each as the header it was sent as`, () => {
       for (const m of messages) {
-        const envelope = codecOf(dialect, m.direction).decodeEnvelope(bytes(m.frames))
+        const envelope = codecOf(dialect, m).decodeEnvelope(bytes(m.frames))
         if (Result.isFailure(envelope)) throw new Error(`#${m.seq} ${m.direction} ${m.header}: ${envelope.failure.message}`)
         expect(envelope.success.spec.headerName).toBe(m.header)
-        expect(Result.isSuccess(codecOf(dialect, m.direction).decode(bytes(m.frames)))).toBe(true)
+        expect(Result.isSuccess(codecOf(dialect, m).decode(bytes(m.frames)))).toBe(true)
       }
     })
 
@@ -117,6 +121,37 @@ describe("what a dialect lacks is refused before anything is built", () => {
     expect(v017.message).toContain("profiler")
     const pr = Dialects.get("pr-6497").submit({ requestId: 0, prompt: "hi", multiModalData: { image: new Uint8Array([1]) } }, hashing)
     expect(Result.isFailure(pr) && pr.failure.reason._tag).toBe("UnsupportedByDialect")
+  })
+
+  it("core_v0.16 has pause, suspend and stop, and no epoch, profiler, shutdown, streaming or abort", () => {
+    const v016 = Dialects.get("core_v0.16")
+    const has = (["pause", "suspend", "stop", "generationEpoch", "profiler", "shutdown", "streaming", "abort", "kvHandoff", "media"] as const)
+      .filter((f) => Dialect.supports(v016, f))
+    expect(has).toEqual(["pause", "suspend", "stop"])
+    expect(v016.closedClientReply).toBe("drop")
+    const refused = ["SetGenerationEpoch", "StartCudaProfiler", "Shutdown", "Disconnect", "AbortRequest"].map((_tag) =>
+      Result.isFailure(Dialect.encodeClient(v016, { _tag, generationEpoch: 1, requestId: 1 }))
+    )
+    expect(refused).toEqual(Array(5).fill(true))
+    // UNPAUSE is 7 there (SUSPEND's value in 0.17): the trap DIALECTS.md names.
+    expect(Result.getOrThrow(Dialect.encodeClient(v016, { _tag: "Unpause" })).map(hex)).toEqual(["9107"])
+  })
+
+  it("core_v0.16's parameters stop at stop_words: detokenize_stop_sequence is refused unless default", () => {
+    const v016 = Dialects.get("core_v0.16")
+    expect(v016.samplingFields.at(-1)).toBe("stop_words")
+    const refused = v016.submit({ requestId: 0, prompt: "hi", samplingParams: { detokenize_stop_sequence: true } }, hashing)
+    expect(Result.isFailure(refused) && refused.failure.message).toContain("detokenize_stop_sequence")
+  })
+
+  it("core_v0.16's coordinator relays the acks with the engine's identity; the engines ack bare", () => {
+    const v016 = Dialects.get("core_v0.16")
+    const notice = Result.getOrThrow(v016.coordinator.decode([Buffer.from("9206c40a6d702d636f6f72642d30", "hex")]))
+    expect(notice._tag).toBe("PauseAck")
+    expect(Buffer.from(notice.engineIdentity as Uint8Array).toString()).toBe("mp-coord-0")
+    expect(Result.getOrThrow(v016.engine.decode([Buffer.from("910b", "hex")]))).toEqual({ _tag: "StopAck" })
+    // A client cannot send an acknowledgement (the coordinator asserts it came from an engine).
+    expect(Result.isFailure(Dialect.encodeClient(v016, { _tag: "PauseAck" }))).toBe(true)
   })
 
   it("core_v0.17's headers count from 1: CONNECT is pack([1])", () => {

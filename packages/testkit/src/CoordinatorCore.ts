@@ -9,6 +9,9 @@
  * the way in (so the logic below reads the same in every dialect), and replies leave in the
  * dialect's layout. A message of the reference protocol that the dialect lacks (ABORT_REQUEST on
  * core_v0.19) is dropped as malformed, where Megatron's coordinator of that ref would die of it.
+ * core_v0.16's coordinator forwards every control signal (no state machine), relays its engines'
+ * PAUSE_ACK / STOP_ACK once all have acked, ends after the STOP_ACKs, and dies of a second ack
+ * from one engine (a second PAUSE before UNPAUSE) as Megatron's does.
  *
  * Behaviour follows Megatron's `data_parallel_inference_coordinator` (`coordinator.py`,
  * `handlers.py`, `state.py`) where the wire format alone does not say: an engine registers by sending one
@@ -28,7 +31,7 @@
  * @since 0.1.0
  * @internal
  */
-import { FrameSocket, type Frames, Headers, Messages, MessageSpec } from "@mcore-effect/protocol"
+import { FrameSocket, type Frames, Headers, Messages, MessageSpec, Msgpack } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
@@ -70,6 +73,9 @@ const nameOf = (header: number): Headers.HeaderName => Headers.nameOf(header as 
 const isKnownHeader = (header: unknown): header is Headers.Header =>
   typeof header === "number" && Headers.nameOf(header as Headers.Header) !== undefined
 
+/** `[h, engine_identity]`: core_v0.16's relay of its engines' acknowledgements to clients. */
+const writeAck = (header: number, identity: Uint8Array): Uint8Array => Msgpack.encode([header, new Uint8Array(identity)])
+
 /** How long undeliverable messages are counted before one line per peer reports them. */
 const UNDELIVERED_WINDOW_MILLIS = 1_000
 
@@ -97,6 +103,9 @@ export class CoordinatorCore {
   private readonly engineByKey = new Map<string, EngineEntry>()
   private readonly removedEngines = new Set<string>()
   private readonly knownClients = new Set<string>()
+  /** core_v0.16: the engines that acked the standing PAUSE, and the STOP (by identity key). */
+  private readonly pauseAcks = new Set<string>()
+  private readonly stopAcks = new Set<string>()
   private readonly inFlight = new InFlightRequests<InFlight>()
   private readonly ownership = new Routing.HashOwnership()
   private backlog: Array<Waiting> = []
@@ -308,6 +317,9 @@ export class CoordinatorCore {
       if (!this.fromEngine(identity, key, header)) return
       const envelope = this.decode(identity, this.wire.engine, message)
       if (envelope === undefined) return
+      if (envelope.spec.tag === "PauseAck" || envelope.spec.tag === "StopAck") {
+        return this.engineAck(identity, key, envelope.spec.tag === "PauseAck" ? "pause" : "stop")
+      }
       const replies = envelope.spec.tag === "EngineReplyBatch"
       if (this.wire.single) return this.engineBatch(identity, envelope.frames[1]!, replies)
       return replies
@@ -548,6 +560,11 @@ export class CoordinatorCore {
 
   /** A control signal (its metadata already checked by the codec): a state transition, broadcast. */
   private control(header: Headers.Header, metadataFrame: Uint8Array): void {
+    if (!this.wire.controlStates) {
+      // core_v0.16: forwarded whatever the state; UNPAUSE forgets the PAUSE acks.
+      if (header === H.UNPAUSE) this.pauseAcks.clear()
+      return this.broadcast(header, metadataFrame)
+    }
     const signal = ControlState.signalOf(header)!
     const outcome = ControlState.apply(this.state, signal)
     if (outcome._tag === "Idempotent") {
@@ -563,10 +580,39 @@ export class CoordinatorCore {
     this.state = outcome.next
   }
 
+  /**
+   * core_v0.16's PAUSE_ACK / STOP_ACK from an engine. Once every engine has acked, `[h, identity]`
+   * (the last engine's) to every client that connected and `[h]` to every engine; after the
+   * STOP_ACKs the loop ends. An engine acking twice (a second PAUSE before an UNPAUSE) fails
+   * Megatron's `assert sender_identity not in self.data_parallel_pause_acks`: that coordinator
+   * dies, and so does this one.
+   */
+  private engineAck(identity: Buffer, key: string, signal: "pause" | "stop"): void {
+    const acks = signal === "pause" ? this.pauseAcks : this.stopAcks
+    const name = signal === "pause" ? "PAUSE_ACK" : "STOP_ACK"
+    if (acks.has(key)) {
+      this.counters.internalErrors++
+      this.config.log("Error", `coordinator: a second ${name} from engine ${showIdentity(identity)}: Megatron-LM core_v0.16's coordinator dies of it (AssertionError); so does this one`)
+      return this.close()
+    }
+    acks.add(key)
+    if (acks.size < this.engines.length) return
+    const wire = this.wire
+    const header = (signal === "pause" ? wire.PAUSE_ACK : wire.STOP_ACK)!
+    const notice = writeAck(header, identity)
+    for (const client of this.knownClients) this.writer.send([Buffer.from(client, "latin1"), notice])
+    for (const engine of this.engines) this.deliver(engine, [packHeader(header)], signal === "pause" ? H.PAUSE_ACK : H.STOP_ACK)
+    if (signal === "stop") this.end("every engine acked STOP; the loop ends, as core_v0.16's does")
+  }
+
   private shutdown(): void {
+    this.end("SHUTDOWN received; the loop ends (engines are not told)")
+  }
+
+  private end(why: string): void {
     this.shutdownReceived = true
     this.running = false
-    this.config.log("Info", "coordinator: SHUTDOWN received; the loop ends (engines are not told)")
+    this.config.log("Info", `coordinator: ${why}`)
     // Let what is already queued leave, then close, as a Python process exiting its loop would.
     const finish = () => this.close()
     const deadline = Date.now() + 1000
@@ -624,7 +670,7 @@ export class CoordinatorCore {
     if (typeof elements === "string") return this.reject("malformed", identity, elements)
     const wire = this.wire
     for (const element of elements) {
-      const requestId = DialectWire.requestIdOf(element)
+      const requestId = replies ? DialectWire.replyIdOf(wire, element) : DialectWire.requestIdOf(element)
       if (requestId === undefined) {
         this.reject("malformed", identity, `a ${replies ? "reply" : "partial"} without an integer request_id`)
         continue

@@ -10,6 +10,12 @@
  * | `main` | `[21, [reply, ...]]`, `[22, [partial, ...]]`, one frame | `[21, rid, reply]`, `[22, rid, partial]` | always |
  * | `core_v0.19` | `[21, [reply, ...]]` | `[21, rid, reply]` | always |
  * | `core_v0.18`, `core_v0.17` | `[4, [reply, ...]]` | `[4, rid, reply]` | always, and `prompt` from token ids |
+ * | `core_v0.16` | `[4, [record, ...]]`, a record `{"requests": [reply], "latency": nil}` | `[4, rid, record]` | in every request of the record, and `prompt` from token ids |
+ *
+ * core_v0.16 also acknowledges: an engine answers PAUSE with `[6]` and STOP with `[11]`; once
+ * every engine has, the coordinator sends `[6, identity]` / `[11, identity]` to every client it
+ * knows and `[6]` / `[11]` to every engine (after the STOP_ACKs it exits). Its coordinator has no
+ * control state machine: every signal is forwarded.
  *
  * Everything here is on the message path: headers are compared as numbers, replies are located
  * in their batch by scanning bytes, never decoded whole.
@@ -44,7 +50,18 @@ export interface DialectWire {
   readonly ENGINE_REPLY_PARTIAL: number | undefined
   /** `undefined` where the dialect has no abort. */
   readonly ABORT_REQUEST: number | undefined
-  readonly DISCONNECT: number
+  /** `undefined` on core_v0.16, whose engines stop without a word (after STOP_ACK). */
+  readonly DISCONNECT: number | undefined
+  /** core_v0.16's acknowledgements, `undefined` elsewhere. */
+  readonly PAUSE_ACK: number | undefined
+  readonly STOP_ACK: number | undefined
+  /** core_v0.16: a reply is a record `{"requests": [request, ...], "latency": ...}`. */
+  readonly records: boolean
+  /**
+   * The coordinator and engines keep Megatron's control states (0.17 on: a signal in the wrong
+   * state is logged and not forwarded); core_v0.16 forwards and obeys every signal.
+   */
+  readonly controlStates: boolean
   /**
    * The coordinator fills `generated_text` in every reply (`always`: main and the releases, whose
    * coordinator detokenizes every finished request) or only where the engine's batch says
@@ -81,9 +98,13 @@ export const of = (name: Dialect.Name): DialectWire => {
     ENGINE_REPLY: required("ENGINE_REPLY"),
     ENGINE_REPLY_PARTIAL: valueIn(dialect, "ENGINE_REPLY_PARTIAL"),
     ABORT_REQUEST: valueIn(dialect, "ABORT_REQUEST"),
-    DISCONNECT: required("DISCONNECT"),
+    DISCONNECT: valueIn(dialect, "DISCONNECT"),
+    PAUSE_ACK: valueIn(dialect, "PAUSE_ACK"),
+    STOP_ACK: valueIn(dialect, "STOP_ACK"),
+    records: name === "core_v0.16",
+    controlStates: name !== "core_v0.16",
     detokenizes: dialect.framing === "single" ? "always" : "asked",
-    fillsPrompt: name === "core_v0.17" || name === "core_v0.18"
+    fillsPrompt: name === "core_v0.17" || name === "core_v0.18" || name === "core_v0.16"
   }
   cache.set(name, wire)
   return wire
@@ -167,8 +188,70 @@ export const partialBatch = (wire: DialectWire, partials: ReadonlyArray<Record<s
  * @internal
  */
 export const finishReply = (wire: DialectWire, reply: Uint8Array): Uint8Array => {
+  if (wire.records) return finishRecord(reply)
   const filled = GeneratedText.fill(reply)
   return wire.fillsPrompt ? GeneratedText.fillPrompt(filled) : filled
+}
+
+const KEY_REQUESTS = Msgpack.encode("requests")
+const KEY_LATENCY = Msgpack.encode("latency")
+
+/** Where a record's `requests` array lies, or `undefined` when the map has none. */
+const requestsOf = (record: Uint8Array): { readonly at: readonly [number, number]; readonly elements: Array<Uint8Array> } | undefined => {
+  try {
+    const at = MsgpackScan.findInMap(record, 0, [KEY_REQUESTS])?.values[0]
+    if (at === undefined) return undefined
+    const array = MsgpackScan.arrayHeader(record, at[0])
+    if (array === undefined) return undefined
+    const elements: Array<Uint8Array> = []
+    let p = array.start
+    for (let i = 0; i < array.count; i++) {
+      const end = MsgpackScan.skip(record, p)
+      elements.push(record.subarray(p, end))
+      p = end
+    }
+    return { at: [at[0], at[1]], elements }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * core_v0.16's coordinator detokenizes every request of a record (`detokenize`, `:333`): each
+ * gets `generated_text`, and a token prompt its text; the rest of the record as it came.
+ */
+const finishRecord = (record: Uint8Array): Uint8Array => {
+  const found = requestsOf(record)
+  if (found === undefined) return record
+  const w = new Msgpack.Writer().arrayHeader(found.elements.length)
+  for (const request of found.elements) w.raw(GeneratedText.fillPrompt(GeneratedText.fill(request)))
+  const array = w.finish()
+  const out = new Uint8Array(record.length - (found.at[1] - found.at[0]) + array.length)
+  out.set(record.subarray(0, found.at[0]), 0)
+  out.set(array, found.at[0])
+  out.set(record.subarray(found.at[1]), found.at[0] + array.length)
+  return out
+}
+
+/**
+ * A finished request as core_v0.16's engine sends it: in a record of its own,
+ * `{"requests": [request], "latency": nil}`.
+ *
+ * @internal
+ */
+export const asRecord = (request: Uint8Array): Uint8Array =>
+  writer.reset().mapHeader(2).raw(KEY_REQUESTS).arrayHeader(1).raw(request).raw(KEY_LATENCY).nil().finish()
+
+/**
+ * The coordinator's id of a reply (of a record: its first request's, which the 0.16 coordinator
+ * routes by), or `undefined` when it has no non-negative integer one.
+ *
+ * @internal
+ */
+export const replyIdOf = (wire: DialectWire, reply: Uint8Array): number | undefined => {
+  if (!wire.records) return requestIdOf(reply)
+  const first = requestsOf(reply)?.elements[0]
+  return first === undefined ? undefined : requestIdOf(first)
 }
 
 /**

@@ -12,7 +12,8 @@
  *
  * It speaks one dialect (`DialectWire`): what the coordinator forwards is read with the dialect's
  * client codec, replies are shaped as that ref's engine shapes them (`ReplyShapes`) and batched
- * in its layout (main and the releases: `[21, [reply, ...]]` in one frame).
+ * in its layout (main and the releases: `[21, [reply, ...]]` in one frame; core_v0.16: each reply
+ * in a record, PAUSE and STOP acknowledged, no control states).
  *
  * Past 400 lines: the read side and the step loop share the active requests, pins and faults;
  * decoding is the protocol's (the dialect's codecs), the socket's reader and writer `FrameSocket`'s.
@@ -305,6 +306,18 @@ export class EngineCore {
     // Read through the codec of what the coordinator forwards (the client's messages,
     // re-numbered): arity and metadata from the declarations.
     const wire = this.config.wire
+    // core_v0.16: every engine acked; the coordinator says so in the engines' own layout. The
+    // engine is paused (or stopped) already: nothing changes here.
+    if (wire.PAUSE_ACK !== undefined && frames.length === 1) {
+      const header = headerOf(frames[0])
+      if (header !== undefined && (header === wire.PAUSE_ACK || header === wire.STOP_ACK)) {
+        const acked = wire.engine.decodeEnvelope(frames)
+        if (Result.isFailure(acked)) return this.malformed(acked.failure.message)
+        this.record(acked.success.spec.header, undefined, frames)
+        this.signals.push(acked.success.spec.headerName)
+        return
+      }
+    }
     const decoded = wire.client.decodeEnvelope(frames)
     if (Result.isFailure(decoded)) {
       const values = tryDecode(frames[0])
@@ -473,6 +486,7 @@ export class EngineCore {
   }
 
   private control(header: number): void {
+    if (!this.config.wire.controlStates) return this.obey(header)
     const s = this.state
     const next = header === H.PAUSE
       ? (s === "RUNNING" ? "PAUSED" : s) // any other state ignores PAUSE
@@ -491,7 +505,31 @@ export class EngineCore {
     this.state = next
     if (next === "STOPPED") {
       // Megatron's engine leaves its loop and tells the coordinator it is gone.
-      this.writer.send([packHeader(this.config.wire.DISCONNECT)])
+      this.writer.send([packHeader(this.config.wire.DISCONNECT!)])
+    }
+    this.wake()
+  }
+
+  /**
+   * core_v0.16's engine: no states to check, flags (`running`, `suspend_signal`) set by each
+   * signal; PAUSE and STOP acknowledged to the coordinator every time (`[6]`, `[11]`), as its
+   * `schedule_requests` does, even a second PAUSE (which kills that coordinator).
+   */
+  private obey(header: number): void {
+    const wire = this.config.wire
+    const s = this.state
+    if (header === H.PAUSE) {
+      if (s === "RUNNING") this.state = "PAUSED"
+      this.writer.send([packHeader(wire.PAUSE_ACK!)])
+    } else if (header === H.UNPAUSE) {
+      if (s === "PAUSED" || s === "SUSPENDED") this.state = "RUNNING"
+    } else if (header === H.SUSPEND) {
+      if (s === "PAUSED") this.state = "SUSPENDED"
+    } else if (header === H.RESUME) {
+      if (s === "SUSPENDED") this.state = "PAUSED"
+    } else {
+      this.state = "STOPPED"
+      this.writer.send([packHeader(wire.STOP_ACK!)])
     }
     this.wake()
   }
@@ -572,6 +610,8 @@ export class EngineCore {
         this.malformed(`request ${request.requestId}: cannot encode its reply: ${String(error)}`)
         continue
       }
+      // core_v0.16: the request in a record of its own.
+      if (this.config.wire.records) body = DialectWire.asRecord(body)
       const copies = this.faults.take("DuplicateReplies") ? 2 : 1
       for (let c = 0; c < copies; c++) {
         entries.push([request.requestId, request.needsDetokenize])

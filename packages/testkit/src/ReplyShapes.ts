@@ -49,8 +49,28 @@ const v019Keys = mainKeys.filter((key) => key !== "uid" && key !== "disaggregate
 /** core_v0.17 and core_v0.18: also without `prompt_length`, `cg_wait_iters` and `num_cached_tokens`. */
 const v017Keys = v019Keys.filter((key) => key !== "prompt_length" && key !== "cg_wait_iters" && key !== "num_cached_tokens")
 
+/**
+ * core_v0.16: each request of a record (`{"requests": [request], "latency": ...}`); 0.17's keys
+ * without the epochs, `routing_indices`, the prefix-caching fields and `ttft`.
+ */
+const v016Keys: ReadonlyArray<string> = [
+  "request_id", "prompt", "sampling_params", "inference_parameters", "prompt_tokens", "arrival_time", "status",
+  "encoder_prompt", "generated_text", "segments", "generated_segments", "generated_sequence_lengths",
+  "generated_tokens", "prompt_log_probs", "generated_log_probs", "prompt_top_n_logprobs", "generated_top_n_logprobs",
+  "generated_length", "tpot", "remaining_prompt_tokens", "latency", "finished_chunk_token_count", "stop_word_ids", "events"
+]
+
+/** Defaults of a ref's `SamplingParams()` where they differ from the project's (Python's later ones). */
+const ownDefaults: Partial<Record<Dialect.Name, Readonly<Record<string, unknown>>>> = {
+  // core_v0.16's dataclass: `num_tokens_to_generate: int = 30` (None from 0.17 on).
+  "core_v0.16": { num_tokens_to_generate: 30 }
+}
+
 const defaultsOf = (dialect: Dialect.Dialect): Readonly<Record<string, unknown>> =>
-  Object.freeze(Object.fromEntries(dialect.samplingFields.map((key) => [key, (SamplingParams.defaults as Record<string, unknown>)[key]])))
+  Object.freeze({
+    ...Object.fromEntries(dialect.samplingFields.map((key) => [key, (SamplingParams.defaults as Record<string, unknown>)[key]])),
+    ...ownDefaults[dialect.name]
+  })
 
 const truthy = (v: unknown): boolean => v === true || (typeof v === "number" && v !== 0)
 
@@ -66,7 +86,8 @@ const shapes: Readonly<Record<Exclude<Dialect.Name, "reference">, ReplyShape>> =
   "pr-6497": shape("pr-6497", mainKeys, false),
   "core_v0.19": shape("core_v0.19", v019Keys, false),
   "core_v0.18": shape("core_v0.18", v017Keys, true),
-  "core_v0.17": shape("core_v0.17", v017Keys, true)
+  "core_v0.17": shape("core_v0.17", v017Keys, true),
+  "core_v0.16": shape("core_v0.16", v016Keys, true)
 }
 
 /**

@@ -14,7 +14,7 @@ import { Generation, TestCluster, TestCoordinator, TestSupport, Vocabulary } fro
 import * as DialectPeer from "./support/DialectPeer.ts"
 
 const singleFrame = ["main", "core_v0.19", "core_v0.18", "core_v0.17"] as const
-const megatron = [...singleFrame, "pr-6497"] as const
+const megatron = [...singleFrame, "pr-6497", "core_v0.16"] as const
 
 const hex = (frame: Uint8Array) => Buffer.from(frame).toString("hex")
 const noHashing = { blockSizeTokens: null, prefixCachingPolicy: null }
@@ -68,6 +68,28 @@ describe("TestCoordinator: what each dialect's coordinator forwards and fans out
         expect(second!.message.reply).toMatchObject({ request_id: 0, prompt, generated_text: Vocabulary.detokenize([4]) })
       }).pipe(Effect.scoped))
   }
+
+  it.effect("core_v0.16: a record fanned out by its first request's id, each request detokenized; PAUSE_ACK relayed once every engine acked", () =>
+    Effect.gen(function*() {
+      const { client, engine } = yield* rig("core_v0.16")
+      yield* client.submit(5, tokens, { num_tokens_to_generate: 2 })
+      expect((yield* engine.next()).message).toMatchObject({ _tag: "SubmitRequest", requestId: 0, prompt: tokens })
+      const request = { request_id: 0, prompt: null, prompt_tokens: ["tensor", tokens], generated_tokens: [4, 0], generated_text: null }
+      yield* engine.send([Msgpack.encode([4, [{ requests: [request], latency: null }]])])
+      const reply = yield* client.next()
+      expect(reply.message.requestId).toBe(5)
+      // Its coordinator's `detokenize`: the text of the tokens (EOD removed), and a token prompt's text.
+      expect(reply.message.reply).toEqual({
+        requests: [{ ...request, prompt, generated_text: Vocabulary.detokenize([4]) }],
+        latency: null
+      })
+      // PAUSE forwarded as [5]; the engine's [6] relayed as [6, identity] to the client and [6] to the engine.
+      yield* client.sendMessage({ _tag: "Pause" })
+      expect((yield* engine.next()).frames.map(hex)).toEqual(["9105"])
+      yield* engine.send([Msgpack.encode([6])])
+      expect((yield* client.next()).frames.map(hex)).toEqual([hex(Msgpack.encode([6, new Uint8Array(Buffer.from("mp-coord-0"))]))])
+      expect((yield* engine.next()).frames.map(hex)).toEqual(["9106"])
+    }).pipe(Effect.scoped))
 
   it.effect("main: a batch of partials fans out as [22, rid, partial]; ABORT goes to the engine as [23, crid]", () =>
     Effect.gen(function*() {
@@ -174,9 +196,12 @@ describe("TestEngine: each dialect's reply map is that ref's", () => {
         yield* client.submit(1, tokens, { num_tokens_to_generate: 2 })
         const replies = (yield* client.untilReplies(2)).map((m) => m.message)
         const byId = new Map(replies.map((r) => [r.requestId as number, r.reply as Record<string, unknown>]))
+        /** core_v0.16's reply is a record: its keys, then its request's. */
+        const requestIn = (reply: Record<string, unknown>) => (protocol === "core_v0.16" ? (reply.requests as Array<Record<string, unknown>>)[0]! : reply)
         for (const [id, scenario] of [[0, "submit-text"], [1, "submit-token-ids"]] as const) {
-          const ours = byId.get(id)!
-          const theirs = captured.get(scenario)!
+          if (protocol === "core_v0.16") expect(Object.keys(byId.get(id)!)).toEqual(Object.keys(captured.get(scenario)!))
+          const ours = requestIn(byId.get(id)!)
+          const theirs = requestIn(captured.get(scenario)!)
           expect([scenario, Object.keys(ours)]).toEqual([scenario, Object.keys(theirs)])
           expect(Object.keys(ours.sampling_params as object)).toEqual(Object.keys(theirs.sampling_params as object))
           expect(ours.generated_tokens).toEqual(Generation.tokens(tokens, id === 0 ? 3 : 2))

@@ -86,7 +86,7 @@ describe("Trace: the format", () => {
     expect(header).not.toHaveProperty("protocol")
     expect(Trace.protocolOf(Result.getOrThrow(Trace.parse(`${headerLine}\n`)))).toBe("reference")
     // A dialect this version does not know is not guessed at.
-    expect(failureOf(Trace.parse(text.replace('"main"', '"core_v0.16"')))).toMatchObject({ _tag: "InvalidTrace", line: 1 })
+    expect(failureOf(Trace.parse(text.replace('"main"', '"core_v0.15"')))).toMatchObject({ _tag: "InvalidTrace", line: 1 })
   })
 
   it("says which line is wrong and why", () => {

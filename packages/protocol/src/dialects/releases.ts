@@ -7,8 +7,8 @@
  * only an engine's ranks exchange), core_v0.19 with the IntEnum table and the profiler signals.
  * Each release's `SamplingParams` has fewer fields than the next.
  *
- * core_v0.16 is not one of them: its replies are request records (`{"requests": [...]}`) and
- * PAUSE and STOP are acknowledged through the coordinator (PAUSE_ACK, STOP_ACK).
+ * core_v0.16 is declared apart (`coreV016.ts`): its replies are request records
+ * (`{"requests": [...]}`) and PAUSE and STOP are acknowledged through the coordinator.
  *
  * @since 0.2.0
  * @internal
@@ -29,8 +29,10 @@ const H = Headers.values
 
 /**
  * `[h, request_id, prompt, sampling_params]`, the parameters with the release's fields.
+ *
+ * @internal
  */
-const submitRequest = (samplingFieldCount: number) =>
+export const submitRequest = (samplingFieldCount: number) =>
   MessageSpec.make("SubmitRequest", H.SUBMIT_REQUEST, {
     metadata: { requestId: RequestId },
     bodies: { prompt: M.PromptBody, samplingParams: withKnownFields(samplingFieldCount) }
@@ -46,8 +48,12 @@ export const EngineReplyBatch = MessageSpec.make("EngineReplyBatch", H.ENGINE_RE
   bodies: { replies: Schema.Array(ReplyMap) }
 })
 
-/** `enum.auto()` from 1, in declaration order (core_v0.17.0 and core_v0.18.0 `headers.py`). */
-const autoTable = (names: ReadonlyArray<Headers.HeaderName>): Headers.Table =>
+/**
+ * `enum.auto()` from 1, in declaration order (core_v0.16.0 to core_v0.18.0 `headers.py`).
+ *
+ * @internal
+ */
+export const autoTable = (names: ReadonlyArray<Headers.HeaderName>): Headers.Table =>
   Headers.makeTable(Object.fromEntries(names.map((name, i) => [name, i + 1])))
 
 const v017Names: ReadonlyArray<Headers.HeaderName> = [

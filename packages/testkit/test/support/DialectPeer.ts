@@ -84,7 +84,10 @@ export const client = (address: string, protocol: Dialect.Name): Effect.Effect<C
 
 export interface Engine {
   readonly send: (frames: ReadonlyArray<Uint8Array>) => Effect.Effect<void>
-  /** The next message the coordinator forwarded, decoded with the dialect's client codec. */
+  /**
+   * The next message the coordinator forwarded, decoded with the dialect's client codec (or, for
+   * core_v0.16's PAUSE_ACK / STOP_ACK, which it sends engines in their own layout, the engine's).
+   */
   readonly next: (timeoutMillis?: number) => Effect.Effect<Message, Error>
 }
 
@@ -96,6 +99,8 @@ export const engine = (address: string, protocol: Dialect.Name, identity: string
     yield* send(Messages.engineRegistration)
     return {
       send,
-      next: (timeoutMillis) => Effect.flatMap(next(timeoutMillis), (frames) => decoded(dialect.client, frames))
+      next: (timeoutMillis) =>
+        Effect.flatMap(next(timeoutMillis), (frames) =>
+          decoded(dialect.client, frames).pipe(Effect.catch(() => decoded(dialect.engine, frames))))
     }
   })

@@ -30,7 +30,9 @@ export interface ReplyView {
  * with the client's own `MalformedReply`, as a typed reply would have.
  */
 export const viewOf = (reply: InferenceClient.Reply, requestId: number | undefined): ReplyView | ClientError.ClientError => {
-  const typed = InferenceClient.isDeserialized(reply) ? Result.succeed(reply) : Reply.decodeReply(reply)
+  // core_v0.16 replies with the request's record: its requests merged (one per checkpoint).
+  const request = InferenceClient.requestOf(reply)
+  const typed = InferenceClient.isDeserialized(request) ? Result.succeed(request) : Reply.decodeReply(request)
   if (Result.isFailure(typed)) {
     return ClientError.clientError(new ClientError.MalformedReply({ requestId: requestId ?? -1, why: typed.failure.message }))
   }
