@@ -147,30 +147,36 @@ describe("streamed deltas", () => {
     })
   }
 
-  it("hermes: every split in one or two pieces of a call with blanks and nested braces (the open call's arguments extended without reading it all)", () => {
-    const reading = { reasoning: qwen3, calls: { parser: hermes, tools: [], parallel: true } }
-    const text = '<think>x</think>\n<tool_call>\n{"name": "f", "arguments": {"a": {"b": [1, "}"]}, "c": " "} }\n</tool_call>'
+  /**
+   * `text` streamed split in one or two pieces everywhere, and character by character (the way a
+   * long argument streams), joined, is its reading as a whole, whose one call is `call`.
+   */
+  const everySplit = (parser: typeof hermes, text: string, call: { readonly name: string; readonly arguments: string }) => {
+    const reading = { reasoning: qwen3, calls: { parser, tools: [], parallel: true } }
     const whole = AssistantReply.read(reading, text, true)
-    expect(whole.calls).toEqual([{ name: "f", arguments: '{"a": {"b": [1, "}"]}, "c": " "}' }])
+    expect(whole.calls).toEqual([call])
     const want = { reasoning: whole.reasoning, content: whole.content, calls: whole.calls }
     for (let i = 0; i <= text.length; i++) {
       for (let j = i; j <= text.length; j += 3) expect(streamed(reading, text, [i, j])).toEqual(want)
     }
-    // Token by token (one character each): the way a long argument streams.
     expect(streamed(reading, text, Array.from({ length: text.length }, (_, k) => k))).toEqual(want)
+  }
+
+  it("hermes: every split of a call with blanks and nested braces (the open call's arguments extended without reading it all)", () => {
+    everySplit(
+      hermes,
+      '<think>x</think>\n<tool_call>\n{"name": "f", "arguments": {"a": {"b": [1, "}"]}, "c": " "} }\n</tool_call>',
+      { name: "f", arguments: '{"a": {"b": [1, "}"]}, "c": " "}' }
+    )
   })
 
-  it("qwen3_coder: every split in one or two pieces of a call whose values hold '<' and '>' (an open parameter not read again)", () => {
-    const reading = { reasoning: qwen3, calls: { parser: coder, tools: [], parallel: true } }
-    const text = "<think>x</think>\n<tool_call>\n<function=f>\n<parameter=a>\nif a < b > c\n</parameter>\n" +
-      "<parameter=b>\n[1, 2]\n</parameter>\n</function>\n</tool_call>"
-    const whole = AssistantReply.read(reading, text, true)
-    expect(whole.calls).toEqual([{ name: "f", arguments: '{"a":"if a < b > c","b":[1,2]}' }])
-    const want = { reasoning: whole.reasoning, content: whole.content, calls: whole.calls }
-    for (let i = 0; i <= text.length; i++) {
-      for (let j = i; j <= text.length; j += 3) expect(streamed(reading, text, [i, j])).toEqual(want)
-    }
-    expect(streamed(reading, text, Array.from({ length: text.length }, (_, k) => k))).toEqual(want)
+  it("qwen3_coder: every split of a call whose values hold '<' and '>' (an open parameter not read again)", () => {
+    everySplit(
+      coder,
+      "<think>x</think>\n<tool_call>\n<function=f>\n<parameter=a>\nif a < b > c\n</parameter>\n" +
+        "<parameter=b>\n[1, 2]\n</parameter>\n</function>\n</tool_call>",
+      { name: "f", arguments: '{"a":"if a < b > c","b":[1,2]}' }
+    )
   })
 
   it("a closed think block with blank content after it is not more reasoning (found by the property)", () => {
