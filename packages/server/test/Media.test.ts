@@ -5,6 +5,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
+import { readFileSync } from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 import { AddressGuard, DataUrl, ImageFormat } from "../src/index.ts"
 
 const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -63,23 +66,18 @@ describe("ImageFormat.sniff", () => {
   })
 })
 
+/** The guard's table of verdicts (a fixture: nothing binds or connects to these addresses). */
+const addresses: { readonly refused: ReadonlyArray<string>; readonly allowed: ReadonlyArray<string> } = JSON.parse(
+  readFileSync(Path.join(Path.dirname(fileURLToPath(import.meta.url)), "fixtures", "guard_addresses.json"), "utf8")
+)
+
 describe("AddressGuard", () => {
   it("refuses loopback, private, link-local, metadata, reserved and mapped addresses", () => {
-    const refused = [
-      "127.0.0.1", "127.255.0.9", "0.0.0.0", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
-      "169.254.169.254", "100.64.0.1", "100.100.100.200", "192.0.0.8", "198.18.0.1", "224.0.0.1",
-      "240.0.0.1", "255.255.255.255", "192.0.2.1",
-      "::", "::1", "fe80::1", "fc00::1", "fd00:ec2::254", "ff02::1", "::ffff:127.0.0.1", "::ffff:7f00:1",
-      "::ffff:169.254.169.254", "::ffff:10.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::", "2001:db8::1",
-      "not an address", ""
-    ]
-    for (const address of refused) expect(AddressGuard.refuses(address), address).toBe(true)
+    for (const address of addresses.refused) expect(AddressGuard.refuses(address), address).toBe(true)
   })
 
   it("lets public addresses through", () => {
-    for (const address of ["93.184.215.14", "8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"]) {
-      expect(AddressGuard.refuses(address), address).toBe(false)
-    }
+    for (const address of addresses.allowed) expect(AddressGuard.refuses(address), address).toBe(false)
   })
 
   it("checks every address a name resolves to, in the lookup the connection uses; exempt addresses pass", async () => {
