@@ -20,13 +20,13 @@
  * RELEASE_KV is broadcast verbatim, a duplicate CONNECT is ignored, replies flagged
  * `needs_detokenize` get `generated_text` filled here.
  *
- * Past 400 lines: one class whose handlers all read and write the same routing state (engines,
- * requests in flight, hash ownership, control state); split apart, they would pass it around.
- * What stands on its own lives beside it: decoding is the protocol's (`Messages` codecs), socket
- * handling `FrameSocket`'s, the way to clients through the faults `ClientOutbox`, the requests in
- * flight `InFlightRequests`, the records it keeps `CoordinatorRecords`, the routing hashes
- * `SubmissionHashes`, `generated_text` `GeneratedText`, the warnings about undeliverable
- * messages `UndeliveredReport`.
+ * Past 400 lines: one class whose handlers all read and write the same routing state (requests
+ * in flight, hash ownership, control state); split apart, they would pass it around. What stands
+ * on its own lives beside it: decoding is the protocol's (`Messages` codecs), socket handling
+ * `FrameSocket`'s, the engines and the way to them `EnginePool`, the way back from them
+ * `ReplyRoute`, the way to clients through the faults `ClientOutbox`, the requests in flight
+ * `InFlightRequests`, the records it keeps `CoordinatorRecords`, the routing hashes
+ * `SubmissionHashes`, the warnings about undeliverable messages `UndeliveredReport`.
  *
  * @since 0.1.0
  * @internal
@@ -38,12 +38,13 @@ import * as ControlState from "./ControlState.ts"
 import { ClientOutbox } from "./ClientOutbox.ts"
 import { ConnectionCount } from "./ConnectionCount.ts"
 import { type CoordinatorConfig, type Counters, newCounters } from "./CoordinatorConfig.ts"
-import type { Delivery, EngineEntry, InFlight, Rejection, Waiting } from "./CoordinatorRecords.ts"
+import type { InFlight, Rejection, Waiting } from "./CoordinatorRecords.ts"
 import * as DialectWire from "./DialectWire.ts"
+import { EnginePool } from "./EnginePool.ts"
 import * as Faults from "./Faults.ts"
-import * as GeneratedText from "./GeneratedText.ts"
 import { InFlightRequests } from "./InFlightRequests.ts"
 import { RecentLog } from "./RecentLog.ts"
+import * as ReplyRoute from "./ReplyRoute.ts"
 import * as Routing from "./Routing.ts"
 import * as SubmissionHashes from "./SubmissionHashes.ts"
 import { UndeliveredReport } from "./UndeliveredReport.ts"
@@ -54,17 +55,13 @@ const H = Headers.values
 /** A message read up to its metadata by one of the protocol's codecs. */
 type Envelope = Frames.Envelope
 
-type EngineReplyMetadata = Pick<MessageSpec.Type<typeof Messages.EngineReplyBatch>, "entries">
-type EnginePartialMetadata = Pick<MessageSpec.Type<typeof Messages.EngineReplyPartialBatch>, "requestIds">
 
 /** The headers a codec reads (their reference values), from the declarations. */
 const headersOf = (codec: Frames.Codec<ReadonlyArray<MessageSpec.Any>>): ReadonlySet<number> =>
   new Set(codec.specs.filter((spec) => spec.tag !== "Disconnect").map((spec) => spec.header))
 
-/** Frame indexes, from the declarations. */
+/** The frame of a SUBMIT's block hashes, from the declaration. */
 const HASHES_FRAME = MessageSpec.frameIndex(Messages.SubmitRequest, "blockHashes")
-const REPLIES_FRAME = MessageSpec.frameIndex(Messages.EngineReplyBatch, "replies")
-const PARTIALS_FRAME = MessageSpec.frameIndex(Messages.EngineReplyPartialBatch, "partials")
 
 type Outgoing = FrameSocket.Message
 
@@ -99,9 +96,8 @@ export class CoordinatorCore {
   nextRequestId: number
 
   private readonly writer: FrameSocket.Writer
-  private engines: Array<EngineEntry> = []
-  private readonly engineByKey = new Map<string, EngineEntry>()
-  private readonly removedEngines = new Set<string>()
+  private readonly pool: EnginePool
+  private readonly route: ReplyRoute.ReplyRoute
   private readonly knownClients = new Set<string>()
   /** core_v0.16: the engines that acked the standing PAUSE, and the STOP (by identity key). */
   private readonly pauseAcks = new Set<string>()
@@ -138,6 +134,15 @@ export class CoordinatorCore {
     connections.onChange = () => this.notify()
     this.writer = new FrameSocket.Writer(router, (error, message) => this.undeliverable(error, message))
     this.toClients = new ClientOutbox(this.writer, this.faults, config.wire.single)
+    this.pool = new EnginePool(this.writer, this.ownership, config, nameOf)
+    this.route = {
+      wire: config.wire,
+      config,
+      inFlight: this.inFlight,
+      ownership: this.ownership,
+      toClients: this.toClients,
+      reject: (kind, identity, why) => this.reject(kind, identity, why)
+    }
     this.stopped = new Promise((resolve) => (this.resolveStopped = resolve))
   }
 
@@ -211,18 +216,8 @@ export class CoordinatorCore {
   // Inspection
   // -------------------------------------------------------------------------------------------
 
-  engineViews(): ReadonlyArray<{
-    readonly identity: string
-    readonly load: number
-    readonly received: ReadonlyArray<Delivery>
-    readonly receivedTotal: number
-  }> {
-    return this.engines.map((e) => ({
-      identity: e.name,
-      load: e.load,
-      received: e.received.toArray(),
-      receivedTotal: e.received.total
-    }))
+  engineViews(): ReturnType<EnginePool["views"]> {
+    return this.pool.views()
   }
 
   /**
@@ -231,7 +226,7 @@ export class CoordinatorCore {
    * sent CONNECT. A client that goes away leaves the count.
    */
   get clientCount(): number {
-    return Math.max(0, Math.min(this.knownClients.size, this.connections.up - this.engines.length))
+    return Math.max(0, Math.min(this.knownClients.size, this.connections.up - this.pool.size))
   }
 
   get inFlightCount(): number {
@@ -252,7 +247,7 @@ export class CoordinatorCore {
 
   /** Which engines (by identity) hold `hash` for some request in flight. */
   holders(hash: bigint): ReadonlyArray<string> {
-    return this.engines.filter((e) => this.ownership.holds(e.key, hash)).map((e) => e.name)
+    return this.pool.engines.filter((e) => this.ownership.holds(e.key, hash)).map((e) => e.name)
   }
 
   // -------------------------------------------------------------------------------------------
@@ -310,7 +305,7 @@ export class CoordinatorCore {
     const key = identityKey(identity)
     if (header === H.DISCONNECT) {
       // Megatron: only an engine's DISCONNECT means anything (it leaves the routing pool).
-      if (this.engineByKey.has(key)) this.removeEngine(key, "it sent DISCONNECT")
+      if (this.pool.has(key)) this.pool.remove(key, "it sent DISCONNECT")
       return
     }
     if (this.engineHeaders.has(header)) {
@@ -321,10 +316,10 @@ export class CoordinatorCore {
         return this.engineAck(identity, key, envelope.spec.tag === "PauseAck" ? "pause" : "stop")
       }
       const replies = envelope.spec.tag === "EngineReplyBatch"
-      if (this.wire.single) return this.engineBatch(identity, envelope.frames[1]!, replies)
+      if (this.wire.single) return ReplyRoute.engineBatch(this.route, identity, envelope.frames[1]!, replies)
       return replies
-        ? this.engineReply(identity, message, envelope.metadata as EngineReplyMetadata)
-        : this.enginePartial(identity, message, envelope.metadata as EnginePartialMetadata)
+        ? ReplyRoute.engineReply(this.route, identity, message, envelope.metadata as ReplyRoute.EngineReplyMetadata)
+        : ReplyRoute.enginePartial(this.route, identity, message, envelope.metadata as ReplyRoute.EnginePartialMetadata)
     }
     if (!this.clientHeaders.has(header)) return this.reject("unknownHeader", identity, `${nameOf(header)} is not something a client sends`)
     if (header !== H.CONNECT && !this.knownClients.has(key)) {
@@ -344,11 +339,11 @@ export class CoordinatorCore {
       case "ReleaseKv":
         // Broadcast verbatim: the id names the engine-side request (the reply's
         // disaggregated_params), and engines that do not hold it ignore it.
-        return this.broadcast(header, message[0]!)
+        return this.pool.broadcast(header, message[0]!)
       case "StartCudaProfiler":
       case "StopCudaProfiler":
         // Not a state transition: broadcast in any state.
-        return this.broadcast(header, message[0]!)
+        return this.pool.broadcast(header, message[0]!)
       case "Shutdown":
         return this.shutdown()
       default:
@@ -396,21 +391,7 @@ export class CoordinatorCore {
   // -------------------------------------------------------------------------------------------
 
   private registerEngine(identity: Buffer): void {
-    const key = identityKey(identity)
-    if (this.engineByKey.has(key)) return
-    const entry: EngineEntry = {
-      identity: Buffer.from(identity),
-      key,
-      name: showIdentity(identity),
-      load: 0,
-      received: new RecentLog(this.config.recordLimit)
-    }
-    this.engineByKey.set(key, entry)
-    this.removedEngines.delete(key)
-    // Ordered by identity, as Megatron ranks them, so routing ties do not depend on who
-    // connected first.
-    this.engines = [...this.engines, entry].sort((a, b) => Buffer.compare(a.identity, b.identity))
-    this.config.log("Info", `coordinator: engine ${entry.name} registered (${this.engines.length} engine(s))`)
+    if (!this.pool.register(identity)) return
     if (this.backlog.length > 0) {
       const waiting = this.backlog
       this.backlog = []
@@ -418,46 +399,11 @@ export class CoordinatorCore {
     }
   }
 
-  private removeEngine(key: string, why: string): void {
-    const entry = this.engineByKey.get(key)
-    if (entry === undefined) return
-    this.engineByKey.delete(key)
-    this.removedEngines.add(key)
-    this.engines = this.engines.filter((e) => e !== entry)
-    this.ownership.dropEngine(key)
-    this.config.log("Warn", `coordinator: engine ${entry.name} removed: ${why} (${this.engines.length} left)`)
-  }
-
-  private deliver(
-    engine: EngineEntry,
-    frames: Array<Uint8Array>,
-    header: number,
-    requestId?: number,
-    clientRequestId?: number,
-    client?: Uint8Array
-  ): void {
-    if (this.config.recordLimit > 0) {
-      engine.received.add({
-        header,
-        name: nameOf(header),
-        requestId,
-        clientRequestId,
-        client: client === undefined ? undefined : showIdentity(client),
-        frames
-      })
-    } else engine.received.total++
-    this.writer.send([engine.identity, ...frames])
-  }
-
-  private broadcast(header: number, frame: Uint8Array): void {
-    for (const engine of this.engines) this.deliver(engine, [frame], header)
-  }
-
   private undeliverable(error: unknown, message: Outgoing): void {
     this.counters.unreachable++
     const key = identityKey(message[0]!)
     const code = (error as { code?: string } | null)?.code
-    if (code === "EHOSTUNREACH" && this.engineByKey.has(key)) return this.removeEngine(key, "it is unreachable")
+    if (code === "EHOSTUNREACH" && this.pool.has(key)) return this.pool.remove(key, "it is unreachable")
     // A client that went away leaves every reply to it undeliverable (a thousand after a batch):
     // one line per peer and window, with the count, not one per message.
     this.undelivered.add(key, showIdentity(message[0]!), error)
@@ -491,18 +437,19 @@ export class CoordinatorCore {
 
   /** Re-numbers a submission and sends it to the engine the policy picks (or holds it until one registers). */
   private dispatch(w: Waiting): void {
-    if (this.engines.length === 0) {
+    const engines = this.pool.engines
+    if (engines.length === 0) {
       this.backlog.push(w)
       return
     }
-    const loads = this.engines.map((e) => e.load)
-    const engine = this.engines[
+    const loads = engines.map((e) => e.load)
+    const engine = engines[
       w.hashes.length === 0
         ? Routing.leastLoaded(loads)
         : Routing.choose({
           beta: this.config.beta,
           loads,
-          depths: this.ownership.depths(w.hashes, this.engines.map((e) => e.key)),
+          depths: this.ownership.depths(w.hashes, engines.map((e) => e.key)),
           hashCount: w.hashes.length
         }).engine
     ]!
@@ -531,7 +478,7 @@ export class CoordinatorCore {
     const out = this.wire.single
       ? [metadata]
       : f.map((frame, i) => (i === 0 ? metadata : i === HASHES_FRAME && w.envelope.spec.tag === "SubmitRequest" ? NIL : frame))
-    this.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client)
+    this.pool.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client)
     if (this.config.debug === true) {
       this.config.log(
         "Debug",
@@ -552,7 +499,7 @@ export class CoordinatorCore {
     }
     // Only decoded where the dialect has ABORT_REQUEST.
     const frame = packHeaderInt(this.wire.ABORT_REQUEST!, requestId!)
-    this.deliver(request.engine, [frame], H.ABORT_REQUEST, requestId, clientRequestId, identity)
+    this.pool.deliver(request.engine, [frame], H.ABORT_REQUEST, requestId, clientRequestId, identity)
     if (this.config.debug === true) {
       this.config.log("Debug", `coordinator: request ${requestId} (client ${showIdentity(identity)}'s ${clientRequestId}) aborted`)
     }
@@ -563,7 +510,7 @@ export class CoordinatorCore {
     if (!this.wire.controlStates) {
       // core_v0.16: forwarded whatever the state; UNPAUSE forgets the PAUSE acks.
       if (header === H.UNPAUSE) this.pauseAcks.clear()
-      return this.broadcast(header, metadataFrame)
+      return this.pool.broadcast(header, metadataFrame)
     }
     const signal = ControlState.signalOf(header)!
     const outcome = ControlState.apply(this.state, signal)
@@ -576,7 +523,7 @@ export class CoordinatorCore {
       this.config.log("Warn", `coordinator: ignoring ${signal} in state ${this.state}`)
       return
     }
-    this.broadcast(header, metadataFrame)
+    this.pool.broadcast(header, metadataFrame)
     this.state = outcome.next
   }
 
@@ -596,12 +543,12 @@ export class CoordinatorCore {
       return this.close()
     }
     acks.add(key)
-    if (acks.size < this.engines.length) return
+    if (acks.size < this.pool.size) return
     const wire = this.wire
     const header = (signal === "pause" ? wire.PAUSE_ACK : wire.STOP_ACK)!
     const notice = writeAck(header, identity)
     for (const client of this.knownClients) this.writer.send([Buffer.from(client, "latin1"), notice])
-    for (const engine of this.engines) this.deliver(engine, [packHeader(header)], signal === "pause" ? H.PAUSE_ACK : H.STOP_ACK)
+    for (const engine of this.pool.engines) this.pool.deliver(engine, [packHeader(header)], signal === "pause" ? H.PAUSE_ACK : H.STOP_ACK)
     if (signal === "stop") this.end("every engine acked STOP; the loop ends, as core_v0.16's does")
   }
 
@@ -620,93 +567,9 @@ export class CoordinatorCore {
     poll()
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Engine replies
-  // -------------------------------------------------------------------------------------------
-
   private fromEngine(identity: Buffer, key: string, header: number): boolean {
-    if (this.engineByKey.has(key) || this.removedEngines.has(key)) return true
+    if (this.pool.known(key)) return true
     this.reject("notFromEngine", identity, `${nameOf(header)} from a peer that never registered as an engine`)
     return false
-  }
-
-  private engineReply(identity: Buffer, message: ReadonlyArray<Buffer>, metadata: EngineReplyMetadata): void {
-    const entries = metadata.entries
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!
-      const request = this.complete(identity, entry[0])
-      if (request === undefined) continue
-      const frame = message[REPLIES_FRAME + i]!
-      const body = entry[1] ? GeneratedText.fill(frame) : frame
-      this.toClients.send("reply", request, [request.client, packHeaderInt(this.wire.ENGINE_REPLY, request.clientRequestId), body])
-    }
-  }
-
-  /** Takes a request out of flight as its reply arrives, or counts the reply as for an unknown request. */
-  private complete(identity: Buffer, requestId: number): InFlight | undefined {
-    const request = this.inFlight.remove(requestId)
-    if (request === undefined) {
-      this.reject("unknownRequest", identity, `ENGINE_REPLY for request ${requestId}, which is not in flight`)
-      return undefined
-    }
-    request.engine.load--
-    if (this.config.debug === true) {
-      this.config.log(
-        "Debug",
-        `coordinator: request ${requestId} (client ${showIdentity(request.client)}'s ${request.clientRequestId}) completed on engine ${request.engine.name}`
-      )
-    }
-    if (request.hashes.length > 0) this.ownership.release(request.engine.key, request.hashes)
-    return request
-  }
-
-  /**
-   * A one-frame dialect's batch, `[21, [reply, ...]]` or `[22, [partial, ...]]`: each element
-   * names the coordinator's id in its `request_id`, and goes to its client as `[21, rid, reply]`
-   * (`generated_text` filled: these coordinators detokenize every reply) or `[22, rid, partial]`.
-   */
-  private engineBatch(identity: Buffer, body: Uint8Array, replies: boolean): void {
-    const elements = DialectWire.batchElements(body)
-    if (typeof elements === "string") return this.reject("malformed", identity, elements)
-    const wire = this.wire
-    for (const element of elements) {
-      const requestId = replies ? DialectWire.replyIdOf(wire, element) : DialectWire.requestIdOf(element)
-      if (requestId === undefined) {
-        this.reject("malformed", identity, `a ${replies ? "reply" : "partial"} without an integer request_id`)
-        continue
-      }
-      if (!replies) {
-        const request = this.inFlight.get(requestId)
-        if (request === undefined) {
-          this.reject("unknownRequest", identity, `ENGINE_REPLY_PARTIAL for request ${requestId}, which is not in flight`)
-          continue
-        }
-        const frames = DialectWire.toClient(wire, wire.ENGINE_REPLY_PARTIAL!, request.clientRequestId, element)
-        this.toClients.send("partial", request, [request.client, ...frames])
-        continue
-      }
-      const request = this.complete(identity, requestId)
-      if (request === undefined) continue
-      const reply = DialectWire.finishReply(wire, element)
-      this.toClients.send("reply", request, [request.client, ...DialectWire.toClient(wire, wire.ENGINE_REPLY, request.clientRequestId, reply)])
-    }
-  }
-
-  private enginePartial(identity: Buffer, message: ReadonlyArray<Buffer>, metadata: EnginePartialMetadata): void {
-    const ids = metadata.requestIds
-    for (let i = 0; i < ids.length; i++) {
-      const requestId = ids[i]!
-      const request = this.inFlight.get(requestId)
-      if (request === undefined) {
-        this.reject("unknownRequest", identity, `ENGINE_REPLY_PARTIAL for request ${String(requestId)}, which is not in flight`)
-        continue
-      }
-      // Partials are forwarded untouched; the request stays in flight.
-      this.toClients.send("partial", request, [
-        request.client,
-        packHeaderInt(this.wire.ENGINE_REPLY_PARTIAL!, request.clientRequestId),
-        message[PARTIALS_FRAME + i]!
-      ])
-    }
   }
 }

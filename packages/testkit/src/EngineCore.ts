@@ -16,7 +16,8 @@
  * in a record, PAUSE and STOP acknowledged, no control states).
  *
  * Past 400 lines: the read side and the step loop share the active requests, pins and faults;
- * decoding is the protocol's (the dialect's codecs), the socket's reader and writer `FrameSocket`'s.
+ * decoding is the protocol's (the dialect's codecs), the socket's reader and writer `FrameSocket`'s, its
+ * configuration and records `EngineConfig`.
  *
  * @since 0.1.0
  * @internal
@@ -25,105 +26,15 @@ import { BlockHashes, FrameSocket, type Frames, Headers, type Media, Messages, M
 import * as Result from "effect/Result"
 import { randomUUID } from "node:crypto"
 import * as Zmq from "zeromq"
-import type * as Continuations from "./Continuations.ts"
-import type { Log } from "./CoordinatorConfig.ts"
 import * as DialectWire from "./DialectWire.ts"
+import type { EngineConfig, EngineCounters, EngineState, KvHandoff, Received } from "./EngineConfig.ts"
 import { EngineRequest } from "./EngineRequest.ts"
 import * as Faults from "./Faults.ts"
 import { RecentLog } from "./RecentLog.ts"
-import type { ReplyShape } from "./ReplyShapes.ts"
 import * as Vocabulary from "./Vocabulary.ts"
 import { headerOf, isRequestId, NIL, packHeader, requestIdEnd, tryDecode } from "./WireFrames.ts"
 
 const H = Headers.values
-
-/**
- * An engine's state (Megatron's `EngineState`, without the transient -ING states).
- *
- * @since 0.1.0
- */
-export type EngineState = "RUNNING" | "PAUSED" | "SUSPENDED" | "STOPPED"
-
-/**
- * What the engine was configured with.
- */
-export interface EngineConfig {
-  /** The dialect it speaks with its coordinator. */
-  readonly wire: DialectWire.DialectWire
-  /** Its replies' shape (`undefined`: the reference protocol's). */
-  readonly shape: ReplyShape | undefined
-  readonly identity: string
-  readonly coordinatorAddress: string
-  readonly stepMs: number
-  /** Requests generated per step; later ones wait their turn in arrival order (Megatron's `max_requests`). */
-  readonly maxActiveRequests: number
-  readonly blockSizeTokens: number
-  readonly defaultTokensToGenerate: number
-  readonly continuations?: Continuations.Script | undefined
-  readonly recordLimit: number
-  /** `finish`: an aborted request completes at the next step with what it has (Megatron). `drop`: it vanishes, no reply. */
-  readonly abort: "finish" | "drop"
-  readonly log: Log
-  /** CurveZMQ: the coordinator's public key and this engine's key pair (Z85). */
-  readonly curve?: CurveClientKeys | undefined
-}
-
-/**
- * The keys a CurveZMQ client (an engine, or a client of the coordinator) holds, all Z85 text.
- *
- * @since 0.1.0
- */
-export interface CurveClientKeys {
-  /** The coordinator's public key. */
-  readonly serverKey: string
-  readonly publicKey: string
-  readonly secretKey: string
-}
-
-/**
- * A message the engine received, kept for inspection.
- *
- * @since 0.1.0
- */
-export interface Received {
-  /** The header's value in the reference table (in every dialect: its wire value may differ, its name does not). */
-  readonly header: number | undefined
-  readonly name: Headers.HeaderName | undefined
-  /** The request id in frame 0, for messages that carry one. */
-  readonly requestId: number | undefined
-  readonly frames: ReadonlyArray<Uint8Array>
-}
-
-/**
- * A KV-handoff submission as the engine received it.
- *
- * @since 0.1.0
- */
-export interface KvHandoff {
-  readonly requestId: number
-  readonly kvMeta: Readonly<Record<string, unknown>>
-  readonly srcBlockIds: ReadonlyArray<number>
-}
-
-/**
- * Why the engine dropped messages, by kind.
- *
- * @since 0.1.0
- */
-export interface EngineCounters {
-  /** Undecodable frame 0, wrong arity or wrong metadata. */
-  malformed: number
-  /** A SUBMIT for an id already active. */
-  duplicateRequest: number
-  /** ABORT for a request this engine does not hold. */
-  unknownAbort: number
-  /** RELEASE_KV for a request this engine has not pinned. */
-  unknownRelease: number
-  /** Control signals not valid in the engine's state (Megatron asserts; here they are dropped). */
-  invalidSignal: number
-  /** Messages that could not be sent. */
-  unsent: number
-}
 
 type Outgoing = FrameSocket.Message
 

@@ -18,21 +18,14 @@ import type * as Scope from "effect/Scope"
 import type * as Continuations from "./Continuations.ts"
 import type { Log } from "./CoordinatorConfig.ts"
 import * as DialectWire from "./DialectWire.ts"
-import {
-  type CurveClientKeys,
-  type EngineConfig,
-  EngineCore,
-  type EngineCounters,
-  type EngineState,
-  type KvHandoff,
-  type Received
-} from "./EngineCore.ts"
+import type { CurveClientKeys, EngineConfig, EngineCounters, EngineState, KvHandoff, Received } from "./EngineConfig.ts"
+import { EngineCore } from "./EngineCore.ts"
 import type * as Faults from "./Faults.ts"
 import * as ReplyShapes from "./ReplyShapes.ts"
 import { ConnectFailed, InvalidOption, testkitError, type TestkitError } from "./TestkitError.ts"
 import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
 
-export type { CurveClientKeys, EngineCounters, EngineState, KvHandoff, Received } from "./EngineCore.ts"
+export type { CurveClientKeys, EngineCounters, EngineState, KvHandoff, Received } from "./EngineConfig.ts"
 
 /**
  * How to start a test engine.

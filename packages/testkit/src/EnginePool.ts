@@ -1,0 +1,115 @@
+/**
+ * The test coordinator's engines: the ones registered, ordered by identity as Megatron ranks
+ * them (so routing ties do not depend on who connected first), the ones removed (whose late
+ * replies are still delivered), and the one way a message reaches an engine, recorded for
+ * inspection. `CoordinatorCore` routes over it.
+ *
+ * @since 0.2.0
+ * @internal
+ */
+import type { FrameSocket, Headers } from "@mcore-effect/protocol"
+import type { CoordinatorConfig } from "./CoordinatorConfig.ts"
+import type { Delivery, EngineEntry } from "./CoordinatorRecords.ts"
+import { RecentLog } from "./RecentLog.ts"
+import type * as Routing from "./Routing.ts"
+import { identityKey, showIdentity } from "./WireFrames.ts"
+
+/** @internal */
+export class EnginePool {
+  /** Registered, ordered by identity. */
+  engines: ReadonlyArray<EngineEntry> = []
+  private readonly byKey = new Map<string, EngineEntry>()
+  private readonly removed = new Set<string>()
+
+  constructor(
+    private readonly writer: FrameSocket.Writer,
+    private readonly ownership: Routing.HashOwnership,
+    private readonly config: Pick<CoordinatorConfig, "log" | "recordLimit">,
+    private readonly nameOf: (header: number) => Headers.HeaderName
+  ) {}
+
+  get size(): number {
+    return this.engines.length
+  }
+
+  /** Registered now. */
+  has(key: string): boolean {
+    return this.byKey.has(key)
+  }
+
+  /** Registered now or once: its replies are still an engine's. */
+  known(key: string): boolean {
+    return this.byKey.has(key) || this.removed.has(key)
+  }
+
+  /** Registers an engine; false when it already is. */
+  register(identity: Buffer): boolean {
+    const key = identityKey(identity)
+    if (this.byKey.has(key)) return false
+    const entry: EngineEntry = {
+      identity: Buffer.from(identity),
+      key,
+      name: showIdentity(identity),
+      load: 0,
+      received: new RecentLog(this.config.recordLimit)
+    }
+    this.byKey.set(key, entry)
+    this.removed.delete(key)
+    this.engines = [...this.engines, entry].sort((a, b) => Buffer.compare(a.identity, b.identity))
+    this.config.log("Info", `coordinator: engine ${entry.name} registered (${this.engines.length} engine(s))`)
+    return true
+  }
+
+  /** Takes an engine out of routing (its hashes with it). */
+  remove(key: string, why: string): void {
+    const entry = this.byKey.get(key)
+    if (entry === undefined) return
+    this.byKey.delete(key)
+    this.removed.add(key)
+    this.engines = this.engines.filter((e) => e !== entry)
+    this.ownership.dropEngine(key)
+    this.config.log("Warn", `coordinator: engine ${entry.name} removed: ${why} (${this.engines.length} left)`)
+  }
+
+  /** Sends a message to one engine, and records it (or counts it, with no record kept). */
+  deliver(
+    engine: EngineEntry,
+    frames: Array<Uint8Array>,
+    header: number,
+    requestId?: number,
+    clientRequestId?: number,
+    client?: Uint8Array
+  ): void {
+    if (this.config.recordLimit > 0) {
+      engine.received.add({
+        header,
+        name: this.nameOf(header),
+        requestId,
+        clientRequestId,
+        client: client === undefined ? undefined : showIdentity(client),
+        frames
+      })
+    } else engine.received.total++
+    this.writer.send([engine.identity, ...frames])
+  }
+
+  /** Sends one frame to every engine. */
+  broadcast(header: number, frame: Uint8Array): void {
+    for (const engine of this.engines) this.deliver(engine, [frame], header)
+  }
+
+  /** What a snapshot shows of each engine. */
+  views(): ReadonlyArray<{
+    readonly identity: string
+    readonly load: number
+    readonly received: ReadonlyArray<Delivery>
+    readonly receivedTotal: number
+  }> {
+    return this.engines.map((e) => ({
+      identity: e.name,
+      load: e.load,
+      received: e.received.toArray(),
+      receivedTotal: e.received.total
+    }))
+  }
+}
