@@ -17,16 +17,13 @@
  * @since 0.2.0
  * @internal
  */
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import { type Dialect, featuresOf, unsupported } from "../Dialect.ts"
-import * as Frames from "../Frames.ts"
+import type { Dialect } from "../Dialect.ts"
 import * as Headers from "../Headers.ts"
 import * as M from "../Messages.ts"
 import * as MessageSpec from "../MessageSpec.ts"
 import { KnownFields } from "../SamplingParams.ts"
-import { autoTable, EngineReplyBatch, submitRequest } from "./releases.ts"
-import { parts } from "./submission.ts"
+import { autoTable, EngineReplyBatch, release } from "./releases.ts"
 
 const H = Headers.values
 
@@ -79,28 +76,15 @@ const table = autoTable([
 
 /** Up to `stop_words`: 0.16's `SamplingParams` has no `detokenize_stop_sequence` yet. */
 const samplingFieldCount = Object.keys(KnownFields.fields).indexOf("stop_words") + 1
-const options = { framing: "single", headers: table } as const
-const signals = [M.Pause, M.Unpause, M.Suspend, M.Resume, M.Stop]
 
-/** @internal */
-export const coreV016: Dialect = {
-  name: "core_v0.16",
-  megatron: "core_v0.16",
-  framing: "single",
-  headers: table,
-  // pause, suspend, stop: read off the table, which has no epoch, profiler or SHUTDOWN header.
-  features: featuresOf(table),
-  closedClientReply: "drop",
-  samplingFields: Object.keys(KnownFields.fields).slice(0, samplingFieldCount),
-  client: Frames.codec([M.Connect, submitRequest(samplingFieldCount), ...signals], options),
-  coordinator: Frames.codec([M.ConnectAck, M.EngineReply, PauseAckNotice, StopAckNotice], options),
-  engine: Frames.codec([EngineReplyBatch, EnginePauseAck, EngineStopAck], options),
-  submit: (input, hashing) =>
-    Result.map(parts(coreV016, input, hashing), (p) => ({
-      _tag: "SubmitRequest",
-      requestId: input.requestId,
-      prompt: p.prompt,
-      samplingParams: p.samplingParams
-    })),
-  submitWithKv: () => Result.fail(unsupported(coreV016, "kvHandoff"))
-}
+/**
+ * Its signals are the ones its table has (PAUSE, UNPAUSE, SUSPEND, RESUME, STOP); pause, suspend
+ * and stop are its features, read off the table, which has no epoch, profiler or SHUTDOWN header.
+ *
+ * @internal
+ */
+export const coreV016: Dialect = release("core_v0.16", "core_v0.16", table, samplingFieldCount, {
+  coordinator: [M.ConnectAck, M.EngineReply, PauseAckNotice, StopAckNotice],
+  engine: [EngineReplyBatch, EnginePauseAck, EngineStopAck],
+  closedClientReply: "drop"
+})

@@ -91,7 +91,35 @@ const v019Table = Headers.makeTable({
 
 const known = Object.keys(KnownFields.fields)
 
-const release = (name: Name, megatron: string, headers: Headers.Table, samplingFieldCount: number): Dialect => {
+/**
+ * What a release differs in beyond its table and sampling fields (core_v0.16's acknowledgements,
+ * and its coordinator's dropping a reply for a closed client).
+ *
+ * @internal
+ */
+export interface ReleaseWire {
+  readonly coordinator: ReadonlyArray<MessageSpec.Any>
+  readonly engine: ReadonlyArray<MessageSpec.Any>
+  readonly closedClientReply: Dialect["closedClientReply"]
+}
+
+/**
+ * A release's dialect: one frame per message, the signals its table has, the four-element
+ * SUBMIT_REQUEST, no KV hand-off.
+ *
+ * @internal
+ */
+export const release = (
+  name: Name,
+  megatron: string,
+  headers: Headers.Table,
+  samplingFieldCount: number,
+  wire: ReleaseWire = {
+    coordinator: [M.ConnectAck, M.EngineReply],
+    engine: [EngineReplyBatch, M.Disconnect],
+    closedClientReply: "exit"
+  }
+): Dialect => {
   const options = { framing: "single", headers } as const
   const signals = M.controls.filter((spec) => headers.values[spec.headerName] !== undefined)
   const dialect: Dialect = {
@@ -100,11 +128,11 @@ const release = (name: Name, megatron: string, headers: Headers.Table, samplingF
     framing: "single",
     headers,
     features: featuresOf(headers),
-    closedClientReply: "exit",
+    closedClientReply: wire.closedClientReply,
     samplingFields: known.slice(0, samplingFieldCount),
     client: Frames.codec([M.Connect, submitRequest(samplingFieldCount), ...signals], options),
-    coordinator: Frames.codec([M.ConnectAck, M.EngineReply], options),
-    engine: Frames.codec([EngineReplyBatch, M.Disconnect], options),
+    coordinator: Frames.codec(wire.coordinator, options),
+    engine: Frames.codec(wire.engine, options),
     submit: (input, hashing) =>
       Result.map(parts(dialect, input, hashing), (p) => ({
         _tag: "SubmitRequest",
