@@ -2,7 +2,7 @@
  * Whether a request gets in, checked in the order that costs least first: the server is not
  * shutting down, the API key (compared in constant time), the body's size (refused from its
  * `Content-Length` before a byte is read, and again while reading for a chunked body), the
- * JSON, and a place among the generation requests in flight.
+ * JSON and its nesting, and a place among the generation requests in flight.
  *
  * @since 0.1.0
  */
@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as Redacted from "effect/Redacted"
+import * as JsonDepth from "./JsonDepth.ts"
 import {
   badRequest,
   BodyTooLarge,
@@ -63,14 +64,23 @@ interface NodeBody {
 const isNodeBody = (source: object): source is NodeBody =>
   typeof (source as Partial<NodeBody>).on === "function" && (source as Partial<NodeBody>).readableEnded === false
 
-/** The body's JSON, or the 400 for a body that is empty or not JSON. */
+/**
+ * The body's JSON, or the 400 for a body that is empty, not JSON, or nested deeper than
+ * `JsonDepth.MAX_DEPTH` (checked here, before any route reads it).
+ */
 const parse = (text: string): Effect.Effect<unknown, ServerError> => {
   if (text.length === 0) return Effect.fail(badRequest(null, "the request body is empty; expected a JSON object"))
+  let body: unknown
   try {
-    return Effect.succeed(JSON.parse(text))
+    body = JSON.parse(text)
   } catch (cause) {
     return Effect.fail(badRequest(null, `the request body is not valid JSON: ${(cause as Error).message}`))
   }
+  const deep = JsonDepth.tooDeep(body)
+  if (deep !== undefined) {
+    return Effect.fail(badRequest(deep === "" ? null : deep, `nested deeper than ${JsonDepth.MAX_DEPTH} levels (the request body's limit)`))
+  }
+  return Effect.succeed(body)
 }
 
 /**

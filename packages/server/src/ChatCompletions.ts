@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import type { Media } from "@mcore-effect/protocol"
-import type { Tokenizer } from "@mcore-effect/text"
+import type { ChatTemplate, Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
@@ -18,11 +18,14 @@ import type * as Scope from "effect/Scope"
 import * as Choice from "./Choice.ts"
 import * as CommonShape from "./CommonShape.ts"
 import * as ContextLength from "./ContextLength.ts"
+import * as DeveloperRole from "./DeveloperRole.ts"
 import * as Generation from "./Generation.ts"
+import * as IgnoredFields from "./IgnoredFields.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
+import * as TopLogprobs from "./TopLogprobs.ts"
 import * as VllmParams from "./VllmParams.ts"
 import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "./ServerError.ts"
 import * as ChatMessages from "./ChatMessages.ts"
@@ -31,6 +34,9 @@ import * as AssistantReply from "./tools/AssistantReply.ts"
 import * as ToolRequest from "./tools/ToolRequest.ts"
 
 const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest, CommonShape.isChatCompletionRequest)
+
+/** vLLM's other fields: ignored when they change nothing, else refused (`IgnoredFields`). */
+const fieldPolicy = IgnoredFields.policy(Object.keys(OpenAiSchema.ChatCompletionRequest.fields), IgnoredFields.chatFields)
 
 const neutralChoice = (choice: unknown): boolean => choice == null || choice === "none" || choice === "auto"
 
@@ -66,10 +72,10 @@ const chatLogprobs = (
   const tops = finished.topLogprobs ?? []
   for (let i = 0; i < finished.tokens.length; i++) {
     const token = tokenizer.decode([finished.tokens[i]!])
-    const alternatives = top > 0 && tops[i] !== undefined
-      ? Object.entries(tops[i]!).slice(0, top).map(([t, logprob]) => ({ token: t, logprob, bytes: bytesOf(t) }))
-      : []
-    content.push({ token, logprob: values[i] ?? 0, bytes: bytesOf(token), top_logprobs: alternatives })
+    const logprob = values[i] ?? 0
+    // The token first, then the engine's alternatives, `top` in all (`TopLogprobs`).
+    const alternatives = TopLogprobs.entries(token, logprob, tops[i], top).map(([t, lp]) => ({ token: t, logprob: lp, bytes: bytesOf(t) }))
+    content.push({ token, logprob, bytes: bytesOf(token), top_logprobs: alternatives })
   }
   return { content }
 }
@@ -132,7 +138,13 @@ const readFinished = (reading: AssistantReply.Reading, finished: Choice.Finished
     content: called && reply.content === "" ? null : reply.content,
     refusal: null
   }
-  if (reading.reasoning !== undefined) message["reasoning_content"] = reply.reasoning === "" ? null : reply.reasoning
+  if (reading.reasoning !== undefined) {
+    // Under both names: `reasoning_content` (what vLLM wrote first, and DeepSeek's API) and
+    // `reasoning` (vLLM's current name, `ChatMessage.reasoning` in its protocol).
+    const reasoning = reply.reasoning === "" ? null : reply.reasoning
+    message["reasoning_content"] = reasoning
+    message["reasoning"] = reasoning
+  }
   if (called) message["tool_calls"] = AssistantReply.toolCalls(reply.calls)
   return { message, finishReason: called && finished.finishReason === "stop" ? "tool_calls" as const : finished.finishReason }
 }
@@ -196,7 +208,9 @@ export const handle = (
   generation: Routes.Generation
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
   const { state, text } = generation
-  const decoded = decodeRequest(state, decode, generation.body)
+  const sifted = IgnoredFields.sift(fieldPolicy, state, generation.request, generation.body)
+  if (Result.isFailure(sifted)) return Effect.fail(sifted.failure)
+  const decoded = decodeRequest(state, decode, sifted.success)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
   const refused = unsupported(request) ?? VllmParams.refusal(request, true)
@@ -233,27 +247,39 @@ export const handle = (
     prompt: "messages",
     maxTokens: request.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens"
   }
-  const prompt = tools === null && variables === undefined && prefill === undefined
-    ? { messages, addGenerationPrompt: true }
-    : { messages, addGenerationPrompt: true, tools, variables, prefill }
-  const answer = (multiModalData: Media.MultiModalData | undefined) =>
-    Effect.matchEffect(text.promptTokens(prompt), {
-      onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
-      onSuccess: (ids) => {
-        if (ids.length === 0) return Effect.fail(badRequest("messages", "render to an empty prompt"))
-        const fitted = ContextLength.fit(plan, state.maxModelLen, [ids.length], maxTokens, () => limits)
-        if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
-        const context = Choice.context(text, state, fitted.success, multiModalData)
-        return Generation.respond(generation, context, [{ ids, text: "" }], fitted.success, endpoint)
-      }
-    })
-  if (images.length === 0) return answer(undefined)
-  // Images: the template must render them, and every one load, before anything is sent.
-  const rendered = withoutImages === undefined
-    ? Effect.void
-    : ChatImages.rendersImages(text.chatTemplate.success, messages, withoutImages, { addGenerationPrompt: true, tools, variables }, images[0]!)
-  return Effect.flatMap(
-    Effect.andThen(rendered, ChatImages.load(images, media)),
-    (bytes) => answer({ image: bytes })
-  )
+  const template = text.chatTemplate.success
+  // Developer messages as system ones when the template has no such role (`DeveloperRole`).
+  if (DeveloperRole.hasDeveloper(messages)) {
+    return Effect.flatMap(
+      DeveloperRole.forTemplate(template, messages, withoutImages),
+      (read) => render(read.messages, read.withoutImages)
+    )
+  }
+  return render(messages, withoutImages)
+
+  function render(messages: Array<ChatTemplate.Message>, withoutImages: Array<ChatTemplate.Message> | undefined) {
+    const prompt = tools === null && variables === undefined && prefill === undefined
+      ? { messages, addGenerationPrompt: true }
+      : { messages, addGenerationPrompt: true, tools, variables, prefill }
+    const answer = (multiModalData: Media.MultiModalData | undefined) =>
+      Effect.matchEffect(text.promptTokens(prompt), {
+        onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
+        onSuccess: (ids) => {
+          if (ids.length === 0) return Effect.fail(badRequest("messages", "render to an empty prompt"))
+          const fitted = ContextLength.fit(plan, state.maxModelLen, [ids.length], maxTokens, () => limits)
+          if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
+          const context = Choice.context(text, state, fitted.success, multiModalData)
+          return Generation.respond(generation, context, [{ ids, text: "" }], fitted.success, endpoint)
+        }
+      })
+    if (images.length === 0) return answer(undefined)
+    // Images: the template must render them, and every one load, before anything is sent.
+    const rendered = withoutImages === undefined
+      ? Effect.void
+      : ChatImages.rendersImages(template, messages, withoutImages, { addGenerationPrompt: true, tools, variables }, images[0]!)
+    return Effect.flatMap(
+      Effect.andThen(rendered, ChatImages.load(images, media)),
+      (bytes) => answer({ image: bytes })
+    )
+  }
 }

@@ -46,6 +46,18 @@ export interface TemplateMessages {
   readonly withoutImages: Array<ChatTemplate.Message> | undefined
 }
 
+/** Why a part of another type than `text` and `image_url` is refused, by what it carries. */
+const unsupportedPart = (type: string): string => {
+  const what = type === "input_audio" || type === "audio_url"
+    ? "audio input is not supported"
+    : type === "video_url"
+    ? "video input is not supported"
+    : type === "file" || type === "input_file"
+    ? "file input is not supported"
+    : `${JSON.stringify(type)} parts are not supported`
+  return `${what} (only text and image_url parts)`
+}
+
 /** The part the template sees for an image (transformers' shape; vLLM gives the same). */
 const IMAGE_PART = Object.freeze({ type: "image" })
 
@@ -115,9 +127,7 @@ export const templateMessages = (
         texts.push(part.text)
         continue
       }
-      if (part.type !== "image_url") {
-        return Result.fail(badRequest(`${at}.type`, `${JSON.stringify(part.type)} parts are not supported (only text and image_url)`))
-      }
+      if (part.type !== "image_url") return Result.fail(badRequest(`${at}.type`, unsupportedPart(part.type)))
       if (part.image_url === undefined) return Result.fail(badRequest(`${at}.image_url`, "missing"))
       if (part.text !== undefined) return Result.fail(badRequest(`${at}.text`, "not a field of an image_url part"))
       ;(images ??= []).push({ param: at, url: part.image_url.url })

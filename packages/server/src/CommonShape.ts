@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { MAX_CHOICES, MAX_STOP } from "./OpenAiSchema.ts"
+import { MAX_CHOICES, MAX_STOP, MAX_TOP_K } from "./OpenAiSchema.ts"
 
 type Check = (value: unknown) => boolean
 
@@ -63,15 +63,14 @@ const sampling: Record<string, Check> = {
   max_tokens: nullOr(intAtLeast(0)),
   temperature: nullOr(finiteBetween(0, 2)),
   top_p: nullOr(finiteBetween(0, 1)),
-  top_k: nullOr(intAtLeast(-1)),
+  top_k: nullOr(intBetween(-1, MAX_TOP_K)),
   n: nullOr(intBetween(1, MAX_CHOICES)),
   stream: nullOr(isBoolean),
   stream_options: nullOr(struct({ include_usage: nullOr(isBoolean), continuous_usage_stats: nullOr(isBoolean) })),
   stop: nullOr((v) => isString(v) || arrayOf(isString, 0, MAX_STOP)(v)),
   seed: nullOr(isInt),
   presence_penalty: nullOr(finiteBetween(-2, 2)),
-  frequency_penalty: nullOr(finiteBetween(-2, 2)),
-  user: nullOr(isString)
+  frequency_penalty: nullOr(finiteBetween(-2, 2))
 }
 
 const roles: ReadonlySet<unknown> = new Set(["system", "developer", "user", "assistant", "tool"])

@@ -1,8 +1,9 @@
 /**
  * `POST /v1/completions`: a prompt as text, a list of texts, token ids or a list of token-id
  * lists; `n` choices per prompt (choice `p * n + j` is the `j`th of prompt `p`); `echo` repeats
- * the prompt before the completion; `logprobs: k` gives each token's log prob and its top `k`
- * (with `echo`, the prompt's too, the first token's being `null` as OpenAI writes it).
+ * the prompt before the completion; `logprobs: k` gives each token's log prob and, per token,
+ * the token and its top `k` (with `echo`, the prompt's too, the first token's being `null` as
+ * OpenAI and vLLM write it).
  *
  * @since 0.1.0
  */
@@ -15,14 +16,19 @@ import * as Choice from "./Choice.ts"
 import * as CommonShape from "./CommonShape.ts"
 import * as ContextLength from "./ContextLength.ts"
 import * as Generation from "./Generation.ts"
+import * as IgnoredFields from "./IgnoredFields.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
+import * as TopLogprobs from "./TopLogprobs.ts"
 import * as VllmParams from "./VllmParams.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
 
 const decode = OpenAiSchema.decode(OpenAiSchema.CompletionRequest, CommonShape.isCompletionRequest)
+
+/** vLLM's other fields: ignored when they change nothing, else refused (`IgnoredFields`). */
+const fieldPolicy = IgnoredFields.policy(Object.keys(OpenAiSchema.CompletionRequest.fields), IgnoredFields.completionFields)
 
 /** OpenAI's default `max_tokens` for completions. */
 const DEFAULT_MAX_TOKENS = 16
@@ -49,24 +55,36 @@ const prompts = (
   return Result.succeed(out)
 }
 
-/** OpenAI's completions log probs for `ids`, whose texts start at `offset`. */
+/**
+ * OpenAI's completions log probs for `ids`, whose texts start at `offset`: one entry per token in
+ * each list; a token without a log prob (the prompt's first, with `echo`) has `null` in both
+ * `token_logprobs` and `top_logprobs`, as vLLM writes it. `top` is the engine's alternatives per
+ * token, `k` the request's `logprobs`.
+ */
 const logprobsOf = (
   tokenizer: Tokenizer.Service,
   ids: ReadonlyArray<number>,
-  logprobs: ReadonlyArray<number | null>,
-  top: ReadonlyArray<Readonly<Record<string, number>> | null> | undefined,
+  logprobs: ReadonlyArray<number | null | undefined>,
+  top: ReadonlyArray<Readonly<Record<string, number>> | null | undefined>,
+  k: number,
   offset: number
 ): OpenAiSchema.CompletionLogprobs => {
   const tokens: Array<string> = []
+  const values: Array<number | null> = []
+  const tops: Array<Record<string, number> | null> = []
   const offsets: Array<number> = []
   let at = offset
-  for (const id of ids) {
-    const token = tokenizer.decode([id])
+  for (let i = 0; i < ids.length; i++) {
+    const token = tokenizer.decode([ids[i]!])
+    const value = logprobs[i]
     tokens.push(token)
+    values.push(value ?? null)
+    // The token and its top `k` (vLLM's `logprobs + 1`).
+    tops.push(value == null ? null : TopLogprobs.record(token, value, top[i], k + 1))
     offsets.push(at)
     at += token.length
   }
-  return { tokens, token_logprobs: logprobs, top_logprobs: top ?? null, text_offset: offsets }
+  return { tokens, token_logprobs: values, top_logprobs: tops, text_offset: offsets }
 }
 
 /** Where the text after `lp`'s tokens starts. */
@@ -75,23 +93,32 @@ const endOf = (lp: OpenAiSchema.CompletionLogprobs, start: number): number => {
   return last < 0 ? start : lp.text_offset[last]! + lp.tokens[last]!.length
 }
 
-/** A choice's log probs; without echo, its tokens' texts start at `offset` (what went out before). */
+/** `list`'s first `length` items, `undefined` past its end: positions stay aligned. */
+const padded = <A>(list: ReadonlyArray<A> | undefined, length: number): Array<A | undefined> =>
+  Array.from({ length }, (_, i) => list?.[i])
+
+/**
+ * A choice's log probs, `k` the request's `logprobs`; without echo, its tokens' texts start at
+ * `offset` (what went out before).
+ */
 const choiceLogprobs = (
   tokenizer: Tokenizer.Service,
   finished: Choice.Finished,
   prompt: Choice.Prompt,
   echo: boolean,
-  wantTop: boolean,
+  k: number,
   offset = 0
 ): OpenAiSchema.CompletionLogprobs => {
   const generated = finished.logprobs ?? []
-  const top = wantTop ? finished.topLogprobs ?? [] : undefined
-  if (!echo) return logprobsOf(tokenizer, finished.tokens, generated, top, offset)
-  // The prompt's first token has no log prob (nothing precedes it).
+  const top = finished.topLogprobs ?? []
+  if (!echo) return logprobsOf(tokenizer, finished.tokens, generated, top, k, offset)
+  // The prompt's first token has no log prob (nothing precedes it); the others' are aligned to
+  // their tokens even when the engine sent fewer.
+  const rest = prompt.ids.length - 1
   const ids = [...prompt.ids, ...finished.tokens]
-  const values: Array<number | null> = [null, ...(finished.promptLogprobs ?? []).slice(0, prompt.ids.length - 1), ...generated]
-  const tops = top === undefined ? undefined : [null, ...(finished.promptTopLogprobs ?? []).slice(0, prompt.ids.length - 1), ...top]
-  return logprobsOf(tokenizer, ids, values, tops, 0)
+  const values = [null, ...padded(finished.promptLogprobs, rest), ...generated]
+  const tops = [null, ...padded(finished.promptTopLogprobs, rest), ...top]
+  return logprobsOf(tokenizer, ids, values, tops, k, 0)
 }
 
 /**
@@ -103,7 +130,9 @@ export const handle = (
   generation: Routes.Generation
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
   const { state, text } = generation
-  const decoded = decodeRequest(state, decode, generation.body)
+  const sifted = IgnoredFields.sift(fieldPolicy, state, generation.request, generation.body)
+  if (Result.isFailure(sifted)) return Effect.fail(sifted.failure)
+  const decoded = decodeRequest(state, decode, sifted.success)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
   if (request.suffix != null && request.suffix !== "") return Effect.fail(badRequest("suffix", "not supported"))
@@ -155,7 +184,7 @@ const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined, 
   const logprobsFor = (finished: Choice.Finished, prompt: Choice.Prompt, index?: number) =>
     logprobs === undefined
       ? null
-      : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs > 0, index === undefined ? 0 : offsets[index] ?? 0)
+      : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs, index === undefined ? 0 : offsets[index] ?? 0)
   return {
     idPrefix: "cmpl-",
     object: "text_completion",
@@ -172,8 +201,8 @@ const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined, 
       deltaLogprobs: perChunk
         ? (index, text, tokens, values) => {
           const start = offsets[index] ?? 0
-          // No top log probs: `perChunk` is only without them.
-          const lp = logprobsOf(tokenizer, tokens, values, undefined, start)
+          // `logprobs: 0` (`perChunk` is only then): each token's entry is the token alone.
+          const lp = logprobsOf(tokenizer, tokens, values, [], 0, start)
           offsets[index] = endOf(lp, start)
           return { index, text, logprobs: lp, finish_reason: null }
         }

@@ -2,11 +2,12 @@
  * The server's metrics, as Effect `Metric`s (so `/metrics` renders them with the client's own,
  * `mcore_client_*`, in one Prometheus text page): requests by route and status, requests in
  * flight, prompt and completion tokens, time to first token and latency histograms, and aborts
- * (client disconnects and deadlines).
+ * (client disconnects and deadlines), and request fields ignored.
  *
  * @since 0.1.0
  */
 import type * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 
 const seconds = Metric.exponentialBoundaries({ start: 0.0005, factor: 2, count: 20 })
@@ -82,6 +83,17 @@ export const aborts = Metric.counter("mcore_server_aborts_total", {
 })
 
 /**
+ * Request fields accepted and ignored, by `field`: the name when it is one of
+ * `IgnoredFields`' lists, `other` for any other (a bounded label set).
+ *
+ * @since 0.1.0
+ */
+export const ignoredFields = Metric.counter("mcore_server_ignored_fields_total", {
+  description: "Request fields accepted and ignored (listed in x-ignored-fields), by field",
+  incremental: true
+})
+
+/**
  * Why a generation was aborted.
  *
  * @since 0.1.0
@@ -98,6 +110,7 @@ export class Recorder {
   private readonly byStatus = new Map<string, Metric.Counter<number>>()
   private readonly byRoute = new Map<string, Metric.Histogram<number>>()
   private readonly byReason = new Map<string, Metric.Counter<number>>()
+  private readonly byField = new Map<string, Metric.Counter<number>>()
 
   constructor(private readonly context: Context.Context<never>) {}
 
@@ -141,5 +154,20 @@ export class Recorder {
       this.byReason.set(reason, counter)
     }
     counter.updateUnsafe(1, this.context)
+  }
+
+  /** One ignored field; `field` is already a bounded label (`IgnoredFields.label`). */
+  ignoredField(field: string): void {
+    let counter = this.byField.get(field)
+    if (counter === undefined) {
+      counter = Metric.withAttributes(ignoredFields, { field })
+      this.byField.set(field, counter)
+    }
+    counter.updateUnsafe(1, this.context)
+  }
+
+  /** Runs a log effect with the server's context (its logger and minimum level). */
+  log(effect: Effect.Effect<void>): void {
+    Effect.runSyncWith(this.context)(effect)
   }
 }

@@ -10,12 +10,33 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaParser from "effect/SchemaParser"
+import * as JsonDepth from "./JsonDepth.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
 import * as ToolSchema from "./tools/ToolSchema.ts"
 import * as VllmParams from "./VllmParams.ts"
 
-const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
-const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+/**
+ * An integer from `min` to `max`. Not `Schema.Int`: it takes only safe integers and says
+ * "Expected an integer" of `2**53`, which is one; out of range, this names the bound.
+ *
+ * @since 0.1.0
+ */
+export const intBetween = (min: number, max: number) =>
+  Schema.Number.check(Schema.makeFilter((n: number) =>
+    !Number.isInteger(n)
+      ? "Expected an integer"
+      : n < min || n > max
+      ? `Expected an integer from ${min} to ${max}, got ${n}`
+      : true
+  ))
+
+/** Largest `top_k`: Megatron's engines hold it in an int32 tensor. */
+export const MAX_TOP_K = 2 ** 31 - 1
+
+const SafeInt = intBetween(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
+/** A token count: exact as a JSON number; the context length (`ContextLength.fit`) bounds it after. */
+const TokenCount = intBetween(0, Number.MAX_SAFE_INTEGER)
+const PositiveInt = intBetween(1, Number.MAX_SAFE_INTEGER)
 const optionalNullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
 /** Most choices one request may ask for (`n`, times the prompts of a completions request). */
@@ -47,26 +68,20 @@ export const StreamOptions = Schema.Struct({
 /** Fields both endpoints take, with OpenAI's ranges. */
 const sampling = {
   model: Schema.optionalKey(Schema.String),
-  max_tokens: optionalNullable(NonNegativeInt),
+  max_tokens: optionalNullable(TokenCount),
   temperature: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }))),
   top_p: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }))),
   /** Extension (vLLM's): 0 or -1 means no top-k. */
-  top_k: optionalNullable(Schema.Int.check(Schema.isGreaterThanOrEqualTo(-1))),
-  n: optionalNullable(PositiveInt.check(Schema.isLessThanOrEqualTo(MAX_CHOICES))),
+  top_k: optionalNullable(intBetween(-1, MAX_TOP_K)),
+  n: optionalNullable(intBetween(1, MAX_CHOICES)),
   stream: optionalNullable(Schema.Boolean),
   stream_options: optionalNullable(StreamOptions),
   stop: optionalNullable(Stop),
-  seed: optionalNullable(Schema.Int),
+  seed: optionalNullable(SafeInt),
   presence_penalty: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: -2, maximum: 2 }))),
   frequency_penalty: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: -2, maximum: 2 }))),
   logit_bias: optionalNullable(Schema.Record(Schema.String, Schema.Finite)),
-  // Accepted and ignored: they do not change what is generated.
-  user: optionalNullable(Schema.String),
-  metadata: optionalNullable(Schema.Record(Schema.String, Schema.String)),
-  store: optionalNullable(Schema.Boolean),
-  service_tier: optionalNullable(Schema.String),
-  prompt_cache_key: optionalNullable(Schema.String),
-  safety_identifier: optionalNullable(Schema.String),
+  // `user`, `metadata`, `store`... are accepted and ignored before the decode (IgnoredFields).
   // vLLM's extension parameters (VllmParams).
   ...VllmParams.fields
 }
@@ -85,14 +100,21 @@ export const ImageUrl = Schema.Struct({
 /**
  * A part of a message's content: `text` (with `text`) or `image_url` (with `image_url`); the
  * type is checked when the messages are read (`ChatMessages`), so that any other part (audio,
- * files) is refused by name.
+ * video, files) is refused by name, saying what it is.
  *
  * @since 0.1.0
  */
 export const ContentPart = Schema.Struct({
   type: Schema.String,
   text: Schema.optionalKey(Schema.String),
-  image_url: Schema.optionalKey(ImageUrl)
+  image_url: Schema.optionalKey(ImageUrl),
+  // The other parts' payloads, taken so that the part is refused for what it is (audio, video,
+  // a file) by `ChatMessages`, not for an unknown key.
+  input_audio: Schema.optionalKey(Schema.Unknown),
+  audio_url: Schema.optionalKey(Schema.Unknown),
+  video_url: Schema.optionalKey(Schema.Unknown),
+  file: Schema.optionalKey(Schema.Unknown),
+  image_embeds: Schema.optionalKey(Schema.Unknown)
 })
 
 /**
@@ -122,9 +144,9 @@ export type ChatMessage = typeof ChatMessage.Type
 export const ChatCompletionRequest = Schema.Struct({
   ...sampling,
   messages: Schema.Array(ChatMessage).check(Schema.isMinLength(1)),
-  max_completion_tokens: optionalNullable(NonNegativeInt),
+  max_completion_tokens: optionalNullable(TokenCount),
   logprobs: optionalNullable(Schema.Boolean),
-  top_logprobs: optionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20 }))),
+  top_logprobs: optionalNullable(intBetween(0, 20)),
   // Tool calls and reasoning (see tools/ToolRequest).
   tools: optionalNullable(Schema.Array(ToolSchema.Tool)),
   tool_choice: optionalNullable(ToolSchema.ToolChoice),
@@ -155,8 +177,11 @@ export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 export const PromptInput = Schema.Union([
   Schema.String,
   Schema.Array(Schema.String).check(Schema.isMinLength(1)),
-  Schema.Array(NonNegativeInt).check(Schema.isMinLength(1)),
-  Schema.Array(Schema.Array(NonNegativeInt).check(Schema.isMinLength(1))).check(Schema.isMinLength(1))
+  // Any number here: each id is checked against the vocabulary (`Prompts.tokenPrompt`), which
+  // says what is wrong with it (negative, not an integer, past the vocabulary) where the union
+  // could only say "Expected string".
+  Schema.Array(Schema.Number).check(Schema.isMinLength(1)),
+  Schema.Array(Schema.Array(Schema.Number).check(Schema.isMinLength(1))).check(Schema.isMinLength(1))
 ])
 
 /**
@@ -168,7 +193,7 @@ export const CompletionRequest = Schema.Struct({
   ...sampling,
   prompt: PromptInput,
   /** Top log probs per token, 0 to 5 (OpenAI's range); present asks for log probs at all. */
-  logprobs: optionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20 }))),
+  logprobs: optionalNullable(intBetween(0, 20)),
   echo: optionalNullable(Schema.Boolean),
   best_of: optionalNullable(PositiveInt),
   suffix: optionalNullable(Schema.String)
@@ -183,11 +208,7 @@ const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
 /** `["messages", 0, "role"]` -> `messages[0].role`. */
 const pathName = (path: ReadonlyArray<PropertyKey>): string | null => {
-  let out = ""
-  for (const key of path) {
-    if (typeof key === "number") out += `[${key}]`
-    else out += out === "" ? String(key) : `.${String(key)}`
-  }
+  const out = JsonDepth.pathName(path)
   return out === "" ? null : out
 }
 
@@ -226,7 +247,8 @@ export const decode = <S extends Schema.Top & { readonly DecodingServices: never
     const first = formatter(decoded.failure).issues[0]
     const param = first?.path === undefined ? null : pathName(first.path as ReadonlyArray<PropertyKey>)
     const message = first?.message ?? "invalid request"
-    return Result.fail(badRequest(param, message === "Unexpected key" ? "unknown parameter" : message))
+    const unknown = message === "Unexpected key" || message === "Expected no excess property"
+    return Result.fail(badRequest(param, unknown ? "unknown parameter" : message))
   }
 }
 

@@ -60,7 +60,8 @@ export const tokenizePrompt = (
 }
 
 /**
- * A token-id prompt, checked against the vocabulary; its text (for `echo`) decoded.
+ * A token-id prompt, each id checked (an integer from 0 to the vocabulary's size - 1, else a 400
+ * saying which and why); its text (for `echo`) decoded.
  *
  * @since 0.1.0
  */
@@ -72,7 +73,14 @@ export const tokenPrompt = (
   if (ids.length === 0) return Result.fail(badRequest(param, "must not be empty"))
   const size = tokenizer.vocabSize
   for (let i = 0; i < ids.length; i++) {
-    if (ids[i]! >= size) return Result.fail(badRequest(`${param}[${i}]`, `token id ${ids[i]} is outside the vocabulary (size ${size})`))
+    const id = ids[i]!
+    if (Number.isInteger(id) && id >= 0 && id < size) continue
+    const why = !Number.isInteger(id)
+      ? `token id ${id} is not an integer`
+      : id < 0
+      ? `token id ${id} is negative (ids run from 0 to ${size - 1})`
+      : `token id ${id} is outside the vocabulary (size ${size}: ids run from 0 to ${size - 1})`
+    return Result.fail(badRequest(`${param}[${i}]`, why))
   }
   return Result.succeed({ ids, text: tokenizer.decode(ids) })
 }

@@ -3,7 +3,8 @@
  * `@effect/platform-node`'s `NodeHttpServer`, over an `InferenceClient`:
  *
  * - `POST /v1/chat/completions`, `POST /v1/completions` (streamed as server-sent events or not),
- * - `GET /v1/models`, `GET /v1/models/:model`, `GET /health`, `GET /metrics` (Prometheus text).
+ * - `GET /v1/models`, `GET /v1/models/:model`, `GET /health` (and `/v1/health`), `GET /version`,
+ *   `GET /metrics` (Prometheus text).
  *
  * Release order, when the layer's scope closes (SIGTERM, Ctrl-C): new generation requests are
  * refused with 503 at once; the listener stops accepting connections and idle keep-alive
@@ -36,12 +37,15 @@ import * as ServerConfig from "./ServerConfig.ts"
 import { Internal, ModelNotFound, NotFound, serverError } from "./ServerError.ts"
 import * as ServerState from "./ServerState.ts"
 import * as Tokenize from "./Tokenize.ts"
+import { version } from "./Version.ts"
 
 const modelObject = (state: ServerState.State) => ({
   id: state.config.model,
   object: "model",
   created: state.startedAt,
-  owned_by: "mcore-effect"
+  owned_by: "mcore-effect",
+  // vLLM's: the context length (prompt and generated tokens), which clients size prompts by.
+  max_model_len: state.maxModelLen
 })
 
 const models = (state: ServerState.State) =>
@@ -56,22 +60,27 @@ const model = (state: ServerState.State) =>
         : Effect.fail(serverError(new ModelNotFound({ model: name, served: state.config.model })))
     }))
 
-const health = HttpRouter.route("GET", "/health", Effect.gen(function*() {
+/** `/health`, and `/v1/health` where Megatron-LM's server (and its benchmarks) look for it. */
+const health = (path: "/health" | "/v1/health") => HttpRouter.route("GET", path, Effect.gen(function*() {
   const state = yield* ServerState.ServerState
   const client = yield* InferenceClient.InferenceClient
   const closing = state.gate.isClosing
   const ready = !closing && (yield* client.connected)
-  // `pid` tells which process answered (with --workers, each has its own connection).
-  const body = ready
-    ? { status: "ok", model: state.config.model, in_flight: state.gate.size, pid: process.pid }
-    : {
-      status: closing ? "shutting_down" : "coordinator_lost",
-      model: state.config.model,
-      in_flight: state.gate.size,
-      pid: process.pid
-    }
-  return yield* answer(state, "/health", Effect.succeed(JsonResponse.json(body, ready ? 200 : 503)))
+  // `pid` tells which process answered (with --workers, each has its own connection); `ready`
+  // is Megatron-LM's server's field.
+  const body = {
+    status: ready ? "ok" : closing ? "shutting_down" : "coordinator_lost",
+    ready,
+    model: state.config.model,
+    in_flight: state.gate.size,
+    pid: process.pid
+  }
+  return yield* answer(state, path, Effect.succeed(JsonResponse.json(body, ready ? 200 : 503)))
 }))
+
+/** vLLM's `GET /version`. */
+const versionRoute = (state: ServerState.State) =>
+  HttpRouter.route("GET", "/version", answer(state, "/version", Effect.succeed(JsonResponse.json({ version }))))
 
 const metrics = HttpRouter.route("GET", "/metrics", Effect.gen(function*() {
   const state = yield* ServerState.ServerState
@@ -111,7 +120,9 @@ export const routes = HttpRouter.addAll(Effect.map(
     ...tokenizeRoutes(state, text),
     models(state),
     model(state),
-    health,
+    health("/health"),
+    health("/v1/health"),
+    versionRoute(state),
     metrics,
     notFound(state)
   ]

@@ -15,13 +15,12 @@ import * as Schema from "effect/Schema"
 import type { TextGeneration } from "@mcore-effect/text"
 import { readJson } from "./Admission.ts"
 import { templateMessages } from "./ChatMessages.ts"
+import * as DeveloperRole from "./DeveloperRole.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
 import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
 import type { State } from "./ServerState.ts"
-
-const TokenId = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
  * The body of `POST /tokenize` for a prompt.
@@ -56,7 +55,8 @@ export const TokenizeChatRequest = Schema.Struct({
  */
 export const DetokenizeRequest = Schema.Struct({
   model: Schema.optionalKey(Schema.String),
-  tokens: Schema.Array(TokenId)
+  // Any number: each id is checked by `tokenPrompt`, which says what is wrong with it.
+  tokens: Schema.Array(Schema.Number)
 })
 
 const decodePrompt = OpenAiSchema.decode(TokenizePromptRequest)
@@ -91,17 +91,19 @@ const chatTokens = (
   const messages = templateMessages(request.messages, state.config.media.imagePlaceholder)
   if (Result.isFailure(messages)) return Effect.fail(messages.failure)
   const continueFinal = request.continue_final_message === true
-  return Effect.matchEffect(
-    text.promptTokens({
-      messages: messages.success.messages,
-      addGenerationPrompt: continueFinal ? false : request.add_generation_prompt ?? true,
-      continueFinalMessage: continueFinal
-    }),
-    {
-      onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
-      onSuccess: (ids) => Effect.succeed(tokenized(state, text, ids, request.return_token_strs))
-    }
-  )
+  // Developer messages as the chat endpoint renders them (`DeveloperRole`).
+  return Effect.flatMap(DeveloperRole.forTemplate(text.chatTemplate.success, messages.success.messages, undefined), (read) =>
+    Effect.matchEffect(
+      text.promptTokens({
+        messages: read.messages,
+        addGenerationPrompt: continueFinal ? false : request.add_generation_prompt ?? true,
+        continueFinalMessage: continueFinal
+      }),
+      {
+        onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
+        onSuccess: (ids) => Effect.succeed(tokenized(state, text, ids, request.return_token_strs))
+      }
+    ))
 }
 
 const tokenize = (state: State, text: TextGeneration.Service) => (body: unknown) => {

@@ -187,7 +187,7 @@ export class Deltas {
         return [{ content: text }]
       }
       this.reasoning += text
-      return [{ reasoning_content: text }]
+      return [{ reasoning_content: text, reasoning: text }]
     }
     if (this.quiet && !text.includes("<")) return []
     const open = this.plainArguments
@@ -234,7 +234,9 @@ export class Deltas {
     // A reading that does not extend what was sent (a call that turned out malformed once
     // closed) sends nothing more of that part: what went out cannot be taken back.
     if (reply.reasoning.length > this.reasoning.length && reply.reasoning.startsWith(this.reasoning)) {
-      out.push({ reasoning_content: reply.reasoning.slice(this.reasoning.length) })
+      const piece = reply.reasoning.slice(this.reasoning.length)
+      // Under both names, as the plain message (`ChatCompletions`): vLLM's current `reasoning`.
+      out.push({ reasoning_content: piece, reasoning: piece })
       this.reasoning = reply.reasoning
     }
     if (reply.content.length > this.content.length && reply.content.startsWith(this.content)) {
