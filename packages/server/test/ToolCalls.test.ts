@@ -63,6 +63,8 @@ describe("tool calls and reasoning through the openai SDK", () => {
       expect(choice.finish_reason).toBe("tool_calls")
       expect(choice.message.content).toBeNull()
       expect((choice.message as unknown as { reasoning_content: string }).reasoning_content).toBe(thinking)
+      // Also under vLLM's current name.
+      expect((choice.message as unknown as { reasoning: string }).reasoning).toBe(thinking)
       const call = choice.message.tool_calls![0]! as OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall
       expect(call.type).toBe("function")
       expect(call.id).toMatch(/^call_[0-9a-f]{24}$/)
@@ -77,8 +79,9 @@ describe("tool calls and reasoning through the openai SDK", () => {
       yield* promise(async () => {
         for await (const chunk of stream) {
           for (const c of chunk.choices) {
-            const delta = c.delta as typeof c.delta & { reasoning_content?: string }
+            const delta = c.delta as typeof c.delta & { reasoning_content?: string; reasoning?: string }
             reasoning += delta.reasoning_content ?? ""
+            expect(delta.reasoning).toBe(delta.reasoning_content)
             content += delta.content ?? ""
             for (const t of delta.tool_calls ?? []) {
               if (t.id !== undefined) calls.push({ id: t.id, name: t.function!.name!, arguments: t.function!.arguments ?? "" })
@@ -121,6 +124,7 @@ describe("tool calls and reasoning through the openai SDK", () => {
       const off = yield* create(openai, { model: "test-model", messages, chat_template_kwargs: { enable_thinking: false } })
       expect(off.choices[0]!.message.content).toBe("Paris.")
       expect((off.choices[0]!.message as unknown as { reasoning_content: unknown }).reasoning_content).toBeNull()
+      expect((off.choices[0]!.message as unknown as { reasoning: unknown }).reasoning).toBeNull()
       const effort = yield* create(openai, { model: "test-model", messages, reasoning_effort: "none" })
       expect(effort.choices[0]!.message.content).toBe("Paris.")
     }).pipe(isolated), 60_000)
