@@ -67,16 +67,36 @@ const IMAGE_PART = Object.freeze({ type: "image" })
  * this took ~1.9% of the server's CPU per request (profiled).
  */
 const withContent = (message: OpenAiSchema.ChatMessage, content: ChatTemplate.Message["content"]): ChatTemplate.Message => {
-  if (message.name === undefined && message.tool_call_id === undefined && message.tool_calls === undefined) {
+  const reasoning = message.reasoning_content ?? message.reasoning
+  if (
+    message.name === undefined && message.tool_call_id === undefined && message.tool_calls === undefined &&
+    reasoning == null
+  ) {
     return { role: message.role, content }
   }
   const out: Record<string, unknown> = {}
   for (const key in message) {
-    if (key !== "content" && key !== "refusal") out[key] = message[key as keyof OpenAiSchema.ChatMessage]
+    if (!notForTemplate.has(key)) out[key] = message[key as keyof OpenAiSchema.ChatMessage]
+  }
+  // Under both names, as vLLM gives them (Qwen3's template reads `reasoning_content`).
+  if (reasoning != null) {
+    out["reasoning_content"] = reasoning
+    out["reasoning"] = reasoning
   }
   out["content"] = content
   return out as unknown as ChatTemplate.Message
 }
+
+/** A message's keys the template is not given as they are (`content` is, as read). */
+const notForTemplate: ReadonlySet<string> = new Set([
+  "content",
+  "refusal",
+  "reasoning",
+  "reasoning_content",
+  "annotations",
+  "audio",
+  "function_call"
+])
 
 /**
  * The messages as the template takes them, with the images they hold; `placeholder` is the
@@ -105,6 +125,10 @@ export const templateMessages = (
   let without: Array<ChatTemplate.Message> | undefined
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i]!
+    if (message.audio != null) return Result.fail(badRequest(`messages[${i}].audio`, "audio is not supported (only null)"))
+    if (message.function_call != null) {
+      return Result.fail(badRequest(`messages[${i}].function_call`, "function calls are not supported (only null; tool_calls are)"))
+    }
     const content = message.content
     if (content == null || typeof content === "string") {
       // No content (an assistant turn that only called tools) is an empty text, as vLLM gives

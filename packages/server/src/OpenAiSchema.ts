@@ -128,7 +128,17 @@ export const ChatMessage = Schema.Struct({
   name: Schema.optionalKey(Schema.String),
   tool_call_id: Schema.optionalKey(Schema.String),
   tool_calls: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.Unknown))),
-  refusal: optionalNullable(Schema.String)
+  refusal: optionalNullable(Schema.String),
+  // An assistant turn's reasoning sent back, under either name (vLLM takes both; this server
+  // answers with both): the template gets it as `reasoning_content` and `reasoning`.
+  reasoning_content: optionalNullable(Schema.String),
+  reasoning: optionalNullable(Schema.String),
+  // The rest of an assistant message as OpenAI's and vLLM's responses write it, so that a client
+  // can send a response's message back as it came: `annotations` (citations, never rendered) at
+  // any value; `audio` and `function_call` only at null (`ChatMessages` refuses others).
+  annotations: optionalNullable(Schema.Array(Schema.Unknown)),
+  audio: optionalNullable(Schema.Unknown),
+  function_call: optionalNullable(Schema.Unknown)
 })
 
 /**

@@ -254,7 +254,7 @@ describe("a drop-in for vLLM's clients", () => {
       expect(one).toMatchObject({ max_model_len: 1234 })
     }).pipe(isolated))
 
-  it.live("a developer message is rendered as a system message by Qwen3's template (which has no developer role)", () =>
+  it.live("Qwen3's template: a developer message rendered as a system one; an assistant message sent back as it came", () =>
     Effect.gen(function*() {
       const { tokenizer, url } = yield* serve({ tokenizer: "qwen3" })
       const tokens = (role: string) =>
@@ -273,5 +273,21 @@ describe("a drop-in for vLLM's clients", () => {
       })
       expect(chat.status).toBe(200)
       expect(chat.json().usage.prompt_tokens).toBe(developer.length)
+
+      // An assistant message sent back as a response wrote it (vLLM's or this server's fields):
+      // taken, its reasoning given to the template (Qwen3's renders it after the last query).
+      const call = { id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"city\": \"Paris\"}" } }
+      const history = (reasoning: Record<string, unknown>) => [
+        { role: "user", content: "Weather in Paris?" },
+        { role: "assistant", content: null, tool_calls: [call], refusal: null, annotations: [], audio: null, function_call: null, ...reasoning },
+        { role: "tool", tool_call_id: "call_1", content: "18 degrees" }
+      ]
+      for (const reasoning of [{ reasoning: "I will look it up." }, { reasoning_content: "I will look it up.", reasoning: "I will look it up." }]) {
+        const sentBack = yield* post(`${url}/tokenize`, { messages: history(reasoning) })
+        expect(sentBack.status).toBe(200)
+        expect(tokenizer.decode(sentBack.json().tokens)).toContain("<think>\nI will look it up.\n</think>")
+      }
+      const audio = yield* post(`${url}/tokenize`, { messages: [{ role: "assistant", content: "hi", audio: { id: "a1" } }] })
+      expect(audio.json().error.param).toBe("messages[0].audio")
     }).pipe(isolated))
 })
