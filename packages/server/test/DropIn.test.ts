@@ -9,16 +9,12 @@ import { describe, expect, it } from "@effect/vitest"
 import type { TestCluster } from "@mcore-effect/testkit"
 import { Effect } from "effect"
 import { IgnoredFields, JsonDepth } from "../src/index.ts"
-import { isolated, post, refusal, request, sdk, serve } from "./support/Serve.ts"
+import { isolated, post, refusal, request, sdk, serve, submissions } from "./support/Serve.ts"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 /** SUBMIT_REQUEST messages the engines received so far. */
-const submits = (cluster: TestCluster.Handle) =>
-  Effect.map(
-    Effect.forEach(cluster.engines, (e) => e.snapshot),
-    (s) => s.reduce((n, x) => n + x.received.filter((m) => m.name === "SUBMIT_REQUEST").length, 0)
-  )
+const submits = (cluster: TestCluster.Handle) => Effect.map(submissions(cluster), (all) => all.length)
 
 const messages = [{ role: "user" as const, content: "the quick brown fox" }]
 
