@@ -20,7 +20,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
  */
 export type Origins = ReadonlyArray<string>
 
-const EXPOSED = "x-request-id, retry-after, www-authenticate, openai-processing-ms, openai-version"
+const EXPOSED = "x-request-id, x-ignored-fields, retry-after, www-authenticate, openai-processing-ms, openai-version"
 const METHODS = "GET, POST, OPTIONS"
 
 /** The value of `Access-Control-Allow-Origin` for `origin`, when it is allowed. */

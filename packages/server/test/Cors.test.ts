@@ -60,6 +60,7 @@ describe("x-request-id and CORS", () => {
       expect(plain.status).toBe(200)
       expect(plain.headers.get("access-control-allow-origin")).toBe("https://app.example")
       expect(plain.headers.get("access-control-expose-headers")).toContain("x-request-id")
+      expect(plain.headers.get("access-control-expose-headers")).toContain("x-ignored-fields")
       const streamed = yield* post(`${url}/v1/chat/completions`, { ...body, stream: true }, auth)
       expect(streamed.headers.get("access-control-allow-origin")).toBe("https://app.example")
       const denied = yield* post(`${url}/v1/chat/completions`, body, { origin: "https://app.example" })
