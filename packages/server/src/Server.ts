@@ -25,7 +25,7 @@ import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
 import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
 import * as Scheduler from "effect/Scheduler"
-import { createServer, type Server as Http } from "node:http"
+import { createServer, type IncomingMessage, type Server as Http, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
 import * as ChatCompletions from "./ChatCompletions.ts"
 import * as Cors from "./Cors.ts"
@@ -171,10 +171,14 @@ export const layer = (
     server = createServer({ keepAliveTimeout: 5_000 })
     // Before NodeHttpServer's own listener: every response, streamed or not, carries them.
     const origins = config.allowedOrigins
-    server.on("request", (request, response) => {
+    const decorate = (request: IncomingMessage, response: ServerResponse) => {
       RequestId.assign(request, response)
       if (origins.length > 0) Cors.decorate(origins, request, response)
-    })
+    }
+    server.on("request", decorate)
+    // A request with `Expect: 100-continue` (curl sends it for bodies over 1 MB) comes as
+    // `checkContinue`, not `request`, once anything listens for it (NodeHttpServer does).
+    server.on("checkContinue", decorate)
     server.on("connection", (socket) => {
       sockets.add(socket)
       socket.once("close", () => sockets.delete(socket))

@@ -8,6 +8,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { TestCluster } from "@mcore-effect/testkit"
 import { Effect } from "effect"
+import * as Http from "node:http"
 import { IgnoredFields, JsonDepth } from "../src/index.ts"
 import { isolated, post, refusal, request, sdk, serve, submissions } from "./support/Serve.ts"
 
@@ -233,6 +234,31 @@ describe("a drop-in for vLLM's clients", () => {
       const detokenized = yield* post(`${baseURL.replace(/\/v1$/, "")}/detokenize`, { tokens: [-3] })
       expect(detokenized.json().error.message).toContain("token id -3 is negative")
       expect(yield* submits(cluster)).toBe(0)
+    }).pipe(isolated))
+
+  it.live("Expect: 100-continue (curl, for large bodies): continued, answered with x-request-id", () =>
+    Effect.gen(function*() {
+      const { url } = yield* serve()
+      const body = JSON.stringify({ prompt: "the fox", max_tokens: 2 })
+      // The body is written only once the server says continue: without it this never ends.
+      const answer = yield* Effect.promise(() =>
+        new Promise<{ status: number; requestId: string | undefined; text: string }>((resolve, reject) => {
+          const req = Http.request(`${url}/v1/completions`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), expect: "100-continue" }
+          })
+          req.on("continue", () => req.end(body))
+          req.on("error", reject)
+          req.on("response", (response) => {
+            let text = ""
+            response.on("data", (chunk) => (text += chunk))
+            response.on("end", () => resolve({ status: response.statusCode!, requestId: response.headers["x-request-id"] as string | undefined, text }))
+          })
+        })
+      )
+      expect(answer.status).toBe(200)
+      expect(answer.requestId).toBeDefined()
+      expect(JSON.parse(answer.text).id).toBe(`cmpl-${answer.requestId}`)
     }).pipe(isolated))
 
   it.live("/version, /v1/health, and max_model_len in /v1/models", () =>
