@@ -7,7 +7,9 @@
  * Ignored fields are stripped before the endpoint's Schema decode, listed in the response's
  * `x-ignored-fields` header, logged once per name per process (a warning) and counted in
  * `mcore_server_ignored_fields_total{field}`, whose label is the field's name when it is one of
- * this module's lists and `other` otherwise (a bounded set, whatever clients send).
+ * this module's lists or of the endpoint's {@link Policy}, and `other` otherwise (a bounded set,
+ * whatever clients send). {@link sift} is the one step an endpoint takes (the Responses endpoint
+ * too, with a policy of its own).
  *
  * The lists come from vLLM's `ChatCompletionRequest` and `CompletionRequest`
  * (`vllm/entrypoints/openai/{chat_completion,completion}/protocol.py`) and OpenAI's request
@@ -147,12 +149,14 @@ const labels: ReadonlySet<string> = new Set([
 ])
 
 /**
- * The metric label of an ignored field's name: the name when it is one of this module's lists,
- * `other` otherwise.
+ * The metric label of an ignored field's name: the name when it is one of this module's lists
+ * or of `policy`'s (fixed when the server starts), `other` otherwise: a bounded label set,
+ * whatever clients send.
  *
  * @since 0.1.0
  */
-export const label = (name: string): string => labels.has(name) ? name : "other"
+export const label = (name: string, policy?: Policy | undefined): string =>
+  labels.has(name) || policy?.neutralOnly.has(name) === true ? name : "other"
 
 /** Most names in the header, and most characters of each. */
 const MAX_NAMES = 16
@@ -226,15 +230,21 @@ const logged = new Set<string>()
 /**
  * What ignoring `names` in answer to `request` takes: the `x-ignored-fields` header on its
  * response (set on the Node response now, so every answer carries it, streamed or refused),
- * the counter, and a warning the first time this process ignores each name.
+ * the counter (labelled by {@link label} with `policy`), and a warning the first time this
+ * process ignores each label.
  *
  * @since 0.1.0
  */
-export const report = (state: State, request: HttpServerRequest.HttpServerRequest, names: ReadonlyArray<string>): void => {
+export const report = (
+  state: State,
+  request: HttpServerRequest.HttpServerRequest,
+  names: ReadonlyArray<string>,
+  policy?: Policy | undefined
+): void => {
   if (names.length === 0) return
   NodeHttpServerRequest.toServerResponse(request).setHeader("x-ignored-fields", headerValue(names))
   for (const name of names) {
-    const key = label(name)
+    const key = label(name, policy)
     state.metrics.ignoredField(key)
     if (logged.has(key)) continue
     logged.add(key)
@@ -269,6 +279,6 @@ export const sift = (
 ): Result.Result<unknown, ServerError> => {
   const split_ = split(policy, body)
   if (Result.isFailure(split_)) return split_
-  report(state, request, split_.success.ignored)
+  report(state, request, split_.success.ignored, policy)
   return Result.succeed(split_.success.body)
 }

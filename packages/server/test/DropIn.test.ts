@@ -130,6 +130,7 @@ describe("a drop-in for vLLM's clients", () => {
       expect(names.at(-1)).toBe("...")
       expect(IgnoredFields.label("user")).toBe("user")
       expect(IgnoredFields.label(name)).toBe("other")
+      expect(IgnoredFields.label("text_format", IgnoredFields.policy([], [["text_format", (v) => v === null, "why"]]))).toBe("text_format")
       // Still serving.
       const after = yield* post(`${url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }], max_tokens: 1 })
       expect(after.status).toBe(200)
