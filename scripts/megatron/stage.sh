@@ -47,7 +47,7 @@ for f in __init__.py headers.py sampling_params.py inference_request.py inferenc
          text_generation_controllers/__init__.py; do
   get "$I/$f"
 done
-for f in async_stream.py disaggregation/__init__.py disaggregation/utils.py; do has "$I/$f" && get "$I/$f"; done
+for f in async_stream.py wire_metrics.py disaggregation/__init__.py disaggregation/utils.py; do has "$I/$f" && get "$I/$f"; done
 # multipart: messages.py (pr-6497); single: one frame, engines from dynamic_engine.py (main);
 # legacy: one frame, no ENGINE_REPLY_PARTIAL, engines from legacy_engine.py (core_v0.16..0.19)
 if has "$I/messages.py"; then get "$I/messages.py"; kind=multipart

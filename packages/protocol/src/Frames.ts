@@ -221,7 +221,9 @@ export interface Envelope<S extends MessageSpec.Any = MessageSpec.Any> {
   /**
    * The message's frames, bodies by frame index. With the single-frame framing, frame 0 is the
    * whole message and each body's frame is a view of its bytes inside it (not a copy), so a body
-   * is read, forwarded or measured the same way in either framing.
+   * is read, forwarded or measured the same way in either framing. Optional bodies a single
+   * frame left out ({@link MessageSpec.MessageSpec.optionalTail}) have none: the frames end with
+   * the last body present.
    */
   readonly frames: Frames
 }
@@ -340,7 +342,13 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(
       // gets room for 17 (152 bytes), twice per SUBMIT_REQUEST.
       const metadataKeys = spec.metadataKeys
       const bodyKeys = spec.bodyKeys
-      const head: Array<unknown> = new Array(1 + metadataKeys.length + (single ? bodyKeys.length : 0))
+      // One frame ends before the optional bodies that are absent (after the last present one).
+      let bodyCount = bodyKeys.length
+      if (single) {
+        const required = bodyCount - spec.optionalTail
+        while (bodyCount > required && values[bodyKeys[bodyCount - 1]!] === undefined) bodyCount--
+      }
+      const head: Array<unknown> = new Array(1 + metadataKeys.length + (single ? bodyCount : 0))
       head[0] = compiled.wireHeader
       for (let i = 0; i < metadataKeys.length; i++) {
         head[i + 1] = wireValue(values[metadataKeys[i]!], compiled.floatKeys[i])
@@ -348,7 +356,7 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(
       if (single) {
         // One array: the bodies follow the metadata in it, a nil body as nil.
         field = "bodies"
-        for (let i = 0; i < bodyKeys.length; i++) {
+        for (let i = 0; i < bodyCount; i++) {
           const value = values[bodyKeys[i]!]
           head[1 + metadataKeys.length + i] = value === undefined ? null : wireValue(value, compiled.bodyFloatKeys[i])
         }
@@ -474,16 +482,19 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(
       return Result.fail(protocolError(new ArityMismatch({ messageTag: spec.tag, expected: 1, actual: frames.length })))
     }
     const metadataCount = compiled.metadata.length
-    if (array.count !== 1 + metadataCount + spec.bodyKeys.length) {
+    const most = metadataCount + spec.bodyKeys.length
+    const least = most - spec.optionalTail
+    if (array.count - 1 < least || array.count - 1 > most) {
       return malformed(
         spec.tag,
         0,
-        `expected ${metadataCount + spec.bodyKeys.length} value(s) after the header, got ${array.count - 1}`
+        `expected ${least === most ? most : `${least} to ${most}`} value(s) after the header, got ${array.count - 1}`
       )
     }
     const raw: Array<unknown> = new Array(1 + metadataCount)
     raw[0] = header.success
-    const bodyFrames: Array<Uint8Array> = new Array(1 + spec.bodyKeys.length)
+    // Absent optional bodies have no frame: the envelope's frames end with the last one present.
+    const bodyFrames: Array<Uint8Array> = new Array(array.count - metadataCount)
     bodyFrames[0] = frame0
     let p = headerEnd
     for (let i = 0; i < array.count - 1; i++) {
@@ -524,6 +535,8 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(
     const message: Record<string, unknown> = { _tag: spec.tag, ...metadata }
     let index = 1
     for (const [key, decode] of compiled.bodies) {
+      // An optional body a single frame left out: absent from the message too.
+      if (single && index >= frames.length) break
       const value = decodeFrame(spec.tag, frames, index++, key, decode)
       if (Result.isFailure(value)) return value
       message[key] = value.success
@@ -580,6 +593,8 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(
         const compiled = byTag.get(envelope.spec.tag)!
         const index = compiled.bodies.findIndex(([key]) => key === body)
         if (index < 0) return malformed(envelope.spec.tag, 0, `no body named ${body}`)
+        // An optional body the frame left out.
+        if (single && index + 1 >= envelope.frames.length) return Result.succeed(undefined)
         return decodeFrame(envelope.spec.tag, envelope.frames, index + 1, body, compiled.bodies[index]![1])
       })
   }

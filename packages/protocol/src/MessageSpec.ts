@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import { type Header, type HeaderName, nameOf } from "./Headers.ts"
 
 /**
@@ -35,6 +36,13 @@ export interface MessageSpec<
   readonly variadic: { readonly body: keyof Bodies & string; readonly countedBy: keyof Metadata & string } | undefined
   readonly metadataKeys: ReadonlyArray<keyof Metadata & string>
   readonly bodyKeys: ReadonlyArray<keyof Bodies & string>
+  /**
+   * How many of the last bodies are optional (declared with `Schema.optionalKey`). In one frame
+   * (single framing) the array ends before those that are absent, so `[20, id, prompt, sp]` and
+   * `[20, id, prompt, sp, media]` are one message (Megatron-LM main's SUBMIT_REQUEST, whose
+   * coordinator takes either); multipart messages always carry every body, an absent one as nil.
+   */
+  readonly optionalTail: number
   /** The whole message as a tagged struct: its type, validation and arbitraries. */
   readonly schema: Schema.TaggedStruct<Tag, Metadata & Bodies>
 }
@@ -87,6 +95,17 @@ export const make = <
   if (layout.variadic !== undefined && bodyKeys[bodyKeys.length - 1] !== layout.variadic.body) {
     throw new globalThis.Error(`${tag}: the variadic body must be the last body`)
   }
+  const optional = bodyKeys.map((key) => SchemaAST.isOptional((layout.bodies[key] as Schema.Top).ast))
+  const optionalTail = optional.length - (optional.lastIndexOf(false) + 1)
+  if (optional.some((o, i) => o && i < optional.length - optionalTail)) {
+    throw new globalThis.Error(`${tag}: only the last bodies may be optional`)
+  }
+  if (optionalTail > 0 && layout.variadic !== undefined) throw new globalThis.Error(`${tag}: a variadic body is never optional`)
+  for (const key of Object.keys(layout.metadata)) {
+    if (SchemaAST.isOptional((layout.metadata[key] as Schema.Top).ast)) {
+      throw new globalThis.Error(`${tag}: metadata value ${key} cannot be optional`)
+    }
+  }
   return {
     tag,
     header,
@@ -96,6 +115,7 @@ export const make = <
     variadic: layout.variadic,
     metadataKeys: Object.keys(layout.metadata) as Array<keyof Metadata & string>,
     bodyKeys,
+    optionalTail,
     schema: Schema.TaggedStruct(tag, { ...layout.metadata, ...layout.bodies } as Metadata & Bodies)
   }
 }

@@ -5,7 +5,9 @@
  * send) or its frames pass every check Megatron-LM's coordinator makes before it would raise
  * (packages/protocol/DIALECTS.md, "What kills or wedges each coordinator"). The checks are
  * written here from Megatron's code with msgpackr, not with the project's codecs, and the header
- * values come from the fixtures captured at each ref.
+ * values come from the fixtures captured at each ref. `main` also serves PR 6639's coordinator
+ * (Megatron's frontend capacity benchmark, branched from main before media): whatever `main`
+ * sends without media passes that coordinator's checks too.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
@@ -46,13 +48,17 @@ const handled: Record<string, ReadonlyArray<string>> = {
   "core_v0.16": ["CONNECT", "SUBMIT_REQUEST", "PAUSE", "UNPAUSE", "SUSPEND", "RESUME", "STOP"]
 }
 handled["pr-6497"] = handled.main!
+handled["pr-6639"] = handled.main!
 handled["core_v0.18"] = handled["core_v0.17"]!
 
+/** A coordinator checked: a dialect's ref, or PR 6639's (c90affc9fc), which `main` serves. */
+type Ref = Dialect.Name | "pr-6639"
+
 /**
- * Why Megatron's coordinator at this dialect's ref would raise on these frames (or wedge the
- * request: a malformed KV submission is logged and dropped), or `undefined` when it would not.
+ * Why Megatron's coordinator at this ref would raise on these frames (or wedge the request: a
+ * malformed KV submission is logged and dropped), or `undefined` when it would not.
  */
-const killedBy = (name: Dialect.Name, headers: Readonly<Record<string, number>>, frames: ReadonlyArray<Uint8Array>): string | undefined => {
+const killedBy = (name: Ref, headers: Readonly<Record<string, number>>, frames: ReadonlyArray<Uint8Array>): string | undefined => {
   const single = name !== "pr-6497"
   if (single && frames.length !== 1) return `${frames.length} frames`
   const first = unpackWhole(frames[0]!)
@@ -73,6 +79,7 @@ const killedBy = (name: Dialect.Name, headers: Readonly<Record<string, number>>,
         if (!isMap(v[2])) return "sampling params not a map"
         return isPrompt(body(0)) ? undefined : "a prompt neither str nor int list"
       }
+      // main: `fields[:4]` unless there are three (handlers.py:86); PR 6639 and the releases unpack exactly three.
       if (name === "main" ? v.length < 4 : v.length !== 4) return `${v.length} elements`
       if (!isPrompt(v[2])) return "a prompt neither str nor int list"
       return isMap(v[3]) ? undefined : "sampling params not a map"
@@ -159,6 +166,8 @@ const signals = fc.oneof(
   fc.nat().map((generationEpoch): Dialect.Message => ({ _tag: "SetGenerationEpoch", generationEpoch }))
 )
 
+const pr6639 = readFixture<{ readonly headers: Readonly<Record<string, number>> }>("megatron/pr-6639.json").headers
+
 describe("nothing a client builds can kill its dialect's coordinator", () => {
   for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16"] as const) {
     const dialect = Dialects.get(name)
@@ -183,8 +192,20 @@ describe("nothing a client builds can kill its dialect's coordinator", () => {
         const frames = framesOf(dialect.submit(input, hashing))
         expect(frames).toBeDefined()
         expect(killedBy(name, headers, frames!)).toBeUndefined()
+        if (name === "main") expect(killedBy("pr-6639", pr6639, frames!)).toBeUndefined()
       }), { numRuns: 200 })
     })
+
+    if (name === "main") {
+      it("main: submissions without media parse at PR 6639's coordinator too; with media, only at main", () => {
+        fc.assert(fc.property(submission, (input) => {
+          const frames = framesOf(dialect.submit(input, hashing))
+          if (frames === undefined) return
+          const media = input.multiModalData !== undefined
+          expect(killedBy("pr-6639", pr6639, frames)).toBe(media ? "5 elements" : undefined)
+        }), { numRuns: 400 })
+      })
+    }
 
     it(`${name}: KV hand-off submissions are refused or parse`, () => {
       const input = fc.record({
@@ -216,6 +237,12 @@ describe("nothing a client builds can kill its dialect's coordinator", () => {
     const v017 = readFixture<{ readonly headers: Readonly<Record<string, number>> }>("megatron/core_v0.17.json").headers
     const v019 = readFixture<{ readonly headers: Readonly<Record<string, number>> }>("megatron/core_v0.19.json").headers
     expect(killedBy("main", main, submit)).toBe("5 frames")
+    // Megatron main's own client's SUBMIT (media always sent, nil without any) at PR 6639's coordinator.
+    const mainClient = readFixture<{ readonly messages: ReadonlyArray<{ readonly header: string; readonly frames: ReadonlyArray<string> }> }>(
+      "megatron/main.json"
+    ).messages.find((m) => m.header === "SUBMIT_REQUEST")!.frames.map((f) => Buffer.from(f, "hex"))
+    expect(killedBy("main", main, mainClient)).toBeUndefined()
+    expect(killedBy("pr-6639", pr6639, mainClient)).toBe("5 elements")
     expect(killedBy("pr-6497", main, submit)).toBe("metadata of 4 and 4 bodies")
     const connect = Result.getOrThrow(Dialect.encodeClient(Dialects.get("main"), { _tag: "Connect" }))
     expect(killedBy("core_v0.17", v017, connect)).toBe("unknown header 0")

@@ -3,10 +3,13 @@
  * on the wire at its ref (`fixtures/megatron/`, captured by `scripts/megatron/capture.py`): each
  * message decodes with the dialect's codec of its direction and names the header it was sent
  * as; what a client sends re-encodes to the same bytes; and a submission built by the dialect
- * from the same prompt and parameters is byte for byte what Megatron's client sent.
+ * from the same prompt and parameters is byte for byte what Megatron's client sent, but at main,
+ * whose client always sends `multi_modal_data` (nil without media) where ours leaves it out (the
+ * four elements PR 6639's client sends, which main's coordinator reads as the same request).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
+import { Unpackr } from "msgpackr"
 import { Dialect, Dialects, type Frames, SamplingParams } from "../src/index.ts"
 import { hex, readFixture } from "./fixtureValues.ts"
 
@@ -20,6 +23,7 @@ interface Captured {
 
 interface Fixture {
   readonly dialect: string
+  readonly ref: string
   readonly commit: string
   readonly headers: Readonly<Record<string, number>>
   readonly messages: ReadonlyArray<Captured>
@@ -40,11 +44,52 @@ const codecOf = (dialect: Dialect.Dialect, m: Captured) =>
 
 const hashing = { blockSizeTokens: null, prefixCachingPolicy: null }
 
-for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16"] as const) {
-  const fixture = readFixture<Fixture>(`megatron/${name}.json`)
+/**
+ * The captures, each with the dialect that speaks to that ref: PR 6639 (Megatron's frontend
+ * capacity benchmark, branched from main before media) is served by `main`.
+ */
+const captures = [
+  { file: "main", name: "main" },
+  { file: "pr-6639", name: "main" },
+  { file: "pr-6497", name: "pr-6497" },
+  { file: "core_v0.19", name: "core_v0.19" },
+  { file: "core_v0.18", name: "core_v0.18" },
+  { file: "core_v0.17", name: "core_v0.17" },
+  { file: "core_v0.16", name: "core_v0.16" }
+] as const
+
+/**
+ * Megatron-LM main's client sends `[20, id, prompt, sp, multi_modal_data]` always, nil when there
+ * is no media; the `main` dialect sends `[20, id, prompt, sp]` then. So at main, our frame is
+ * Megatron's without its last element: a fixarray one shorter (0x95 -> 0x94), the trailing nil
+ * (0xc0) gone, every other byte the same. Anywhere else, Megatron's frame itself.
+ */
+const ourSubmit = (file: string, frames: ReadonlyArray<string>): ReadonlyArray<string> => {
+  if (file !== "main") return frames
+  const [frame] = frames
+  expect(frames).toHaveLength(1)
+  expect([frame!.slice(0, 2), frame!.slice(-2)]).toEqual(["95", "c0"])
+  return ["94" + frame!.slice(2, -2)]
+}
+
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" })
+
+/**
+ * What main's coordinator takes from a SUBMIT_REQUEST frame (`handlers.py:86` at d98e8a64dd),
+ * decoded with msgpackr, not our codec: `fields = payload[1:]`; three fields are `(id, prompt,
+ * sp)` with `multi_modal_data = None`, else `fields[:4]`. It sends engines `[20, crid, prompt, sp,
+ * multi_modal_data]` from these four values.
+ */
+const mainCoordinatorReads = (frame: Uint8Array): ReadonlyArray<unknown> => {
+  const fields = (unpackr.unpack(frame) as Array<unknown>).slice(1)
+  return fields.length === 3 ? [...fields, null] : fields.slice(0, 4)
+}
+
+for (const { file, name } of captures) {
+  const fixture = readFixture<Fixture>(`megatron/${file}.json`)
   const dialect = Dialects.get(name)
 
-  describe(`the ${name} dialect against Megatron-LM ${fixture.commit.slice(0, 10)}`, () => {
+  describe(`the ${name} dialect against Megatron-LM ${fixture.commit.slice(0, 10)} (${fixture.ref})`, () => {
     it("has the ref's header values for every header it declares", () => {
       for (const [header, value] of Object.entries(dialect.headers.values)) {
         expect([header, fixture.headers[header]]).toEqual([header, value])
@@ -70,7 +115,11 @@ for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17",
       }
     })
 
-    it("builds Megatron's client's SUBMIT_REQUEST bytes from its prompt and parameters", () => {
+    it(
+      file === "main"
+        ? "builds Megatron's client's SUBMIT_REQUEST bytes from its prompt and parameters, but the nil media"
+        : "builds Megatron's client's SUBMIT_REQUEST bytes from its prompt and parameters",
+      () => {
       const submits = messages.filter((m) => m.direction === "client->coordinator" && m.header === "SUBMIT_REQUEST")
       expect(submits.length).toBeGreaterThan(0)
       for (const m of submits) {
@@ -85,11 +134,49 @@ for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17",
           samplingParams: SamplingParams.toInput(decoded.samplingParams)
         }, hashing))
         const frames = Result.getOrThrow(Dialect.encodeClient(dialect, message))
-        expect([m.scenario, frames.map(hex)]).toEqual([m.scenario, m.frames])
+        expect([m.scenario, frames.map(hex)]).toEqual([m.scenario, ourSubmit(file, m.frames)])
+        if (name === "main") {
+          // Main's coordinator reads one request from either, and so forwards the same one.
+          expect(mainCoordinatorReads(frames[0]!)).toEqual(mainCoordinatorReads(bytes(m.frames)[0]!))
+        }
       }
     })
   })
 }
+
+describe("main's SUBMIT_REQUEST: four elements, five with media", () => {
+  const main = Dialects.get("main")
+  const frameOf = (input: Parameters<typeof main.submit>[0]) =>
+    Result.getOrThrow(Dialect.encodeClient(main, Result.getOrThrow(main.submit(input, hashing))))
+
+  it("sends the media as the fifth element, and reads both forms back as they were", () => {
+    const plain = frameOf({ requestId: 3, prompt: "hi" })
+    const media = frameOf({ requestId: 3, prompt: "hi", multiModalData: { image: new Uint8Array([7]) } })
+    expect(Array.isArray(unpackr.unpack(plain[0]!)) && (unpackr.unpack(plain[0]!) as Array<unknown>).length).toBe(4)
+    const withMedia = unpackr.unpack(media[0]!) as Array<unknown>
+    expect(withMedia).toHaveLength(5)
+    expect(Object.keys(withMedia[4] as object)).toEqual(["image"])
+    const four = Result.getOrThrow(main.client.decode(plain)) as Record<string, unknown>
+    expect("multiModalData" in four).toBe(false)
+    expect(Result.getOrThrow(Dialect.encodeClient(main, four as Dialect.Message)).map(hex)).toEqual(plain.map(hex))
+    const five = Result.getOrThrow(main.client.decode(media)) as Record<string, unknown>
+    expect(Result.getOrThrow(Dialect.encodeClient(main, five as Dialect.Message)).map(hex)).toEqual(media.map(hex))
+  })
+
+  it("reads three or four fields after the header, no fewer and no more", () => {
+    const rest = hex(frameOf({ requestId: 0, prompt: "h" })[0]!).slice(2) // after the fixarray byte 0x94
+    for (const [frame, ok] of [
+      ["9314" + "00" + "a168", false], // [20, 0, "h"]
+      ["94" + rest, true],
+      ["95" + rest + "c0", true],
+      ["96" + rest + "c0" + "c0", false]
+    ] as const) {
+      const decoded = main.client.decode([Buffer.from(frame, "hex")])
+      expect([frame, Result.isSuccess(decoded)]).toEqual([frame, ok])
+      if (!ok) expect(Result.isFailure(decoded) && decoded.failure.message).toContain("3 to 4 value(s) after the header")
+    }
+  })
+})
 
 describe("what a dialect lacks is refused before anything is built", () => {
   const release = Dialects.get("core_v0.19")

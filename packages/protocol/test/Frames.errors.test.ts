@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Result } from "effect"
-import { Messages, Msgpack, ProtocolError, SamplingParams } from "../src/index.ts"
+import { Result, Schema } from "effect"
+import { Frames, Messages, MessageSpec, Msgpack, ProtocolError, SamplingParams } from "../src/index.ts"
 
 const pack = (value: unknown) => Msgpack.encode(value)
 const nil = pack(null)
@@ -235,5 +235,41 @@ describe("encoding", () => {
     )
     const back = Result.getOrThrow(Messages.Client.decode(frames)) as { blockHashes: BigUint64Array }
     expect(Array.from(back.blockHashes)).toEqual(Array.from(hashes))
+  })
+})
+
+describe("optional trailing bodies (Schema.optionalKey)", () => {
+  const spec = MessageSpec.make("Tail", 20, {
+    metadata: { requestId: Schema.Int },
+    bodies: { a: Schema.Int, b: Schema.optionalKey(Schema.NullOr(Schema.Int)) }
+  })
+  const single = Frames.codec([spec], { framing: "single" })
+  const multipart = Frames.codec([spec])
+  const hexOf = (frames: ReadonlyArray<Uint8Array>) => frames.map((f) => Buffer.from(f).toString("hex"))
+
+  it("one frame ends before an absent one, and reads it back absent; nil stays nil", () => {
+    expect(spec.optionalTail).toBe(1)
+    expect(hexOf(Result.getOrThrow(single.encode({ _tag: "Tail", requestId: 1, a: 2 })))).toEqual(["93140102"])
+    expect(hexOf(Result.getOrThrow(single.encode({ _tag: "Tail", requestId: 1, a: 2, b: null })))).toEqual(["94140102c0"])
+    expect(Result.getOrThrow(single.decode([Buffer.from("93140102", "hex")]))).toEqual({ _tag: "Tail", requestId: 1, a: 2 })
+    expect(Result.getOrThrow(single.decode([Buffer.from("94140102c0", "hex")]))).toEqual({ _tag: "Tail", requestId: 1, a: 2, b: null })
+    const envelope = Result.getOrThrow(single.decodeEnvelope([Buffer.from("93140102", "hex")]))
+    expect(envelope.frames).toHaveLength(2)
+    expect(Result.getOrThrow(single.decodeBody(envelope, "b"))).toBeUndefined()
+    expect(failureOf(single.decode([Buffer.from("921401", "hex")])).message).toContain("expected 2 to 3 value(s) after the header, got 1")
+  })
+
+  it("multipart frames carry every body, an absent one as nil", () => {
+    expect(hexOf(Result.getOrThrow(multipart.encode({ _tag: "Tail", requestId: 1, a: 2 })))).toEqual(["921401", "02", "c0"])
+    expect(failureOf(multipart.decode([Buffer.from("921401", "hex"), Buffer.from("02", "hex")])).reason._tag).toBe("ArityMismatch")
+  })
+
+  it("only the last bodies may be optional, and never metadata", () => {
+    expect(() =>
+      MessageSpec.make("Bad", 20, { metadata: {}, bodies: { a: Schema.optionalKey(Schema.Int), b: Schema.Int } })
+    ).toThrow("only the last bodies may be optional")
+    expect(() => MessageSpec.make("Bad", 20, { metadata: { a: Schema.optionalKey(Schema.Int) }, bodies: {} })).toThrow(
+      "metadata value a cannot be optional"
+    )
   })
 })

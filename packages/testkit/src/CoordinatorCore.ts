@@ -457,7 +457,9 @@ export class CoordinatorCore {
     const f = w.envelope.frames
     let metadata: Uint8Array
     try {
-      metadata = withRequestId(f[0]!, requestId)
+      // One frame: optional bodies the client left out go to the engine as nil, as main's
+      // coordinator sends `[20, crid, prompt, sp, None]` for a four-element SUBMIT_REQUEST.
+      metadata = withRequestId(f[0]!, requestId, this.wire.single ? 1 + w.envelope.spec.bodyKeys.length - f.length : 0)
     } catch (error) {
       // Only a frame not laid out as Python writes it takes the re-encoding path; a value msgpackr
       // decoded into something with no msgpack form (an extension type) ends here.

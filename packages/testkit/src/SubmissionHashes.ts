@@ -30,7 +30,9 @@ export const routingHashes = (
 ): ReadonlyArray<bigint> | string => {
   const bodies = envelope.spec.bodyKeys
   const media = bodies.indexOf("multiModalData")
-  if (media >= 0 && !isNil(envelope.frames[1 + media]!)) return []
+  // Main's four-element SUBMIT_REQUEST has no media frame at all.
+  const mediaFrame = media >= 0 ? envelope.frames[1 + media] : undefined
+  if (mediaFrame !== undefined && !isNil(mediaFrame)) return []
   const descriptor = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null | undefined
   const hashes = hashesOf(codec, envelope, bodies.includes("blockHashes"), blockSizeTokens, descriptor?.media_cache_key ?? null)
   return typeof hashes === "string" ? hashes : Routing.routingHashes(policy, hashes)

@@ -47,16 +47,20 @@ export const requestIdEnd = (frame: Uint8Array): number => {
 
 /**
  * The metadata frame `[header, id, ...rest]` with `id` replaced, the rest copied byte for byte
- * (the sampling parameters are never re-encoded). A frame not laid out the way Python writes it
- * is decoded and re-encoded whole (which throws for a value with no msgpack form).
+ * (the sampling parameters are never re-encoded), and `nils` nil elements appended (main's
+ * coordinator forwards a four-element SUBMIT_REQUEST with its `multi_modal_data` as nil). A frame
+ * not laid out the way Python writes it, or that would outgrow a fixarray, is decoded and
+ * re-encoded whole (which throws for a value with no msgpack form).
  */
-export const withRequestId = (frame: Uint8Array, id: number): Uint8Array => {
+export const withRequestId = (frame: Uint8Array, id: number, nils = 0): Uint8Array => {
   const idEnd = requestIdEnd(frame)
-  if (idEnd === 0) {
+  if (idEnd === 0 || frame[0]! + nils > 0x9f) {
     const values = Msgpack.decode(frame) as Array<unknown>
-    return Msgpack.encode([values[0], id, ...values.slice(2)])
+    return Msgpack.encode([values[0], id, ...values.slice(2), ...Array<null>(nils).fill(null)])
   }
-  return writer.reset().raw(frame.subarray(0, 2)).number(id).raw(frame.subarray(idEnd)).finish()
+  const w = writer.reset().raw(Uint8Array.of(frame[0]! + nils, frame[1]!)).number(id).raw(frame.subarray(idEnd))
+  for (let i = 0; i < nils; i++) w.nil()
+  return w.finish()
 }
 
 /** True for the one-byte frame `nil`. */

@@ -40,10 +40,13 @@ describe("TestCoordinator: what each dialect's coordinator forwards and fans out
         yield* client.submit(5, prompt, { num_tokens_to_generate: 2, temperature: 0.5 })
         yield* client.submit(6, tokens, { num_tokens_to_generate: 3 })
         const forwarded = [yield* engine.next(), yield* engine.next()]
-        // One frame each: what the client sent, with the coordinator's id (0, 1) in place of its own (5, 6).
+        // One frame each: what the client sent, with the coordinator's id (0, 1) in place of its own
+        // (5, 6); at main, its four elements followed by a nil `multi_modal_data`, as main's
+        // coordinator forwards them (`[20, crid, prompt, sp, None]`, handlers.py).
         const expected = (crid: number, p: string | ReadonlyArray<number>, samplingParams: object) =>
           Result.getOrThrow(Dialect.encodeClient(dialect, Result.getOrThrow(dialect.submit({ requestId: crid, prompt: p, samplingParams }, noHashing))))
             .map(hex)
+            .map((frame) => (protocol === "main" ? "95" + frame.slice(2) + "c0" : frame))
         expect(forwarded.map((m) => m.frames.map(hex))).toEqual([
           expected(0, prompt, { num_tokens_to_generate: 2, temperature: 0.5 }),
           expected(1, tokens, { num_tokens_to_generate: 3 })
@@ -89,6 +92,18 @@ describe("TestCoordinator: what each dialect's coordinator forwards and fans out
       yield* engine.send([Msgpack.encode([6])])
       expect((yield* client.next()).frames.map(hex)).toEqual([hex(Msgpack.encode([6, new Uint8Array(Buffer.from("mp-coord-0"))]))])
       expect((yield* engine.next()).frames.map(hex)).toEqual(["9106"])
+    }).pipe(Effect.scoped))
+
+  it.effect("main: Megatron's client's five-element SUBMIT_REQUEST (nil media) is forwarded as it came, re-numbered", () =>
+    Effect.gen(function*() {
+      const { client, dialect, engine } = yield* rig("main")
+      const four = Result.getOrThrow(dialect.submit({ requestId: 4, prompt: tokens }, noHashing))
+      const [frame] = Result.getOrThrow(Dialect.encodeClient(dialect, { ...four, multiModalData: null } as Dialect.Message))
+      expect(hex(frame!).slice(0, 2)).toBe("95")
+      yield* client.send([frame!])
+      const forwarded = yield* engine.next()
+      expect(forwarded.frames.map(hex)).toEqual([hex(frame!).replace(/^951404/, "951400")])
+      expect(forwarded.message).toMatchObject({ _tag: "SubmitRequest", requestId: 0, prompt: tokens, multiModalData: null })
     }).pipe(Effect.scoped))
 
   it.effect("main: a batch of partials fans out as [22, rid, partial]; ABORT goes to the engine as [23, crid]", () =>

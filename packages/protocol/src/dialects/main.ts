@@ -1,7 +1,9 @@
 /**
  * Megatron-LM main (refs/heads/main at d98e8a64dd, after core_v0.19): every message one msgpack
  * frame, the IntEnum table with every header. SUBMIT_REQUEST is `[20, request_id, prompt,
- * sampling_params, multi_modal_data]`, SUBMIT_REQUEST_WITH_KV `[24, request_id, prompt,
+ * sampling_params]`, or `[20, request_id, prompt, sampling_params, multi_modal_data]` with media
+ * (main's coordinator takes either, `handlers.py:86`; coordinators branched before media, such
+ * as PR 6639's, only the first), SUBMIT_REQUEST_WITH_KV `[24, request_id, prompt,
  * sampling_params, kv_meta, src_block_ids]`; replies `[21, request_id, reply]` and partials
  * `[22, request_id, partial]`; an engine step's replies `[21, [reply, ...]]` and partials
  * `[22, [partial, ...]]`, each reply naming the coordinator's id in its `request_id`. The
@@ -28,7 +30,13 @@ import { parts } from "./submission.ts"
 const H = Headers.values
 
 /**
- * `[20, request_id, prompt, sampling_params, multi_modal_data]`.
+ * `[20, request_id, prompt, sampling_params]`, or with media `[20, request_id, prompt,
+ * sampling_params, multi_modal_data]`. Main's coordinator reads three fields after the header
+ * as `multi_modal_data = None` (`handlers.py:86`), so the four elements with no media and the
+ * five that Megatron's own client sends (its media always there, nil without any) are one
+ * request to it; a coordinator branched before media (PR 6639's frontend capacity benchmark)
+ * unpacks exactly three fields and dies on five. `multiModalData` absent: four elements; present
+ * (nil included, as Megatron's client sends it): five.
  *
  * @internal
  */
@@ -37,7 +45,7 @@ export const SubmitRequest = MessageSpec.make("SubmitRequest", H.SUBMIT_REQUEST,
   bodies: {
     prompt: M.PromptBody,
     samplingParams: SamplingParams,
-    multiModalData: Schema.NullOr(Schema.Union([MediaWire, M.RawFrame]))
+    multiModalData: Schema.optionalKey(Schema.NullOr(Schema.Union([MediaWire, M.RawFrame])))
   }
 })
 
@@ -91,14 +99,18 @@ export const main: Dialect = {
   coordinator: Frames.codec([M.ConnectAck, M.EngineReply, M.EngineReplyPartial], single),
   engine: Frames.codec([EngineReplyBatch, EngineReplyPartialBatch, M.Disconnect], single),
   submit: (input, hashing) =>
-    Result.map(parts(main, input, hashing), (p) => ({
-      _tag: "SubmitRequest",
-      requestId: input.requestId,
-      prompt: p.prompt,
-      samplingParams: p.samplingParams,
-      // The same bytes the reference sends as its media frame.
-      multiModalData: p.media === null ? null : new Raw(p.media.frame)
-    })),
+    Result.map(parts(main, input, hashing), (p) =>
+      p.media === null
+        // Four elements: what main's coordinator and those branched before media all take.
+        ? { _tag: "SubmitRequest", requestId: input.requestId, prompt: p.prompt, samplingParams: p.samplingParams }
+        : {
+          _tag: "SubmitRequest",
+          requestId: input.requestId,
+          prompt: p.prompt,
+          samplingParams: p.samplingParams,
+          // The same bytes the reference sends as its media frame.
+          multiModalData: new Raw(p.media.frame)
+        }),
   // The reference's message; only the layout differs.
   submitWithKv: (input) => Submission.submitRequestWithKv(input)
 }
