@@ -153,7 +153,7 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
       const error = yield* Effect.flip(
         Effect.scoped(InferenceClient.make({
           address: stub.address,
-          protocol: "core_v0.17",
+          protocol: stub.protocol,
           blockSizeTokens: 16,
           prefixCachingPolicy: "longest_prefix"
         }))
