@@ -7,11 +7,12 @@
  * @internal
  */
 import { ClientConfig } from "@mcore-effect/client"
-import { Dialect } from "@mcore-effect/protocol"
+import { Dialect, Dialects } from "@mcore-effect/protocol"
 import { Loopback } from "@mcore-effect/testkit"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import { Flag } from "effect/cli"
 
 const shorthand = /^(\d+(?:\.\d+)?)(ms|s|m)$/
@@ -126,14 +127,24 @@ export const protocolVariable = "MCORE_PROTOCOL"
  */
 export const missingProtocol = `missing --protocol (or ${protocolVariable} in the environment): ${ClientConfig.protocolChoices}`
 
-/** `--protocol` as every command spells it; each command says what it means there and whether it is required. */
-const dialect = (description: string): Flag.Flag<Dialect.Name> =>
-  Flag.Literals("protocol", Dialect.names).pipe(
-    Flag.withDescription(description),
-    Flag.withFallbackConfig(Config.Literals(Dialect.names, protocolVariable))
-  )
-
 const choices = Dialect.names.join(", ")
+
+/**
+ * `--protocol` as every command spells it; each command says what it means there and whether it
+ * is required. A string checked by the protocol package's own parser, so that a bad value from
+ * `MCORE_PROTOCOL` is reported as the flag's, in the same words (`invalid value "v0.19" for
+ * --protocol: expected one of main, ...`).
+ */
+const dialect = (description: string): Flag.Flag<Dialect.Name> =>
+  Flag.String("protocol").pipe(
+    Flag.withMetavar("dialect"),
+    Flag.withDescription(description),
+    Flag.withFallbackConfig(Config.String(protocolVariable)),
+    Flag.filterMap(
+      (text: string) => Option.map(Result.getSuccess(Dialects.parse(text)), (found) => found.name),
+      () => `expected one of ${choices} (${ClientConfig.dialectTable})`
+    )
+  )
 
 /**
  * `--protocol`: the coordinator's wire dialect, by the Megatron-LM version that speaks it

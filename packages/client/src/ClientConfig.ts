@@ -390,7 +390,7 @@ const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORD
     address !== undefined ? Config.succeed(address) : Config.fail(
       new SourceError({
         message: "MCORE_COORDINATOR_ADDRESS is not set: set it to the coordinator's address " +
-          "(tcp://host:port or ipc://path), or give the address in code with InferenceClient.layer({ address })"
+          "(tcp://host:port or ipc://path), or give the address in code with InferenceClient.layer({ address, protocol })"
       })
     )
   )
