@@ -95,7 +95,8 @@ describe("closing the client", () => {
       const connect = Effect.gen(function*() {
         const scope = yield* Scope.make()
         const client = yield* InferenceClient.make({
-          address: cluster.address, protocol: cluster.protocol,
+          address: cluster.address,
+          protocol: cluster.protocol,
           heartbeatInterval: 50,
           heartbeatTimeout: 300
         }).pipe(Scope.provide(scope))

@@ -411,7 +411,8 @@ describe("InferenceClient against a stub coordinator", () => {
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
       const client = yield* InferenceClient.make({
-        address: stub.address, protocol: stub.protocol,
+        address: stub.address,
+        protocol: stub.protocol,
         heartbeatInterval: 50,
         heartbeatTimeout: 300
       })

@@ -17,7 +17,8 @@ describe("coordinator crash and restart", () => {
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 1 } })
       const client = yield* InferenceClient.make({
-        address: cluster.address, protocol: cluster.protocol,
+        address: cluster.address,
+        protocol: cluster.protocol,
         heartbeatInterval: 50,
         heartbeatTimeout: 500
       })

@@ -80,7 +80,8 @@ describe("limits on replies", () => {
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 1 })
       const client = yield* InferenceClient.make({
-        address: cluster.address, protocol: cluster.protocol,
+        address: cluster.address,
+        protocol: cluster.protocol,
         maxFrameBytes: 16 * 1024,
         heartbeatInterval: 50,
         heartbeatTimeout: 500

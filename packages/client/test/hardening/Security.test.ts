@@ -77,7 +77,8 @@ describe("security: CurveZMQ", () => {
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 1, coordinator: { curve: Zmq.curveKeyPair() } })
       const client = yield* InferenceClient.make({
-        address: cluster.address, protocol: cluster.protocol,
+        address: cluster.address,
+        protocol: cluster.protocol,
         curve: { serverKey: cluster.coordinator.curvePublicKey!, ...Zmq.curveKeyPair() }
       })
       expect((yield* client.submit([5, 6], { num_tokens_to_generate: 3 })).generated_tokens).toEqual(Generation.tokens([5, 6], 3))
@@ -90,7 +91,8 @@ describe("security: CurveZMQ", () => {
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 1, coordinator: { curve: Zmq.curveKeyPair() } })
       const wrongKey = yield* Effect.flip(Effect.scoped(InferenceClient.make({
-        address: cluster.address, protocol: cluster.protocol,
+        address: cluster.address,
+        protocol: cluster.protocol,
         connectTimeout: "500 millis",
         curve: { serverKey: Zmq.curveKeyPair().publicKey }
       }))).pipe(Harness.bounded("the wrong key", "10 seconds"))
