@@ -9,8 +9,9 @@
 #      holds one copy of `effect`;
 #   3. type-checks the main examples of packages/client/README.md and packages/testkit/README.md
 #      against the installed type declarations, then runs them: the client's against the packed
-#      `mcore coordinator` (started from the installed bin, its address read from --address-file,
-#      stopped with SIGTERM, which must exit 143), the testkit's on its own cluster.
+#      `mcore coordinator` (started from the installed bin in the example's `protocol`, its address
+#      read from --address-file, stopped with SIGTERM, which must exit 143), the testkit's on its
+#      own cluster.
 #
 # It needs the npm registry (for effect, zeromq, msgpackr, typescript, ...) and nothing else, so
 # it is not part of `pnpm test`. Run it from anywhere: scripts/pack-check.sh. KEEP=1 keeps the
@@ -96,13 +97,16 @@ if (generated !== JSON.stringify(outcome.expected)) {
 console.log(`testkit example: generated ${generated}`)
 EOF
 grep -q 'tcp://127.0.0.1:5555' client-example.ts || fail "the client example no longer connects to tcp://127.0.0.1:5555"
+# The client has no default dialect: the example names one, and the coordinator below speaks it.
+protocol=$(grep -o 'protocol: "[a-z0-9_.-]*"' client-example.ts | head -n 1 | cut -d'"' -f2)
+[[ -n "$protocol" ]] || fail "the client example names no protocol"
 npx tsc -p . || fail "the README examples do not type-check against the packed packages"
 
 step "running the testkit example"
 node out/testkit-example.js
 
 step "running the client example against the packed mcore coordinator"
-node_modules/.bin/mcore coordinator --address-file "$work/address" >"$work/coordinator.log" 2>&1 &
+node_modules/.bin/mcore coordinator --protocol "$protocol" --address-file "$work/address" >"$work/coordinator.log" 2>&1 &
 coordinator=$!
 for _ in $(seq 1 300); do [[ -s "$work/address" ]] && break; sleep 0.1; done
 [[ -s "$work/address" ]] || { cat "$work/coordinator.log" >&2; fail "mcore coordinator wrote no address within 30 s"; }

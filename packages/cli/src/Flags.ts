@@ -1,16 +1,18 @@
 /**
- * Flags shared by several commands: where the coordinator is, and how long to wait for it. One
- * definition each, so every command spells and documents them the same way.
+ * Flags shared by several commands: where the coordinator is, which dialect it speaks, and how
+ * long to wait for it. One definition each, so every command spells and documents them the same
+ * way.
  *
  * @since 0.1.0
  * @internal
  */
 import { ClientConfig } from "@mcore-effect/client"
-import { Dialect } from "@mcore-effect/protocol"
+import { Dialect, Dialects } from "@mcore-effect/protocol"
 import { Loopback } from "@mcore-effect/testkit"
 import * as Config from "effect/Config"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import { Flag } from "effect/cli"
 
 const shorthand = /^(\d+(?:\.\d+)?)(ms|s|m)$/
@@ -110,18 +112,62 @@ export const connectTimeout: Flag.Flag<Option.Option<Duration.Duration>> = durat
 )
 
 /**
- * `--protocol`: the coordinator's wire dialect, by the Megatron-LM version that speaks it
- * (`main`, `pr-6497`, `core_v0.19`, `core_v0.18`, `core_v0.17`, `core_v0.16`; default `reference`).
+ * The environment variable `--protocol` falls back to, the one the client's own `ClientConfig`
+ * reads.
  *
  * @since 0.2.0
  */
-export const protocol: Flag.Flag<Dialect.Name> = Flag.Literals("protocol", Dialect.names).pipe(
-  Flag.withDescription(
-    "The coordinator's wire protocol, by Megatron-LM version: main, pr-6497, core_v0.19, core_v0.18, core_v0.17, core_v0.16, or reference (default; env MCORE_PROTOCOL)"
-  ),
-  Flag.withFallbackConfig(Config.Literals(Dialect.names, "MCORE_PROTOCOL")),
-  Flag.withDefault<Dialect.Name>("reference")
+export const protocolVariable = "MCORE_PROTOCOL"
+
+/**
+ * What a missing `--protocol` is told, after the command's name: one line listing the dialects
+ * (main first), why there is no default, and where the table of dialects is.
+ *
+ * @since 0.2.0
+ */
+export const missingProtocol = `missing --protocol (or ${protocolVariable} in the environment): ${ClientConfig.protocolChoices}`
+
+const choices = Dialect.names.join(", ")
+
+/**
+ * `--protocol` as every command spells it; each command says what it means there and whether it
+ * is required. A string checked by the protocol package's own parser, so that a bad value from
+ * `MCORE_PROTOCOL` is reported as the flag's, in the same words (`invalid value "v0.19" for
+ * --protocol: expected one of main, ...`).
+ */
+const dialect = (description: string): Flag.Flag<Dialect.Name> =>
+  Flag.String("protocol").pipe(
+    Flag.withMetavar("dialect"),
+    Flag.withDescription(description),
+    Flag.withFallbackConfig(Config.String(protocolVariable)),
+    Flag.filterMap(
+      (text: string) => Option.map(Result.getSuccess(Dialects.parse(text)), (found) => found.name),
+      () => `expected one of ${choices} (${ClientConfig.dialectTable})`
+    )
+  )
+
+/**
+ * `--protocol`: the coordinator's wire dialect, by the Megatron-LM version that speaks it
+ * (`main`, `pr-6497`, `core_v0.19`, `core_v0.18`, `core_v0.17`, `core_v0.16`, or the project's own
+ * `reference`). Required, with no default, on every command that talks to a coordinator the
+ * project did not start: a message a coordinator cannot parse kills it, so the dialect is never
+ * guessed. Missing, the command ends with {@link missingProtocol} and exit code 2 before any
+ * socket is opened.
+ *
+ * @since 0.2.0
+ */
+export const protocol: Flag.Flag<Dialect.Name> = dialect(
+  `The coordinator's wire protocol, by Megatron-LM version, required (no default: a wrong one can kill the coordinator): ${choices} (env ${protocolVariable}; the table: ${ClientConfig.dialectTable})`
 )
+
+/**
+ * `--protocol` where it is optional: for a command that starts what it talks to, or only labels
+ * what it records. The command's `description` says what the flag means there and what its absence does.
+ *
+ * @since 0.2.0
+ */
+export const optionalProtocol = (description: string): Flag.Flag<Option.Option<Dialect.Name>> =>
+  dialect(`${description} (${choices}; env ${protocolVariable})`).pipe(Flag.optional)
 
 /**
  * The flags every command that talks to a coordinator takes.

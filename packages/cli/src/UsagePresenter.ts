@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import { type CliError, CliOutput } from "effect/cli"
 import { oneLine } from "./Failure.ts"
-import { addressVariable } from "./Flags.ts"
+import { addressVariable, missingProtocol } from "./Flags.ts"
 import * as Output from "./Output.ts"
 
 /**
@@ -31,6 +31,8 @@ export const describe = (error: CliError.NonShowHelpErrors): string => {
     case "MissingOption":
       return error.option === "address"
         ? `missing --address (or ${addressVariable} in the environment): where the coordinator is`
+        : error.option === "protocol"
+        ? missingProtocol
         : `missing required flag --${error.option}`
     case "InvalidValue": {
       // One style for every refused value, whoever refused it: the flag or argument, the value

@@ -17,10 +17,12 @@ const prompt = "the quick fox jumps over the old stone"
 const expectedTokens = (n: number) => Generation.tokens(Vocabulary.tokenize(prompt), n)
 
 describe("mcore coordinator", () => {
-  it.live("prints its bound loopback address first, then its engines", () =>
+  it.live("prints its bound loopback address first, its dialect second (its own unless told), then its engines", () =>
     Effect.gen(function*() {
-      const { address, process } = yield* Mcore.coordinator(["--engines", "3"])
+      const { address, process, protocol } = yield* Mcore.coordinator(["--engines", "3"])
       expect(address).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/)
+      expect(protocol).toBe("reference")
+      expect(process.stdout().split("\n").slice(0, 2)).toEqual([address, "protocol reference"])
       yield* process.line("the engines", (l) => l.includes("3 engine(s) (mp-coord-0, mp-coord-1, mp-coord-2)"))
     }), 120_000)
 
@@ -51,8 +53,8 @@ describe("mcore coordinator", () => {
 
   it.live("SHUTDOWN from a client ends it with exit code 0", () =>
     Effect.gen(function*() {
-      const { address, process } = yield* Mcore.coordinator()
-      expect(yield* Mcore.ok(["control", "shutdown", "--address", address])).toBe(
+      const { address, process, protocol } = yield* Mcore.coordinator()
+      expect(yield* Mcore.ok(["control", "shutdown", "--address", address, "--protocol", protocol])).toBe(
         `SHUTDOWN sent to ${address}; the coordinator does not confirm\n`
       )
       const ended = yield* process.exited()
@@ -75,16 +77,16 @@ describe("mcore coordinator", () => {
 describe("mcore generate against mcore coordinator", () => {
   it.live("prints the generated text (detokenized by the coordinator)", () =>
     Effect.gen(function*() {
-      const { address } = yield* Mcore.coordinator()
-      const stdout = yield* Mcore.ok(["generate", "--address", address, "--tokens", "6", prompt])
+      const { address, protocol } = yield* Mcore.coordinator()
+      const stdout = yield* Mcore.ok(["generate", "--address", address, "--protocol", protocol, "--tokens", "6", prompt])
       expect(stdout).toBe(`${Vocabulary.detokenize(expectedTokens(6))}\n`)
     }), 120_000)
 
   it.live("--json prints the reply map, the flags in its sampling params", () =>
     Effect.gen(function*() {
-      const { address } = yield* Mcore.coordinator()
+      const { address, protocol } = yield* Mcore.coordinator()
       const stdout = yield* Mcore.ok([
-        "generate", "-a", address, "-n", "5", "--json",
+        "generate", "-a", address, "--protocol", protocol, "-n", "5", "--json",
         "--temperature", "0.5", "--top-k", "3", "--top-p", "0.9", "--termination-id", "9999",
         "--stop", "moonless", "--stop", "sunless", "--set", "top_n_logprobs=2", "--set", "note=\"x\"",
         prompt
@@ -110,20 +112,20 @@ describe("mcore generate against mcore coordinator", () => {
 
   it.live("--stream prints token ids as they arrive, then the text", () =>
     Effect.gen(function*() {
-      const { address } = yield* Mcore.coordinator()
+      const { address, protocol } = yield* Mcore.coordinator()
       const tokens = expectedTokens(7)
-      const stdout = yield* Mcore.ok(["generate", "-a", address, "-n", "7", "--stream", prompt])
+      const stdout = yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "7", "--stream", prompt])
       expect(stdout).toBe(` ${tokens.join(" ")}\n${Vocabulary.detokenize(tokens)}\n`)
-      const words = yield* Mcore.ok(["generate", "-a", address, "-n", "7", "--stream", "--test-vocabulary", prompt])
+      const words = yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "7", "--stream", "--test-vocabulary", prompt])
       expect(words).toBe(` ${Vocabulary.detokenize(tokens)}\n`)
     }), 120_000)
 
   it.live("--stream --json prints one JSON line per event, each naming which request id is which", () =>
     Effect.gen(function*() {
-      const { address } = yield* Mcore.coordinator()
+      const { address, protocol } = yield* Mcore.coordinator()
       // An earlier request moves the coordinator's own numbering on; the client's starts at 0 again.
-      yield* Mcore.ok(["generate", "-a", address, "-n", "1", prompt])
-      const stdout = yield* Mcore.ok(["generate", "-a", address, "-n", "4", "--stream", "--json", prompt])
+      yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "1", prompt])
+      const stdout = yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "4", "--stream", "--json", prompt])
       const events = stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, any>)
       const partials = events.slice(0, -1)
       expect(partials.length).toBeGreaterThan(0)
@@ -140,17 +142,17 @@ describe("mcore generate against mcore coordinator", () => {
 
   it.live("--token-ids sends the prompt as token ids", () =>
     Effect.gen(function*() {
-      const { address } = yield* Mcore.coordinator()
+      const { address, protocol } = yield* Mcore.coordinator()
       const ids = Vocabulary.tokenize(prompt)
-      const stdout = yield* Mcore.ok(["generate", "-a", address, "-n", "3", "--json", "--token-ids", ids.join(",")])
+      const stdout = yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "3", "--json", "--token-ids", ids.join(",")])
       expect((JSON.parse(stdout) as Record<string, unknown>).generated_tokens).toEqual(expectedTokens(3))
     }), 120_000)
 
   it.live("a request the client would refuse is a usage error (exit code 2), found before connecting", () =>
     Effect.gen(function*() {
-      const { address, process } = yield* Mcore.coordinator()
+      const { address, process, protocol } = yield* Mcore.coordinator()
       const refused = (args: ReadonlyArray<string>) =>
-        Effect.map(Mcore.run(["generate", "-a", address, ...args]), (ended) => {
+        Effect.map(Mcore.run(["generate", "-a", address, "--protocol", protocol, ...args]), (ended) => {
           expect(ended.code, ended.stderr).toBe(2)
           expect(ended.stdout).toBe("")
           return ended.stderr
@@ -168,8 +170,8 @@ describe("mcore generate against mcore coordinator", () => {
 
   it.live("--timeout aborts a request that does not finish in time", () =>
     Effect.gen(function*() {
-      const { address } = yield* Mcore.coordinator(["--step-ms", "50"])
-      const ended = yield* Mcore.run(["generate", "-a", address, "-n", "100000", "--timeout", "200ms", prompt])
+      const { address, protocol } = yield* Mcore.coordinator(["--step-ms", "50"])
+      const ended = yield* Mcore.run(["generate", "-a", address, "--protocol", protocol, "-n", "100000", "--timeout", "200ms", prompt])
       expect(ended.code).toBe(1)
       expect(ended.stderr).toBe("mcore: RequestTimeout: request 0 did not finish within 200 ms (aborted)\n")
     }), 120_000)
@@ -178,8 +180,8 @@ describe("mcore generate against mcore coordinator", () => {
 describe("mcore control against mcore coordinator", () => {
   it.live("each signal reaches the coordinator and its engines", () =>
     Effect.gen(function*() {
-      const { address, process } = yield* Mcore.coordinator()
-      const send = (...signal: Array<string>) => Mcore.ok(["control", ...signal, "--address", address])
+      const { address, process, protocol } = yield* Mcore.coordinator()
+      const send = (...signal: Array<string>) => Mcore.ok(["control", ...signal, "--address", address, "--protocol", protocol])
       // The coordinator prints each change of control state and each signal an engine receives.
       const engines = (header: string) =>
         Effect.all(["mp-coord-0", "mp-coord-1"].map((engine) =>
@@ -215,7 +217,8 @@ describe("mcore control against mcore coordinator", () => {
 describe("mcore coordinator --protocol: a Megatron-LM ref's wire, without Megatron", () => {
   it.live("main: mcore generate --protocol main gets its text and its stream; a reference client is refused and the coordinator goes on", () =>
     Effect.gen(function*() {
-      const { address, process } = yield* Mcore.coordinator(["--protocol", "main"])
+      const { address, process, protocol } = yield* Mcore.coordinator(["--protocol", "main"])
+      expect(protocol).toBe("main")
       yield* process.line("the banner", (l) => l.startsWith("test coordinator: ") && l.includes(", protocol main, "))
       const main = ["--address", address, "--protocol", "main"]
       expect(yield* Mcore.ok(["generate", ...main, "--tokens", "6", prompt])).toBe(`${Vocabulary.detokenize(expectedTokens(6))}\n`)
@@ -230,7 +233,7 @@ describe("mcore coordinator --protocol: a Megatron-LM ref's wire, without Megatr
       yield* Mcore.ok(["control", "unpause", ...main])
       yield* process.line("state RUNNING", (l) => l === "state RUNNING")
       // The reference protocol's five-frame SUBMIT is not main's: dropped (logged), never answered.
-      const wrong = yield* Mcore.run(["generate", "--address", address, "-n", "2", "--timeout", "500ms", prompt])
+      const wrong = yield* Mcore.run(["generate", "--address", address, "--protocol", "reference", "-n", "2", "--timeout", "500ms", prompt])
       expect(wrong.code).toBe(1)
       expect(wrong.stderr).toContain("RequestTimeout")
       expect(yield* Mcore.ok(["generate", ...main, "-n", "2", prompt])).toBe(`${Vocabulary.detokenize(expectedTokens(2))}\n`)

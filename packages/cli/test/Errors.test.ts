@@ -25,21 +25,21 @@ describe("errors", () => {
   it.live("an unreachable coordinator: the client's ConnectTimeout, after --connect-timeout", () =>
     Effect.gen(function*() {
       const address = yield* TestSupport.refusedAddress
-      expect(yield* oneLine(["generate", "--address", address, "--connect-timeout", "300ms", "hello"], 1)).toBe(
+      expect(yield* oneLine(["generate", "--address", address, "--protocol", "main", "--connect-timeout", "300ms", "hello"], 1)).toBe(
         `mcore: ConnectTimeout: no CONNECT_ACK from ${address} within 300 ms: the connection was refused (ZeroMQ keeps retrying)`
       )
-      expect(yield* oneLine(["control", "pause", "-a", address, "--connect-timeout", "0.2 seconds"], 1)).toBe(
+      expect(yield* oneLine(["control", "pause", "-a", address, "--protocol", "main", "--connect-timeout", "0.2 seconds"], 1)).toBe(
         `mcore: ConnectTimeout: no CONNECT_ACK from ${address} within 200 ms: the connection was refused (ZeroMQ keeps retrying)`
       )
     }), 120_000)
 
   it.live("a malformed address: a bad value (exit code 2), by the client's own rule", () =>
     Effect.gen(function*() {
-      expect(yield* oneLine(["generate", "--address", "localhost:5555", "hello"], 2)).toBe(
+      expect(yield* oneLine(["generate", "--address", "localhost:5555", "--protocol", "main", "hello"], 2)).toBe(
         `mcore generate: invalid value "localhost:5555" for --address: only tcp://host:port and ipc://path are supported; ` +
           `see mcore generate --help`
       )
-      expect(yield* oneLine(["control", "shutdown", "--address", "tcp://127.0.0.1:port"], 2)).toBe(
+      expect(yield* oneLine(["control", "shutdown", "--address", "tcp://127.0.0.1:port", "--protocol", "main"], 2)).toBe(
         `mcore control shutdown: invalid value "tcp://127.0.0.1:port" for --address: the port must be a number from 1 to 65535, ` +
           `got "port"; see mcore control shutdown --help`
       )
@@ -47,7 +47,7 @@ describe("errors", () => {
 
   it.live("the address from MCORE_COORDINATOR_ADDRESS when --address is not given", () =>
     Effect.gen(function*() {
-      const ended = yield* Mcore.run(["generate", "--connect-timeout", "100ms", "hello"], {
+      const ended = yield* Mcore.run(["generate", "--protocol", "main", "--connect-timeout", "100ms", "hello"], {
         env: { MCORE_COORDINATOR_ADDRESS: "not an address" }
       })
       expect(ended.code).toBe(2)
@@ -59,14 +59,17 @@ describe("errors", () => {
 
   it.live("bad flags, values, arguments and commands: one line naming the mistake, exit code 2", () =>
     Effect.gen(function*() {
-      expect(yield* oneLine(["generate", "-a", "tcp://127.0.0.1:1", "--tokenz", "3", "hi"], 2)).toBe(
+      expect(yield* oneLine(["generate", "-a", "tcp://127.0.0.1:1", "--protocol", "main", "--tokenz", "3", "hi"], 2)).toBe(
         "mcore generate: unrecognized flag --tokenz (did you mean --tokens?); see mcore generate --help"
       )
       // Every refused value: exit code 2, one style naming the flag (or argument) and the value as typed.
-      const generate = (...args: ReadonlyArray<string>) => oneLine(["generate", "-a", "tcp://127.0.0.1:1", ...args], 2)
+      const generate = (...args: ReadonlyArray<string>) => oneLine(["generate", "-a", "tcp://127.0.0.1:1", "--protocol", "main", ...args], 2)
       const see = "; see mcore generate --help"
       expect(yield* generate("--tokens", "many", "hi")).toBe(`mcore generate: invalid value "many" for --tokens: expected an integer >= 1${see}`)
-      expect(yield* generate("--protocol", "v0.19", "hi")).toContain(`mcore generate: invalid value "v0.19" for --protocol`)
+      expect(yield* oneLine(["generate", "-a", "tcp://127.0.0.1:1", "--protocol", "v0.19", "hi"], 2)).toBe(
+        `mcore generate: invalid value "v0.19" for --protocol: expected one of main, pr-6497, core_v0.19, core_v0.18, ` +
+          `core_v0.17, core_v0.16, reference (README.md#against-a-real-megatron-deployment)${see}`
+      )
       expect(yield* generate("-n", "0", "hi")).toBe(`mcore generate: invalid value "0" for --tokens: expected an integer >= 1${see}`)
       expect(yield* generate("--top-k", "abc", "hi")).toBe(
         `mcore generate: invalid value "abc" for --top-k: expected a non-negative integer${see}`
@@ -99,18 +102,18 @@ describe("errors", () => {
       expect(yield* generate("--connect-timeout", "soon", "hi")).toBe(
         `mcore generate: invalid value "soon" for --connect-timeout: expected a duration such as 500ms, 2s or "2 seconds"${see}`
       )
-      expect(yield* oneLine(["generate", "-a", "tcp://127.0.0.1:1"], 2)).toBe(
+      expect(yield* oneLine(["generate", "-a", "tcp://127.0.0.1:1", "--protocol", "main"], 2)).toBe(
         "mcore generate: Missing required argument: prompt; see mcore generate --help"
       )
       // (The test run does not set MCORE_COORDINATOR_ADDRESS.)
-      expect(yield* oneLine(["control", "pause"], 2)).toBe(
+      expect(yield* oneLine(["control", "pause", "--protocol", "main"], 2)).toBe(
         "mcore control pause: missing --address (or MCORE_COORDINATOR_ADDRESS in the environment): where the coordinator is; " +
           "see mcore control pause --help"
       )
-      expect(yield* oneLine(["control", "epoch", "-a", "tcp://127.0.0.1:1", "seven"], 2)).toBe(
+      expect(yield* oneLine(["control", "epoch", "-a", "tcp://127.0.0.1:1", "--protocol", "main", "seven"], 2)).toBe(
         `mcore control epoch: invalid value "seven" for <epoch>: expected a non-negative integer; see mcore control epoch --help`
       )
-      expect(yield* oneLine(["control", "epoch", "-a", "tcp://127.0.0.1:1", "-1"], 2)).toBe(
+      expect(yield* oneLine(["control", "epoch", "-a", "tcp://127.0.0.1:1", "--protocol", "main", "-1"], 2)).toBe(
         `mcore control epoch: invalid value "-1" for <epoch>: expected a non-negative integer; see mcore control epoch --help`
       )
       expect(yield* oneLine(["contrl", "pause"], 2)).toBe(
@@ -160,6 +163,7 @@ describe("--help", () => {
     ["control", "profiler", "stop"],
     ["control", "shutdown"],
     ["coordinator"],
+    ["serve"],
     ["trace"],
     ["trace", "record"],
     ["trace", "show"],

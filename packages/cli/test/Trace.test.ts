@@ -17,15 +17,15 @@ const prompt = "one white cloud and the bright moon"
 const tokens = (n: number) => Generation.tokens(Vocabulary.tokenize(prompt), n)
 
 /** The session: a request, a streamed request, a control signal, each from its own process. */
-const session = (address: string) =>
+const session = (address: string, protocol: string) =>
   Effect.gen(function*() {
-    expect(yield* Mcore.ok(["generate", "-a", address, "-n", "4", prompt])).toBe(
+    expect(yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "4", prompt])).toBe(
       `${Vocabulary.detokenize(tokens(4))}\n`
     )
-    expect(yield* Mcore.ok(["generate", "-a", address, "-n", "3", "--stream", "--test-vocabulary", prompt])).toBe(
+    expect(yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "3", "--stream", "--test-vocabulary", prompt])).toBe(
       ` ${Vocabulary.detokenize(tokens(3))}\n`
     )
-    expect(yield* Mcore.ok(["control", "epoch", "5", "-a", address])).toBe(
+    expect(yield* Mcore.ok(["control", "epoch", "5", "-a", address, "--protocol", protocol])).toBe(
       `SET_GENERATION_EPOCH 5 sent to ${address}; the coordinator does not confirm\n`
     )
   })
@@ -46,7 +46,7 @@ describe("mcore trace", () => {
       const proxy = yield* recorder.line("the proxy's address", () => true)
       expect(proxy).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/)
       expect(proxy).not.toBe(upstream.address)
-      yield* session(proxy)
+      yield* session(proxy, upstream.protocol)
       yield* recorder.line("the third client", (l) => l === "peer client-2")
       yield* recorder.kill("SIGINT")
       const recorded = yield* recorder.exited()
@@ -56,6 +56,8 @@ describe("mcore trace", () => {
 
       // Show: every message, headers by name, frames decoded.
       const shown = yield* Mcore.ok(["trace", "show", file])
+      // Recorded without --protocol: the trace names no dialect, and is shown in the reference's.
+      expect(shown.split("\n")[0]).toMatch(/^mcore-effect-trace version 1, created .*, protocol reference \(none recorded\)$/)
       expect(shown).toContain(`\n${count} message(s)\n`)
       const rows = shown.split("\n").filter((l) => /^\s*\d+\.\d{3}  client-\d/.test(l))
       expect(rows).toHaveLength(Number(count))
@@ -74,17 +76,21 @@ describe("mcore trace", () => {
       // Replay the clients against a coordinator with the same settings that has served another
       // request first: the same answers, its request ids (moved on) matched as ids.
       const fresh = yield* Mcore.coordinator()
-      yield* Mcore.ok(["generate", "-a", fresh.address, "-n", "2", "an earlier request"])
-      const replayed = yield* Mcore.ok(["trace", "replay", file, "--address", fresh.address])
+      yield* Mcore.ok(["generate", "-a", fresh.address, "--protocol", fresh.protocol, "-n", "2", "an earlier request"])
+      // A trace that names no dialect is replayed only when told which.
+      const unlabelled = yield* Mcore.run(["trace", "replay", file, "--address", fresh.address])
+      expect(unlabelled.code).toBe(2)
+      expect(unlabelled.stderr).toMatch(/^mcore: .* names no dialect \(version 1, or recorded without --protocol\): missing --protocol [^\n]*\n$/)
+      const replayed = yield* Mcore.ok(["trace", "replay", file, "--address", fresh.address, "--protocol", fresh.protocol])
       const answers = headers.filter((h) => h === "CONNECT_ACK" || h.startsWith("ENGINE_REPLY")).length
       expect(replayed).toBe(
         `replayed ${file} against ${fresh.address}: sent ${Number(count) - answers} message(s), matched ${answers} answer(s)\n`
       )
 
       // Replay the coordinator to the same clients: they get the recorded answers.
-      const scripted = yield* Mcore.start(["trace", "replay", file, "--as-coordinator"])
+      const scripted = yield* Mcore.start(["trace", "replay", file, "--as-coordinator", "--protocol", "reference"])
       const address = yield* scripted.line("the scripted coordinator's address", () => true)
-      yield* session(address)
+      yield* session(address, "reference")
       const played = yield* scripted.exited()
       expect(played.code).toBe(0)
       expect(played.stdout).toContain(`replayed ${file}: sent ${answers} message(s), matched ${Number(count) - answers}\n`)
@@ -94,15 +100,19 @@ describe("mcore trace", () => {
     Effect.gen(function*() {
       const file = join(yield* tempDir, "one.trace.jsonl")
       const upstream = yield* Mcore.coordinator()
-      const recorder = yield* Mcore.start(["trace", "record", "-u", upstream.address, "-o", file])
+      // Labelled: the header names the dialect (reference, version 1), and replay needs no --protocol.
+      const recorder = yield* Mcore.start(["trace", "record", "-u", upstream.address, "-o", file, "--protocol", upstream.protocol])
       const proxy = yield* recorder.line("the proxy's address", () => true)
-      yield* Mcore.ok(["generate", "-a", proxy, "-n", "4", prompt])
+      yield* Mcore.ok(["generate", "-a", proxy, "--protocol", upstream.protocol, "-n", "4", prompt])
       yield* recorder.kill("SIGTERM")
       yield* recorder.exited()
+      expect((yield* Mcore.ok(["trace", "show", file])).split("\n")[0]).toMatch(
+        /^mcore-effect-trace version 1, created .*, protocol reference$/
+      )
 
       const scripted = yield* Mcore.start(["trace", "replay", file, "--as-coordinator"])
       const address = yield* scripted.line("the scripted coordinator's address", () => true)
-      yield* Mcore.run(["generate", "-a", address, "-n", "5", prompt])
+      yield* Mcore.run(["generate", "-a", address, "--protocol", "reference", "-n", "5", prompt])
       const played = yield* scripted.exited()
       expect(played.code).toBe(1)
       expect(played.stderr).toBe(
@@ -129,6 +139,10 @@ describe("mcore trace", () => {
       expect(submit).toContain(`"prompt":"${prompt}"`)
 
       const fresh = yield* Mcore.coordinator(["--protocol", "main"])
+      // A --protocol that contradicts the header is refused.
+      const contradicted = yield* Mcore.run(["trace", "replay", file, "--address", fresh.address, "--protocol", "core_v0.19"])
+      expect(contradicted.code).toBe(2)
+      expect(contradicted.stderr).toBe(`mcore: ${file} was recorded in main, not core_v0.19\n`)
       expect(yield* Mcore.ok(["trace", "replay", file, "--address", fresh.address])).toMatch(/^replayed .* matched 2 answer\(s\)\n$/)
       const scripted = yield* Mcore.start(["trace", "replay", file, "--as-coordinator"])
       const address = yield* scripted.line("the scripted coordinator's address", () => true)

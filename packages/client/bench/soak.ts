@@ -68,7 +68,7 @@ const count = (metric: Metric.Metric<number, Metric.CounterState<number>>) =>
 export const soak = (requests: number): Effect.Effect<Omit<Report, "resourcesAfterClose">, unknown> =>
   Effect.gen(function*() {
     const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 0 }, coordinator: { recordLimit: 0 } })
-    const client = yield* InferenceClient.make({ address: cluster.address })
+    const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })
     const outcomes: Record<Kind, number> = { submit: 0, stream: 0, streamDropped: 0, interrupted: 0, deadline: 0 }
     const one = (i: number): Effect.Effect<void> => {
       const prompt = [1 + (i % 500), 2 + (i % 7), 3]

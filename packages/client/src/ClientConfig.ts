@@ -26,11 +26,16 @@ export interface ClientOptions {
   /**
    * The wire protocol the coordinator speaks, by the Megatron-LM version that speaks it (see
    * `Dialects` in `@mcore-effect/protocol`: `main`, `pr-6497`, `core_v0.19`, `core_v0.18`,
-   * `core_v0.17`). Default `reference`, the five-frame reference protocol. What the dialect
-   * cannot carry (streaming, abort, KV hand-off, media, control signals it lacks) fails with
-   * `InvalidRequest` (`UnsupportedByDialect`) before anything is sent.
+   * `core_v0.17`, `core_v0.16`; `reference` is the project's own five-frame protocol, which no
+   * Megatron-LM speaks). Required, with no default: a message a coordinator cannot parse kills
+   * it (one SUBMIT in the wrong dialect ends Megatron-LM main's, PR 6497's and core_v0.16 to
+   * 0.19's coordinators for every client), so the dialect is never guessed. Left out (from
+   * untyped code), building the client fails with `InvalidArgument` (`name: "protocol"`) before
+   * any socket is opened. What the dialect cannot carry (streaming, abort, KV hand-off, media,
+   * control signals it lacks) fails with `InvalidRequest` (`UnsupportedByDialect`) before
+   * anything is sent. A `TestCluster` says which it speaks: `cluster.protocol`.
    */
-  readonly protocol?: Dialect.Name | undefined
+  readonly protocol: Dialect.Name
   /**
    * `true`: replies are typed `DynamicInferenceRequest`s. `false` (default): the raw reply map,
    * for lower overhead.
@@ -100,6 +105,31 @@ export interface CurveOptions {
   readonly publicKey?: string | undefined
   readonly secretKey?: string | undefined
 }
+
+/**
+ * Where the table of dialects is (which Megatron-LM speaks which, what each carries): the
+ * project README's section "Against a real Megatron deployment".
+ *
+ * @since 0.2.0
+ */
+export const dialectTable = "README.md#against-a-real-megatron-deployment"
+
+/**
+ * What a missing `protocol` is told, on one line: the choices, newest Megatron-LM first, why
+ * there is no default, and where the table of dialects is. `mcore` says the same for a missing
+ * `--protocol`.
+ *
+ * @example
+ * ```ts
+ * import { ClientConfig } from "@mcore-effect/client"
+ *
+ * ClientConfig.protocolChoices // "the coordinator's wire dialect, one of main, pr-6497, ..."
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const protocolChoices = `the coordinator's wire dialect, one of ${Dialect.names.join(", ")} ` +
+  `(no default: a dialect the coordinator does not speak can kill it; which Megatron-LM speaks which: ${dialectTable})`
 
 /**
  * {@link ClientOptions} with defaults applied and durations in milliseconds.
@@ -188,12 +218,17 @@ export const durationMillis = (
 
 /**
  * Applies the defaults and checks every option but the address (see {@link addressProblem}):
+ * the protocol (required: missing, it fails with `name: "protocol"` and {@link protocolChoices}),
  * durations (with {@link durationMillis}), limits and CurveZMQ keys. A `requestTimeout` of
  * infinity means no deadline, as leaving it out does.
  *
  * @since 0.1.0
  */
 export const resolve = (options: ClientOptions): Result.Result<ResolvedOptions, OptionProblem> => {
+  // Required by the type; JavaScript callers and casts get here without it.
+  if ((options.protocol as Dialect.Name | undefined) === undefined) {
+    return Result.fail({ name: "protocol", why: `missing: ${protocolChoices}` })
+  }
   const durations: Record<string, number> = {}
   for (const [name, infinite] of DURATIONS) {
     const input = options[name]
@@ -204,7 +239,7 @@ export const resolve = (options: ClientOptions): Result.Result<ResolvedOptions, 
   }
   const ms = (name: typeof DURATIONS[number][0]) => durations[name] ?? Duration.toMillis(defaults[name as keyof typeof defaults] as Duration.Duration)
   const requestTimeout = durations.requestTimeout
-  const dialect = Dialects.parse(options.protocol ?? "reference")
+  const dialect = Dialects.parse(options.protocol)
   if (Result.isFailure(dialect)) return Result.fail({ name: "protocol", why: dialect.failure })
   const resolved: ResolvedOptions = {
     address: options.address,
@@ -355,8 +390,17 @@ const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORD
     address !== undefined ? Config.succeed(address) : Config.fail(
       new SourceError({
         message: "MCORE_COORDINATOR_ADDRESS is not set: set it to the coordinator's address " +
-          "(tcp://host:port or ipc://path), or give the address in code with InferenceClient.layer({ address })"
+          "(tcp://host:port or ipc://path), or give the address in code with InferenceClient.layer({ address, protocol })"
       })
+    )
+  )
+)
+
+/** The dialect, required: its absence lists the choices and says why there is no default. */
+const protocolConfig: Config.Config<Dialect.Name> = optional(Config.Literals(Dialect.names, "MCORE_PROTOCOL")).pipe(
+  Config.flatMap((protocol) =>
+    protocol !== undefined ? Config.succeed(protocol) : Config.fail(
+      new SourceError({ message: `MCORE_PROTOCOL is not set: set it to ${protocolChoices}` })
     )
   )
 )
@@ -367,7 +411,7 @@ const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORD
  * | variable | option |
  * |---|---|
  * | `MCORE_COORDINATOR_ADDRESS` (required) | `address` |
- * | `MCORE_PROTOCOL` | `protocol` (a dialect's name) |
+ * | `MCORE_PROTOCOL` (required) | `protocol` (a dialect's name: `main`, `pr-6497`, `core_v0.19`, ...) |
  * | `MCORE_DESERIALIZE` | `deserialize` |
  * | `MCORE_BLOCK_SIZE_TOKENS` | `blockSizeTokens` |
  * | `MCORE_PREFIX_CACHING_POLICY` | `prefixCachingPolicy` |
@@ -384,7 +428,9 @@ const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORD
  * | `MCORE_CURVE_SECRET_KEY` (read as `Redacted`) | `curve.secretKey` |
  *
  * A client key without `MCORE_CURVE_SERVER_KEY` is an error rather than ignored: the client would
- * otherwise talk to a CurveZMQ coordinator in the clear and only time out.
+ * otherwise talk to a CurveZMQ coordinator in the clear and only time out. A missing
+ * `MCORE_PROTOCOL` is an error too (`ConfigError`, its message {@link protocolChoices}), before any
+ * socket is opened: there is no default dialect.
  *
  * @example
  * ```ts
@@ -403,7 +449,7 @@ const addressConfig: Config.Config<string> = optional(Config.String("MCORE_COORD
  */
 export const config: Config.Config<ClientOptions> = Config.all({
   address: addressConfig,
-  protocol: optional(Config.Literals(Dialect.names, "MCORE_PROTOCOL")),
+  protocol: protocolConfig,
   deserialize: Config.Boolean("MCORE_DESERIALIZE").pipe(Config.withDefault(false)),
   blockSizeTokens: optional(Config.Int("MCORE_BLOCK_SIZE_TOKENS")),
   prefixCachingPolicy: optional(

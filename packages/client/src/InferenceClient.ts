@@ -327,7 +327,7 @@ export interface Service<R extends Reply = Reply> {
  *   const client = yield* InferenceClient.InferenceClient
  *   const reply = yield* client.submit([1, 2, 3, 4], { num_tokens_to_generate: 16 })
  *   return reply.latency
- * }).pipe(Effect.provide(InferenceClient.layer({ address: "tcp://127.0.0.1:5555" })))
+ * }).pipe(Effect.provide(InferenceClient.layer({ address: "tcp://127.0.0.1:5555", protocol: "main" })))
  * ```
  *
  * @since 0.1.0
@@ -467,7 +467,7 @@ export type ReplyFor<O extends ClientConfig.ClientOptions> = O extends { readonl
  * import { Effect } from "effect"
  *
  * const once = Effect.gen(function*() {
- *   const client = yield* InferenceClient.make({ address: "ipc:///tmp/coordinator.sock", deserialize: true })
+ *   const client = yield* InferenceClient.make({ address: "ipc:///tmp/coordinator.sock", protocol: "main", deserialize: true })
  *   const reply = yield* client.submit("Hello", { num_tokens_to_generate: 4 })
  *   return reply.generated_tokens // typed: no isDeserialized needed
  * }).pipe(Effect.scoped) // the client closes here
@@ -482,7 +482,9 @@ export const make = <const O extends ClientConfig.ClientOptions>(
 
 /**
  * The client as a layer: acquiring it connects and performs the handshake (failing with
- * `ConnectTimeout`, `HandshakeRejected` or `InvalidAddress`); releasing it closes the client.
+ * `ConnectTimeout`, `HandshakeRejected` or `InvalidAddress`; with `InvalidArgument` before any
+ * socket is opened for options it refuses, a missing `protocol` included); releasing it closes
+ * the client.
  *
  * @example
  * ```ts
@@ -491,6 +493,7 @@ export const make = <const O extends ClientConfig.ClientOptions>(
  *
  * const ClientLive = InferenceClient.layer({
  *   address: "tcp://127.0.0.1:5555",
+ *   protocol: "reference", // the one dialect whose coordinator takes the client's block hashes
  *   blockSizeTokens: 64,
  *   prefixCachingPolicy: "longest_prefix",
  *   connectTimeout: "5 seconds",
@@ -532,7 +535,7 @@ export class DeserializedInferenceClient extends Context.Service<
  *   const client = yield* InferenceClient.DeserializedInferenceClient
  *   const reply = yield* client.submit([1, 2, 3], { num_tokens_to_generate: 8 })
  *   return reply.generated_tokens
- * }).pipe(Effect.provide(InferenceClient.layerDeserialized({ address: "tcp://127.0.0.1:5555" })))
+ * }).pipe(Effect.provide(InferenceClient.layerDeserialized({ address: "tcp://127.0.0.1:5555", protocol: "main" })))
  * ```
  *
  * @since 0.1.0
@@ -544,13 +547,15 @@ export const layerDeserialized = (
 
 /**
  * The client as a layer whose options are read from `Config` (by default
- * {@link ClientConfig.config}: `MCORE_COORDINATOR_ADDRESS` and friends).
+ * {@link ClientConfig.config}: `MCORE_COORDINATOR_ADDRESS`, `MCORE_PROTOCOL` and friends). Without
+ * `MCORE_PROTOCOL` it fails with a `ConfigError` before any socket is opened: there is no default
+ * dialect.
  *
  * @example
  * ```ts
  * import { InferenceClient } from "@mcore-effect/client"
  *
- * // MCORE_COORDINATOR_ADDRESS=tcp://127.0.0.1:5555 MCORE_DESERIALIZE=true
+ * // MCORE_COORDINATOR_ADDRESS=tcp://127.0.0.1:5555 MCORE_PROTOCOL=main MCORE_DESERIALIZE=true
  * const ClientLive = InferenceClient.layerConfig()
  * ```
  *

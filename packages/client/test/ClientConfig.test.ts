@@ -13,9 +13,9 @@ const fromEnv = (env: Record<string, string>) =>
 
 describe("ClientConfig", () => {
   it("applies the defaults", () => {
-    expect(resolved({ address: "tcp://127.0.0.1:5555" })).toEqual({
+    expect(resolved({ address: "tcp://127.0.0.1:5555", protocol: "main" })).toEqual({
       address: "tcp://127.0.0.1:5555",
-      dialect: Dialects.get("reference"),
+      dialect: Dialects.get("main"),
       deserialize: false,
       hashing: { blockSizeTokens: null, prefixCachingPolicy: null },
       connectTimeoutMillis: 10_000,
@@ -33,6 +33,7 @@ describe("ClientConfig", () => {
   it("takes durations in any Duration form", () => {
     const options = resolved({
       address: "ipc:///tmp/x",
+      protocol: "main",
       connectTimeout: "2 seconds",
       heartbeatInterval: 250,
       heartbeatTimeout: { seconds: 3 },
@@ -51,6 +52,7 @@ describe("ClientConfig", () => {
       const options = yield* ClientConfig.config
       expect(options).toEqual({
         address: "tcp://127.0.0.1:5555",
+        protocol: "reference",
         deserialize: true,
         blockSizeTokens: 64,
         prefixCachingPolicy: "longest_prefix",
@@ -72,6 +74,8 @@ describe("ClientConfig", () => {
       })
     }).pipe(Effect.provide(fromEnv({
       MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
+      // The one dialect whose coordinator takes the client's block hashes (set below).
+      MCORE_PROTOCOL: "reference",
       MCORE_DESERIALIZE: "true",
       MCORE_BLOCK_SIZE_TOKENS: "64",
       MCORE_PREFIX_CACHING_POLICY: "longest_prefix",
@@ -93,7 +97,7 @@ describe("ClientConfig", () => {
         maxDecodedBytes: ClientConfig.defaults.maxDecodedBytes,
         curve: undefined
       })
-    }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555" }))))
+    }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555", MCORE_PROTOCOL: "main" }))))
 
   it.effect("refuses limits that are not integers", () =>
     Effect.gen(function*() {
@@ -101,7 +105,7 @@ describe("ClientConfig", () => {
         const error = yield* Effect.flip(
           Effect.gen(function*() {
             return yield* ClientConfig.config
-          }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555", [name]: value })))
+          }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555", MCORE_PROTOCOL: "main", [name]: value })))
         )
         expect(error.message).toContain(name)
       }
@@ -117,6 +121,7 @@ describe("ClientConfig", () => {
       expect(ClientConfig.optionProblem(options)).toBeUndefined()
     }).pipe(Effect.provide(fromEnv({
       MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
+      MCORE_PROTOCOL: "main",
       MCORE_CURVE_SERVER_KEY: server.publicKey,
       MCORE_CURVE_PUBLIC_KEY: client.publicKey,
       MCORE_CURVE_SECRET_KEY: client.secretKey
@@ -127,7 +132,7 @@ describe("ClientConfig", () => {
       const options = yield* ClientConfig.config
       expect(options.curve).toEqual({ serverKey: server.publicKey, publicKey: undefined, secretKey: undefined })
       expect(ClientConfig.optionProblem(options)).toBeUndefined()
-    }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555", MCORE_CURVE_SERVER_KEY: server.publicKey }))))
+    }).pipe(Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555", MCORE_PROTOCOL: "main", MCORE_CURVE_SERVER_KEY: server.publicKey }))))
 
   it.effect("refuses client keys without the server key, never printing the secret", () =>
     Effect.gen(function*() {
@@ -136,6 +141,7 @@ describe("ClientConfig", () => {
           return yield* ClientConfig.config
         }).pipe(Effect.provide(fromEnv({
           MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
+          MCORE_PROTOCOL: "main",
           MCORE_CURVE_PUBLIC_KEY: client.publicKey,
           MCORE_CURVE_SECRET_KEY: client.secretKey
         })))
@@ -154,6 +160,7 @@ describe("ClientConfig", () => {
       })
     }).pipe(Effect.provide(fromEnv({
       MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:5555",
+      MCORE_PROTOCOL: "main",
       MCORE_CURVE_SERVER_KEY: server.publicKey,
       MCORE_CURVE_SECRET_KEY: client.secretKey
     }))))
@@ -167,7 +174,7 @@ describe("ClientConfig", () => {
       expect(missing.message).toContain("MCORE_COORDINATOR_ADDRESS")
       expect(missing.message).toContain("is not set: set it to the coordinator's address")
       const policy = yield* Effect.flip(read.pipe(
-        Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:1", MCORE_PREFIX_CACHING_POLICY: "random" }))
+        Effect.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: "tcp://127.0.0.1:1", MCORE_PROTOCOL: "main", MCORE_PREFIX_CACHING_POLICY: "random" }))
       ))
       expect(policy.message).toContain("MCORE_PREFIX_CACHING_POLICY")
     }))
@@ -176,7 +183,11 @@ describe("ClientConfig", () => {
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
       const pending = yield* InferenceClient.InferenceClient.use((client) => client.pendingCount).pipe(
-        Effect.provide(InferenceClient.layerConfig().pipe(Layer.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: stub.address }))))
+        Effect.provide(
+          InferenceClient.layerConfig().pipe(
+            Layer.provide(fromEnv({ MCORE_COORDINATOR_ADDRESS: stub.address, MCORE_PROTOCOL: stub.protocol }))
+          )
+        )
       )
       expect(pending).toBe(0)
       expect((yield* stub.take).frames.length).toBe(1)
@@ -184,12 +195,12 @@ describe("ClientConfig", () => {
 
   describe("one validation of every duration, client-level and per request", () => {
     it("refuses a negative or non-duration option with its name", () => {
-      expect(ClientConfig.optionProblem({ address: "ipc:///tmp/x", requestTimeout: -1 })).toMatchObject({ name: "requestTimeout" })
-      expect(ClientConfig.optionProblem({ address: "ipc:///tmp/x", requestTimeout: "banana" as never })).toEqual({
+      expect(ClientConfig.optionProblem({ address: "ipc:///tmp/x", protocol: "main", requestTimeout: -1 })).toMatchObject({ name: "requestTimeout" })
+      expect(ClientConfig.optionProblem({ address: "ipc:///tmp/x", protocol: "main", requestTimeout: "banana" as never })).toEqual({
         name: "requestTimeout",
         why: "not a duration: \"banana\""
       })
-      expect(ClientConfig.optionProblem({ address: "ipc:///tmp/x", heartbeatInterval: "Infinity" })).toEqual({
+      expect(ClientConfig.optionProblem({ address: "ipc:///tmp/x", protocol: "main", heartbeatInterval: "Infinity" })).toEqual({
         name: "heartbeatInterval",
         why: "must be finite"
       })
@@ -198,7 +209,7 @@ describe("ClientConfig", () => {
     })
 
     it("takes an infinite requestTimeout as no deadline", () => {
-      expect(resolved({ address: "ipc:///tmp/x", requestTimeout: "Infinity" }).requestTimeoutMillis).toBeUndefined()
+      expect(resolved({ address: "ipc:///tmp/x", protocol: "main", requestTimeout: "Infinity" }).requestTimeoutMillis).toBeUndefined()
     })
 
     // Regression: `requestTimeout: -1` was clamped to 0 (every request expired at once), and
@@ -207,7 +218,7 @@ describe("ClientConfig", () => {
       it.effect(`make refuses requestTimeout: ${JSON.stringify(requestTimeout)} with InvalidArgument, opening nothing`, () =>
         Effect.gen(function*() {
           const error = yield* Effect.flip(
-            InferenceClient.make({ address: "tcp://127.0.0.1:1", requestTimeout: requestTimeout as never }).pipe(Effect.scoped)
+            InferenceClient.make({ address: "tcp://127.0.0.1:1", protocol: "main", requestTimeout: requestTimeout as never }).pipe(Effect.scoped)
           )
           expect(error.reason._tag).toBe("InvalidArgument")
           expect(error.reason).toMatchObject({ name: "requestTimeout" })

@@ -32,10 +32,10 @@ interface ProgramRun {
 /** A bound on every wait for the program: exceeding it means something hung. */
 const bounded = TestSupport.bounded("the program", "20 seconds")
 
-/** Runs the program against `address`, doing `beforeGo` once it is connected. */
-const runProgram = <E, R>(address: string, beforeGo: Effect.Effect<void, E, R>) =>
+/** Runs the program against a cluster, doing `beforeGo` once it is connected. */
+const runProgram = <E, R>(cluster: TestCluster.Handle, beforeGo: Effect.Effect<void, E, R>) =>
   Effect.gen(function*() {
-    const child = fork(program, [address], {
+    const child = fork(program, [cluster.address, cluster.protocol], {
       execArgv: ["--conditions=source", "--import", "tsx"],
       // Its standard output is the client's log: a client closing while its coordinator goes
       // may warn of the lost coordinator, which a passing run does not print.
@@ -73,7 +73,7 @@ describe("closing the client", () => {
       // still held the tail of the burst (PAUSE with it) when the socket closed, and dropped it.
       const burst = 2_000
       const scope = yield* Scope.make()
-      const client = yield* InferenceClient.make({ address: cluster.address }).pipe(Scope.provide(scope))
+      const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol }).pipe(Scope.provide(scope))
       for (let epoch = 1; epoch <= burst; epoch++) yield* client.setGenerationEpoch(epoch)
       yield* client.pauseEngines()
       const [, closeMillis] = yield* timed(Scope.close(scope, Exit.void))
@@ -96,6 +96,7 @@ describe("closing the client", () => {
         const scope = yield* Scope.make()
         const client = yield* InferenceClient.make({
           address: cluster.address,
+          protocol: cluster.protocol,
           heartbeatInterval: 50,
           heartbeatTimeout: 300
         }).pipe(Scope.provide(scope))
@@ -124,7 +125,7 @@ describe("closing the client", () => {
   it.live("a program that sends a signal and closes at once delivers it and exits by itself, at once", () =>
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 2 })
-      const run = yield* runProgram(cluster.address, Effect.void)
+      const run = yield* runProgram(cluster, Effect.void)
       expect(run.report?.outcome).toBe("sent")
       expect(run.code).toBe(0)
       // No "waiting for queued ZeroMQ messages" from zeromq.js at exit: nothing was left queued.
@@ -140,7 +141,7 @@ describe("closing the client", () => {
   it.live("a program whose coordinator is gone still exits by itself, within the flush bound", () =>
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 1 })
-      const run = yield* runProgram(cluster.address, cluster.coordinator.crash)
+      const run = yield* runProgram(cluster, cluster.coordinator.crash)
       // Either the client saw the loss first (refused), or it queued PAUSE for nobody (sent).
       expect(["sent", "CoordinatorLost"]).toContain(run.report?.outcome)
       expect(run.code).toBe(0)

@@ -65,7 +65,7 @@ const recording = () => {
 
 const connection = (options?: Partial<ClientConfig.ClientOptions>) =>
   Effect.map(Effect.context<never>(), (context) => {
-    const config = Result.getOrThrow(ClientConfig.resolve({ address: "tcp://127.0.0.1:1", ...options }))
+    const config = Result.getOrThrow(ClientConfig.resolve({ address: "tcp://127.0.0.1:1", protocol: "reference", ...options }))
     const { sent, socket } = recording()
     const writer = new FrameSocket.Writer<number | undefined>(socket)
     const warnings: Array<string> = []

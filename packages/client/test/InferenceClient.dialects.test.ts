@@ -28,7 +28,7 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
     Effect.gen(function*() {
       const dialect = Dialects.get("main")
       const stub = yield* StubCoordinator.make({ dialect })
-      const client = yield* InferenceClient.make({ address: stub.address, protocol: "main" })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const connect = yield* stub.take
       expect(connect.frames.map((f) => f.toString("hex"))).toEqual(["9100"])
 
@@ -54,7 +54,7 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
     Effect.gen(function*() {
       const dialect = Dialects.get("core_v0.19")
       const stub = yield* StubCoordinator.make({ dialect })
-      const client = yield* InferenceClient.make({ address: stub.address, protocol: "core_v0.19" })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       yield* stub.take
       expect([client.dialect.name, client.dialect.features.has("media")]).toEqual(["core_v0.19", false])
 
@@ -84,7 +84,7 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make({ dialect: Dialects.get("main"), mandatory: true })
       const scope = yield* Scope.make()
-      const client = yield* InferenceClient.make({ address: stub.address, protocol: "main", drainTimeout: "1 minute" }).pipe(
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol, drainTimeout: "1 minute" }).pipe(
         Scope.provide(scope)
       )
       yield* stub.take
@@ -105,7 +105,7 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make({ dialect: Dialects.get("core_v0.19"), mandatory: true })
       const scope = yield* Scope.make()
-      const client = yield* InferenceClient.make({ address: stub.address, protocol: "core_v0.19", drainTimeout: "1 minute" })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol, drainTimeout: "1 minute" })
         .pipe(Scope.provide(scope))
       yield* stub.take
       const interrupted = yield* Effect.forkChild(client.submit("one", { num_tokens_to_generate: 8 }))
@@ -130,7 +130,7 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
       Effect.gen(function*() {
         const stub = yield* StubCoordinator.make({ dialect: Dialects.get("core_v0.19") })
         const scope = yield* Scope.make()
-        const client = yield* InferenceClient.make({ address: stub.address, protocol: "core_v0.19", drainTimeout: "50 millis" })
+        const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol, drainTimeout: "50 millis" })
           .pipe(Scope.provide(scope))
         yield* stub.take
         const waiter = yield* Effect.forkChild(reasonOf(client.submit("x", { num_tokens_to_generate: 8 })))
@@ -144,7 +144,7 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
   it.live("core_v0.17: headers from 1, no profiler; the client's block hashes are refused when it is built", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make({ dialect: Dialects.get("core_v0.17") })
-      const client = yield* InferenceClient.make({ address: stub.address, protocol: "core_v0.17" })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       expect((yield* stub.take).frames.map((f) => f.toString("hex"))).toEqual(["9101"])
       expect(yield* reasonOf(client.startCudaProfiler())).toBe("UnsupportedByDialect")
       yield* client.setGenerationEpoch(3)
@@ -153,7 +153,7 @@ describe("InferenceClient in Megatron-LM's dialects", () => {
       const error = yield* Effect.flip(
         Effect.scoped(InferenceClient.make({
           address: stub.address,
-          protocol: "core_v0.17",
+          protocol: stub.protocol,
           blockSizeTokens: 16,
           prefixCachingPolicy: "longest_prefix"
         }))

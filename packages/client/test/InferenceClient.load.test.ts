@@ -15,7 +15,7 @@ describe("InferenceClient under load", () => {
   it.live(`${COUNT.toLocaleString("en")} concurrent submissions all complete exactly once, each with its own reply`, () =>
     Effect.gen(function*() {
       const coordinator = yield* ChildCoordinator.make()
-      const client = yield* InferenceClient.make({ address: coordinator.address })
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: coordinator.protocol })
       const promptOf = (i: number) => [i % 1000, Math.floor(i / 1000)]
       const completions = new Uint8Array(COUNT)
       let mismatched = 0

@@ -42,7 +42,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("says CONNECT first and is ready at CONNECT_ACK", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const first = yield* stub.take
       expect(first.frames.map((f) => [...f])).toEqual([[0x91, 0x00]])
       expect(yield* client.pendingCount).toBe(0)
@@ -52,7 +52,7 @@ describe("InferenceClient against a stub coordinator", () => {
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make({ ack: false })
       // Long enough for the socket's events (their own path, slower under load) to say what it saw.
-      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, connectTimeout: 1_000 })))
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: stub.address, protocol: stub.protocol, connectTimeout: 1_000 })))
       expect(error.reason._tag).toBe("ConnectTimeout")
       expect(error.reason).toMatchObject({ seen: "connected" })
       expect(error.message).toContain(stub.address)
@@ -62,7 +62,7 @@ describe("InferenceClient against a stub coordinator", () => {
     Effect.gen(function*() {
       // Nothing listens there, so every attempt is refused.
       const address = yield* TestSupport.refusedAddress
-      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address, connectTimeout: 300 })))
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address, protocol: "reference", connectTimeout: 300 })))
       expect(error.reason).toMatchObject({ _tag: "ConnectTimeout", seen: "refused" })
       expect(error.message).toContain("refused")
     }).pipe(withRegistry))
@@ -70,7 +70,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("fails with HandshakeRejected when anything but CONNECT_ACK answers", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make({ ack: false })
-      const fiber = yield* Effect.forkChild(Effect.scoped(InferenceClient.make({ address: stub.address })))
+      const fiber = yield* Effect.forkChild(Effect.scoped(InferenceClient.make({ address: stub.address, protocol: stub.protocol })))
       const connect = yield* stub.take
       yield* stub.send(connect.identity, [Msgpack.encode([40])])
       const exit = yield* Fiber.await(fiber)
@@ -82,7 +82,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("fails with HandshakeRejected on garbage instead of CONNECT_ACK", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make({ ack: false })
-      const fiber = yield* Effect.forkChild(Effect.scoped(InferenceClient.make({ address: stub.address })))
+      const fiber = yield* Effect.forkChild(Effect.scoped(InferenceClient.make({ address: stub.address, protocol: stub.protocol })))
       const connect = yield* stub.take
       yield* stub.send(connect.identity, [Buffer.from([0xc1, 0xff])])
       const error = yield* Effect.flip(Fiber.join(fiber))
@@ -91,14 +91,14 @@ describe("InferenceClient against a stub coordinator", () => {
 
   it.live("fails with InvalidAddress for an address ZeroMQ refuses", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: "nowhere" })))
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: "nowhere", protocol: "main" })))
       expect(error.reason._tag).toBe("InvalidAddress")
     }).pipe(withRegistry))
 
   it.live("sends nothing for a refused request and does not spend its id", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       expect(yield* reasonOf(client.submit([1, -2, 3]))).toBe("InvalidRequest")
       expect(yield* reasonOf(client.submit(""))).toBe("InvalidRequest")
       expect(yield* reasonOf(client.submit([]))).toBe("InvalidRequest")
@@ -122,7 +122,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("refuses an unknown sampling parameter, naming it, with nothing sent; extra goes on the wire on purpose", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const refusal = <A>(effect: Effect.Effect<A, ClientError.ClientError>) =>
         Effect.flip(effect).pipe(Effect.map((error) =>
           error.reason._tag === "InvalidRequest" ? error.reason.error.reason : error.reason
@@ -169,7 +169,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("a burst from many fibers reaches the coordinator complete and in id order", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const count = 3_000
       const burst = yield* Effect.forkChild(
         Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => client.submit([i]), {
@@ -199,7 +199,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("interrupting a submit sends exactly one ABORT and empties the registry; the late reply is dropped", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const fiber = yield* Effect.forkChild(client.submit([1, 2, 3]))
       const submitted = yield* takeMessage(stub)
       expect(tagOf(submitted)).toBe("SubmitRequest")
@@ -229,7 +229,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("abort(id) ends the waiting submit with RequestAborted and sends one ABORT", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const { reply, requestId } = yield* client.submitWithId("hello")
       const waiting = yield* Effect.forkChild(reply)
       yield* client.abort(requestId)
@@ -243,7 +243,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("ending a stream early sends exactly one ABORT", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const fiber = yield* Effect.forkChild(client.stream([5, 6]).pipe(Stream.take(1), Stream.runCollect))
       const submitted = yield* takeMessage(stub)
       yield* stub.partial(submitted.identity, 0, [7])
@@ -257,7 +257,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("a stream that reaches its final reply sends no ABORT", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const fiber = yield* Effect.forkChild(Stream.runCollect(client.stream([5, 6], { streaming_interval: 1 })))
       const submitted = yield* takeMessage(stub)
       const message = Result.getOrThrow(submitted.message)
@@ -275,7 +275,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("a deadline aborts the request and fails it with RequestTimeout", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const error = yield* Effect.flip(client.submit("slow", {}, { timeout: 50 }))
       expect(error.reason).toMatchObject({ _tag: "RequestTimeout", requestId: 0, timeoutMillis: 50 })
       yield* client.pauseEngines()
@@ -287,7 +287,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("garbage from the coordinator is counted and dropped; requests in flight still complete", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const fiber = yield* Effect.forkChild(client.submit([1, 2]))
       const submitted = yield* takeMessage(stub)
       const garbage: Array<Array<Uint8Array>> = [
@@ -311,7 +311,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("a reply whose body is not a reply fails only its own request, with MalformedReply", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address, deserialize: true })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol, deserialize: true })
       const first = yield* Effect.forkChild(client.submit("a"))
       const second = yield* Effect.forkChild(client.submit("b"))
       const a = yield* takeMessage(stub)
@@ -326,7 +326,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("float ids and float headers, at every width, are counted and dropped; the request completes with its real reply", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const fiber = yield* Effect.forkChild(Stream.runCollect(client.stream([1, 2])))
       const submitted = yield* takeMessage(stub)
       // What a reply or partial for request 0 would be, with the wrong content.
@@ -356,7 +356,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("maps with keys that are not strings, or a key twice: a partial is dropped, a reply fails only its own request", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       const first = yield* Effect.forkChild(client.submit("a"))
       const second = yield* Effect.forkChild(client.submit("b"))
       const a = yield* takeMessage(stub)
@@ -379,7 +379,7 @@ describe("InferenceClient against a stub coordinator", () => {
   it.live("frame 0 carries temperature and top_p as float64, as the Python client's does, whole or not", () =>
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
-      const client = yield* InferenceClient.make({ address: stub.address })
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol })
       yield* Effect.forkChild(client.submit([1, 2], { num_tokens_to_generate: 16 }))
       yield* Effect.forkChild(Stream.runDrain(client.stream([1, 2], { temperature: 0, top_p: 1 })))
       const frames = [(yield* takeMessage(stub)).frames[0]!, (yield* takeMessage(stub)).frames[0]!].map((f) => f.toString("hex"))
@@ -392,7 +392,7 @@ describe("InferenceClient against a stub coordinator", () => {
     Effect.gen(function*() {
       const stub = yield* StubCoordinator.make()
       const scope = yield* Scope.make()
-      const client = yield* InferenceClient.make({ address: stub.address }).pipe(Scope.provide(scope))
+      const client = yield* InferenceClient.make({ address: stub.address, protocol: stub.protocol }).pipe(Scope.provide(scope))
       const submits = yield* Effect.forkChild(
         Effect.all([client.submit("a"), client.submit("b"), client.submit("c")], { concurrency: "unbounded" })
       )
@@ -412,6 +412,7 @@ describe("InferenceClient against a stub coordinator", () => {
       const stub = yield* StubCoordinator.make()
       const client = yield* InferenceClient.make({
         address: stub.address,
+        protocol: stub.protocol,
         heartbeatInterval: 50,
         heartbeatTimeout: 300
       })

@@ -99,19 +99,19 @@ describe("InferenceClient against the test coordinator and engines", () => {
   it.live("deserialize drives the reply type: make({ deserialize: true }) and layerDeserialized return typed replies", () =>
     Effect.gen(function*() {
       const { cluster } = yield* setup()
-      const typed = yield* InferenceClient.make({ address: cluster.address, deserialize: true })
+      const typed = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, deserialize: true })
       const reply = yield* typed.submit(tokens, { num_tokens_to_generate: 2 })
       expectTypeOf(reply).toEqualTypeOf<Reply.DynamicInferenceRequest>()
       expect(reply).toBeInstanceOf(Reply.DynamicInferenceRequest)
       expect(reply.generated_tokens).toHaveLength(2)
-      const raw = yield* InferenceClient.make({ address: cluster.address })
+      const raw = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })
       const map = yield* raw.submit(tokens, { num_tokens_to_generate: 1 })
       type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
       expectTypeOf<Same<typeof map, InferenceClient.RawReply>>().toEqualTypeOf<true>()
       expect(InferenceClient.isDeserialized(map)).toBe(false)
       const viaLayer = yield* InferenceClient.DeserializedInferenceClient.use((client) =>
         client.submit(tokens, { num_tokens_to_generate: 1 })
-      ).pipe(Effect.provide(InferenceClient.layerDeserialized({ address: cluster.address })))
+      ).pipe(Effect.provide(InferenceClient.layerDeserialized({ address: cluster.address, protocol: cluster.protocol })))
       expectTypeOf(viaLayer).toEqualTypeOf<Reply.DynamicInferenceRequest>()
       expect(viaLayer.generated_length).toBe(1)
     }).pipe(withRegistry))
@@ -222,7 +222,7 @@ describe("InferenceClient against the test coordinator and engines", () => {
       yield* client.submit(tokens, { num_tokens_to_generate: 1 })
       const delivered = (yield* cluster.engines[0]!.snapshot).received.find((m) => m.name === "SUBMIT_REQUEST")!
       expect(delivered.frames.length).toBe(5)
-      const unconfigured = yield* InferenceClient.make({ address: cluster.address })
+      const unconfigured = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })
       expect(yield* unconfigured.blockHashes(tokens)).toBe(null)
       expect((yield* Effect.flip(client.blockHashes([1.5]))).reason._tag).toBe("InvalidRequest")
     }).pipe(withRegistry))

@@ -20,7 +20,7 @@ describe("liveness", () => {
   it.live("a coordinator that stops answering (SIGSTOP) fails pending requests with CoordinatorLost", () =>
     Effect.gen(function*() {
       const coordinator = yield* ChildCoordinator.make()
-      const client = yield* InferenceClient.make({ address: coordinator.address, ...heartbeats })
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: coordinator.protocol, ...heartbeats })
       yield* client.submit([1])
       expect(yield* client.connected).toBe(true)
       yield* coordinator.signal("SIGSTOP")
@@ -40,7 +40,7 @@ describe("liveness", () => {
   it.live("a coordinator killed mid-flight fails pending requests with CoordinatorLost; a new one takes over", () =>
     Effect.gen(function*() {
       const coordinator = yield* ChildCoordinator.make()
-      const client = yield* InferenceClient.make({ address: coordinator.address, ...heartbeats })
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: coordinator.protocol, ...heartbeats })
       yield* coordinator.signal("SIGSTOP")
       const pending = yield* Effect.forkChild(
         Effect.forEach([1, 2, 3], (n) => client.submit([n]), { concurrency: "unbounded" })
@@ -64,7 +64,7 @@ describe("liveness", () => {
     Effect.gen(function*() {
       const coordinator = yield* ChildCoordinator.make()
       const program = fileURLToPath(new URL("./support/clientLifetime.ts", import.meta.url))
-      const { code, messages } = yield* TestSupport.runProgram(program, [coordinator.address], "10 seconds")
+      const { code, messages } = yield* TestSupport.runProgram(program, [coordinator.address, coordinator.protocol], "10 seconds")
       expect(code).toBe(0)
       expect(messages).toEqual([{ latency: "number", pending: "ClientClosed" }])
     }), { timeout: 30_000 })

@@ -22,11 +22,13 @@ import * as SamplingParams from "./SamplingParams.ts"
 import type * as Submission from "./Submission.ts"
 
 /**
- * The dialects, by the Megatron-LM version that speaks each (see `Dialects.all` for the refs).
+ * The dialects, by the Megatron-LM version that speaks each (see `Dialects.all` for the refs):
+ * newest Megatron-LM first, the project's own reference protocol last, the order every list of
+ * choices shows them in.
  *
  * @since 0.2.0
  */
-export const names = ["reference", "pr-6497", "main", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16"] as const
+export const names = ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16", "reference"] as const
 
 /**
  * A dialect's name.

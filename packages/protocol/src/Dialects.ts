@@ -9,7 +9,10 @@
  * | core_v0.18.x | `core_v0.18` | one frame, headers from 1 | no | no | no | no |
  * | core_v0.17.x | `core_v0.17` | one frame, headers from 1 | no | no | no | no |
  * | core_v0.16.x | `core_v0.16` | one frame, headers from 1, replies are records, PAUSE/STOP acked | no | no | no | no |
- * | the reference protocol | `reference` (default) | five frames | yes | yes | yes | yes |
+ * | the reference protocol (no Megatron-LM) | `reference` | five frames | yes | yes | yes | yes |
+ *
+ * There is no default dialect: a message a coordinator cannot parse kills it, so every client of
+ * a coordinator the project did not start names its dialect.
  *
  * @since 0.2.0
  */
@@ -68,7 +71,7 @@ export const DialectName = Schema.Literals(names)
  * import { Dialects } from "@mcore-effect/protocol"
  *
  * Dialects.parse("core_v0.19") // Result.succeed(the core_v0.19 dialect)
- * Dialects.parse("v0.19") // Result.fail("unknown protocol "v0.19": one of reference, pr-6497, ...")
+ * Dialects.parse("v0.19") // Result.fail("unknown protocol "v0.19": one of main, pr-6497, ...")
  * ```
  *
  * @since 0.2.0

@@ -21,7 +21,7 @@ const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
 
 const program = Effect.gen(function*() {
-  const client = yield* InferenceClient.make({ address: address! })
+  const client = yield* InferenceClient.make({ address: address!, protocol: "reference" }) // the stand-in speaks it
   const tokenizer = yield* Tokenizer.fromDirectory(qwen3Directory)
   const template = yield* ChatTemplate.fromTokenizer(tokenizer)
   const text = yield* template.render(messages, { addGenerationPrompt: true })

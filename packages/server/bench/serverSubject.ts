@@ -35,7 +35,8 @@ process.on("disconnect", () => process.exit(0))
 const serveHere = Effect.gen(function*() {
   const context = yield* Layer.build(
     Server.layer({ model: "bench", port: 0, maxConcurrentRequests: 1_000_000, shutdownGracePeriod: 0 }).pipe(
-      Layer.provide(Layer.merge(InferenceClient.layer({ address: address! }), Tokenizer.layer(qwen3Directory)))
+      // The stand-in (standIn.ts) speaks the reference protocol.
+      Layer.provide(Layer.merge(InferenceClient.layer({ address: address!, protocol: "reference" }), Tokenizer.layer(qwen3Directory)))
     )
   )
   const bound = Context.get(context, HttpServer.HttpServer).address

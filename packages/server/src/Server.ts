@@ -144,7 +144,7 @@ export const routes = HttpRouter.addAll(Effect.map(
  *
  * const Live = Server.layer({ model: "qwen3", port: 8000 }).pipe(
  *   Layer.provide(Layer.merge(
- *     InferenceClient.layer({ address: "tcp://127.0.0.1:5555" }),
+ *     InferenceClient.layer({ address: "tcp://127.0.0.1:5555", protocol: "main" }),
  *     Tokenizer.layer("./Qwen3-8B")
  *   ))
  * )

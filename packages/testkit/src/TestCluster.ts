@@ -24,7 +24,8 @@ export interface Options {
   /**
    * The protocol dialect the coordinator and every engine speak, by the Megatron-LM version that
    * speaks it (`main`, `pr-6497`, `core_v0.19`, `core_v0.18`, `core_v0.17`). `coordinator.protocol`
-   * and `engine.protocol` override it for their part. Default `reference`.
+   * and `engine.protocol` override it for their part. Default `reference`, the project's own
+   * protocol: a test cluster chooses its own, and says which in {@link Handle.protocol}.
    */
   readonly protocol?: Dialect.Name | undefined
   readonly coordinator?: TestCoordinator.Options | undefined
@@ -40,6 +41,11 @@ export interface Options {
 export interface Handle {
   /** Where clients connect. */
   readonly address: string
+  /**
+   * The dialect the coordinator speaks: what a client of it must be given
+   * (`InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })`).
+   */
+  readonly protocol: Dialect.Name
   readonly coordinator: TestCoordinator.Handle
   /** In rank order. */
   readonly engines: ReadonlyArray<TestEngine.Handle>
@@ -63,8 +69,8 @@ export class TestCluster extends Context.Service<TestCluster, Handle>()("@mcore-
  *
  * const program = Effect.gen(function*() {
  *   const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 0 } })
- *   // or a Megatron-LM ref's wire: TestCluster.make({ protocol: "main" }), and a client with protocol "main"
- *   // point a client at cluster.address
+ *   // or a Megatron-LM ref's wire: TestCluster.make({ protocol: "main" })
+ *   // point a client at cluster.address, in cluster.protocol
  *   const snapshot = yield* cluster.coordinator.snapshot
  *   snapshot.engines.map((e) => e.load)
  * }).pipe(Effect.scoped)
@@ -96,7 +102,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
       )
     }
     yield* coordinator.awaitEngines(count)
-    return { address: coordinator.address, coordinator, engines }
+    return { address: coordinator.address, protocol: coordinator.protocol, coordinator, engines }
   }
 )
 

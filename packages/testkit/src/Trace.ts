@@ -10,8 +10,9 @@
  *
  * - Line 1 is the header: `format` is always `"mcore-effect-trace"`, `version` the format's
  *   major version (an integer, {@link version} at most here), `created` an ISO-8601 time, `meta`
- *   a free JSON object (who recorded it, with which settings), and, from version 2, `protocol`:
- *   the dialect the frames are in (a trace without it is in the reference protocol).
+ *   a free JSON object (who recorded it, with which settings), and `protocol`: the dialect the
+ *   frames are in (from version 2; `reference` may be named in version 1 too). A trace without
+ *   it is read in the reference protocol, but its dialect was not recorded.
  * - Every further line is one ZeroMQ multipart message, in the order the recorder saw them:
  *   `dir` (which way it travelled, see {@link Direction}), `peer` (a stable name of the
  *   connection it travelled on: `client-0`, `client-1`, ... in order of first message, engines
@@ -97,7 +98,11 @@ export const Header = Schema.Struct({
   version: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
   created: Schema.String,
   meta: Schema.Record(Schema.String, Schema.Unknown),
-  /** The dialect of the frames (version 2); absent: the reference protocol. */
+  /**
+   * The dialect of the frames: any dialect from version 2 (`reference` also in version 1, where
+   * an older reader ignores it and reads the reference protocol anyway); absent: not recorded,
+   * read as the reference protocol.
+   */
   protocol: Schema.optionalKey(Dialects.DialectName)
 })
 
@@ -147,7 +152,8 @@ export interface Trace {
 
 /**
  * The dialect a trace's frames are in: its header's `protocol`, or the reference protocol for a
- * trace without one (every version-1 trace).
+ * trace without one (a version-1 trace, or one recorded without naming its dialect; `mcore trace
+ * replay` refuses those unless told the dialect, as the frames may be in another).
  *
  * @example
  * ```ts
@@ -184,7 +190,12 @@ export const make = (entries: ReadonlyArray<Entry>, options?: HeaderOptions): Tr
 export interface HeaderOptions {
   readonly meta?: Record<string, unknown> | undefined
   readonly created?: Date | undefined
-  /** The dialect the frames are in. Default `reference` (then the header is version 1, without `protocol`). */
+  /**
+   * The dialect the frames are in, written as the header's `protocol` (version 1 for `reference`,
+   * which every reader reads the same, 2 for the others). Absent, the header names none and is
+   * version 1 (read as `reference`, as every version-1 trace is): a trace whose dialect was not
+   * known when it was recorded.
+   */
   readonly protocol?: Dialect.Name | undefined
 }
 
@@ -194,14 +205,14 @@ export interface HeaderOptions {
  * @since 0.1.0
  */
 export const makeHeader = (options?: HeaderOptions): Header => {
-  const protocol = options?.protocol ?? "reference"
+  const protocol = options?.protocol
   const header = {
     format,
-    version: versionFor(protocol),
+    version: versionFor(protocol ?? "reference"),
     created: (options?.created ?? new Date()).toISOString(),
     meta: options?.meta ?? {}
   } as const
-  return protocol === "reference" ? header : { ...header, protocol }
+  return protocol === undefined ? header : { ...header, protocol }
 }
 
 const HeaderLine = Schema.fromJsonString(Header)

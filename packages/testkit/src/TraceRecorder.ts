@@ -41,8 +41,9 @@ export interface Options {
   readonly meta?: Record<string, unknown> | undefined
   /**
    * The dialect the peers and the coordinator speak, recorded in the header (`protocol`) so that
-   * a replay speaks it too. The recorder itself forwards bytes and never decodes them. Default
-   * `reference`.
+   * a replay speaks it too. The recorder itself forwards bytes and never decodes them. Absent,
+   * the header names no dialect (read as the reference protocol's, as every version-1 trace;
+   * `mcore trace replay` refuses such a trace unless told the dialect).
    */
   readonly protocol?: Dialect.Name | undefined
 }

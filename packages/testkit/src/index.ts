@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 export * as Arbitraries from "./Arbitraries.ts"
+export * as ConnectionCounter from "./ConnectionCounter.ts"
 export * as Continuations from "./Continuations.ts"
 export * as ControlState from "./ControlState.ts"
 export * as Faults from "./Faults.ts"

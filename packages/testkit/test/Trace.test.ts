@@ -70,7 +70,7 @@ describe("Trace: the format", () => {
     expect(reason).toMatchObject({ _tag: "UnsupportedVersion", version: 3, supported: 2 })
   })
 
-  it("records its dialect: a trace in another one is version 2 with its protocol; one without reads as the reference protocol", () => {
+  it("records its dialect: a trace in another one is version 2 with its protocol; the reference protocol's is version 1, named if given; one without reads as the reference protocol", () => {
     const main = Trace.makeHeader({ protocol: "main", created: new Date("2025-01-02T03:04:05.000Z") })
     const text = Trace.stringify({ header: main, entries: [connect] })
     expect(JSON.parse(text.split("\n")[0]!)).toEqual({
@@ -82,9 +82,13 @@ describe("Trace: the format", () => {
     })
     const back = Result.getOrThrow(Trace.parse(text))
     expect(Trace.protocolOf(back)).toBe("main")
-    // The reference protocol's traces are written as they always were, and old ones read as it.
+    // A trace whose dialect was not given names none, version 1 as before; old ones read as the reference protocol.
     expect(header).not.toHaveProperty("protocol")
     expect(Trace.protocolOf(Result.getOrThrow(Trace.parse(`${headerLine}\n`)))).toBe("reference")
+    // Told it is the reference protocol, the header says so, still version 1 (an older reader ignores the field).
+    const reference = Trace.makeHeader({ protocol: "reference", created: new Date("2025-01-02T03:04:05.000Z") })
+    expect(reference).toEqual({ format: "mcore-effect-trace", version: 1, created: "2025-01-02T03:04:05.000Z", meta: {}, protocol: "reference" })
+    expect(Result.getOrThrow(Trace.parse(Trace.stringify({ header: reference, entries: [connect] }))).header.protocol).toBe("reference")
     // A dialect this version does not know is not guessed at.
     expect(failureOf(Trace.parse(text.replace('"main"', '"core_v0.15"')))).toMatchObject({ _tag: "InvalidTrace", line: 1 })
   })

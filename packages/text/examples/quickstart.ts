@@ -24,7 +24,7 @@ export const program: Effect.Effect<
 
   const text = TextGeneration.layer().pipe(
     Layer.provide(Tokenizer.layer(tokenizerDirectory)),
-    Layer.provide(InferenceClient.layer({ address: cluster.address }))
+    Layer.provide(InferenceClient.layer({ address: cluster.address, protocol: cluster.protocol }))
   )
   const layers = Megatron.layer.pipe(Layer.provideMerge(text))
 

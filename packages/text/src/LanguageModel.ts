@@ -239,7 +239,7 @@ export const make = (text: TextGeneration.Service): Effect.Effect<AiLanguageMode
  * const Model = Megatron.layer.pipe(
  *   Layer.provide(TextGeneration.layer()),
  *   Layer.provide(Tokenizer.layer("/models/qwen3")),
- *   Layer.provide(InferenceClient.layer({ address: "tcp://127.0.0.1:5555" }))
+ *   Layer.provide(InferenceClient.layer({ address: "tcp://127.0.0.1:5555", protocol: "main" }))
  * )
  *
  * const program = LanguageModel.generateText({ prompt: "Name a river." }).pipe(

@@ -238,7 +238,7 @@ export interface Service {
  * }).pipe(
  *   Effect.provide(TextGeneration.layer().pipe(
  *     Layer.provide(Tokenizer.layer("/models/qwen3")),
- *     Layer.provide(InferenceClient.layer({ address: "tcp://127.0.0.1:5555" }))
+ *     Layer.provide(InferenceClient.layer({ address: "tcp://127.0.0.1:5555", protocol: "main" }))
  *   ))
  * )
  * ```

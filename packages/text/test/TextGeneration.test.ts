@@ -106,7 +106,7 @@ describe("TextGeneration over the test cluster", () => {
     Effect.gen(function*() {
       const { cluster, text } = yield* setup()
       // Another client's request first: the coordinator's ids run ahead of this client's.
-      const other = yield* InferenceClient.make({ address: cluster.address })
+      const other = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })
       yield* other.submit([1, 2], { num_tokens_to_generate: 1 })
       const generated = yield* text.generate(prompt, { samplingParams: { num_tokens_to_generate: 2 } })
       const streamed = finishOf(yield* Stream.runCollect(text.stream(prompt, { samplingParams: { num_tokens_to_generate: 3 } })))

@@ -2,10 +2,12 @@
  * `mcore coordinator --listen ADDR --engines N`: the testkit's coordinator and engines as a
  * standalone process, for trying a client (a Python one too) against something that speaks the
  * real protocol without a GPU; `--protocol` names the dialect they speak (a Megatron-LM ref's,
- * `main`, `core_v0.19`, ...; default the reference protocol), so a client of that ref can be
- * tried without Megatron. It prints the bound address alone on the first line of standard
- * output (so a script can read it; logs go to standard error, so a reader that merges the two
- * with `2>&1` may see a log line first), and with `--address-file` also writes it to a file,
+ * `main`, `core_v0.19`, ...; default the project's own reference protocol: what this process
+ * starts chooses its own), so a client of that ref can be tried without Megatron. It prints the
+ * bound address alone on the first line of standard output and `protocol NAME` on the second
+ * (so a script can read both and tell its clients which dialect to speak, as they must be told:
+ * the client has no default; logs go to standard error, so a reader that merges the two with
+ * `2>&1` may see a log line first), and with `--address-file` also writes the address to a file,
  * removed again at exit. Then it prints what a client would want to see happen: connections,
  * control state changes, and the signals each engine receives. It runs until SIGINT or SIGTERM
  * (exit codes 130 and 143), or until a client sends SHUTDOWN (0); either way the sockets are
@@ -47,7 +49,9 @@ const flags = {
     Flag.withDefault(16),
     Flag.withDescription("KV block size in tokens, for the coordinator's hashing and the engines (default 16)")
   ),
-  protocol: Flags.protocol,
+  protocol: Flags.optionalProtocol(
+    "The dialect the test coordinator and engines speak, by Megatron-LM version (default reference, the project's own), printed alone on the second line as `protocol NAME`"
+  ),
   addressFile: Flag.String("address-file").pipe(
     Flag.withMetavar("path"),
     Flag.withDescription(
@@ -143,7 +147,8 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
 export const command = Command.make(
   "coordinator",
   flags,
-  Effect.fn("mcore.coordinator")(function*({ listen, engines, policy, stepMs, blockSize, protocol, addressFile }) {
+  Effect.fn("mcore.coordinator")(function*({ listen, engines, policy, stepMs, blockSize, protocol: chosen, addressFile }) {
+    const protocol = Option.getOrElse(chosen, () => "reference" as const)
     let started = false
     // Registered before the cluster, so it runs after the cluster's sockets are closed.
     yield* Effect.addFinalizer(() => (started ? Output.line("closed") : Effect.void))
@@ -155,6 +160,8 @@ export const command = Command.make(
     })
     started = true
     yield* Output.line(cluster.address)
+    // The second line, as machine-readable as the first: a client must be given the dialect.
+    yield* Output.line(`protocol ${cluster.protocol}`)
     if (Option.isSome(addressFile)) yield* writeAddressFile(addressFile.value, cluster.address)
     yield* Output.line(
       `test coordinator: ${engines} engine(s) (${cluster.engines.map((e) => e.identity).join(", ")}), ` +
@@ -169,8 +176,8 @@ export const command = Command.make(
 ).pipe(
   Command.withDescription(
     "Run a test coordinator and test engines on loopback until Ctrl-C (exit code 130), SIGTERM (143) or SHUTDOWN (0). " +
-      "The bound address is the first line of standard output (logs go to standard error: do not merge them with " +
-      "2>&1 to read it), and the file given with --address-file"
+      "The bound address is the first line of standard output and `protocol NAME` the second, the dialect to give " +
+      "clients (logs go to standard error: do not merge them with 2>&1 to read them); --address-file also writes the address to a file"
   ),
   Command.withExamples([
     { command: "mcore coordinator --listen tcp://127.0.0.1:5555", description: "Two engines on a fixed port" },

@@ -66,7 +66,7 @@ export const command = Command.make(
     yield* Output.line(
       `mcore demo: a test coordinator and ${engines} test engines on ${cluster.address} (in this process, no GPU)`
     )
-    const client = yield* InferenceClient.make({ address: cluster.address })
+    const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })
 
     yield* section(1, `${Prompts.streamed.length} streamed prompts, tokens printed as they arrive`)
     yield* Streaming.run(client, Prompts.streamed, STREAM_TOKENS)

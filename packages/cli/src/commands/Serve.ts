@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import { InferenceClient } from "@mcore-effect/client"
+import type { Dialect } from "@mcore-effect/protocol"
 import { ReasoningParser, Server, ServerConfig, ToolCallParser, Workers } from "@mcore-effect/server"
 import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
 import { Tokenizer } from "@mcore-effect/text"
@@ -24,7 +25,7 @@ import { HttpServer } from "effect/http"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import { Command, Flag } from "effect/cli"
+import { CliError, Command, Flag } from "effect/cli"
 import * as Path from "node:path"
 import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
@@ -141,7 +142,9 @@ const flags = {
     Flag.optional
   ),
   connectTimeout: Flags.connectTimeout,
-  protocol: Flags.protocol,
+  protocol: Flags.optionalProtocol(
+    "The coordinator's wire protocol, by Megatron-LM version: required with --coordinator (no default: a wrong one can kill the coordinator); with --embedded the test cluster speaks it (default reference)"
+  ),
   embedded: Flag.Boolean("embedded").pipe(
     Flag.withDefault(false),
     Flag.withDescription("Start a test coordinator, test engines and the word tokenizer in this process")
@@ -171,23 +174,41 @@ export class ServeFailed extends Data.TaggedError("ServeFailed")<{ readonly why:
 
 const usage = (message: string) => Effect.fail(new ServeFailed({ why: message }))
 
+const noCoordinator = "--coordinator (or MCORE_COORDINATOR_ADDRESS) is required without --embedded"
+
+/**
+ * The dialect to speak: as given; with `--embedded`, the test cluster's own choice when not
+ * given; with a coordinator the project did not start, required (a bad invocation, exit code 2,
+ * before anything is opened).
+ */
+const dialectOf = (options: Parsed): Effect.Effect<Dialect.Name, CliError.ValidationError | ServeFailed> =>
+  Option.match(options.protocol, {
+    onSome: Effect.succeed,
+    onNone: () =>
+      options.embedded
+        ? Effect.succeed("reference" as const)
+        : Option.isNone(options.coordinator)
+        ? usage(noCoordinator)
+        : Effect.fail(new CliError.ValidationError({ message: `${Flags.missingProtocol} (needed with --coordinator)` }))
+  })
+
 /** Any failure to start (the port taken, no coordinator, a bad tokenizer directory) as one line. */
 const failed = (error: { readonly message: string }): ServeFailed =>
   error instanceof ServeFailed ? error : new ServeFailed({ why: error.message })
 
 /** The coordinator and tokenizer to use: given, from the primary, or embedded. */
-const backend = (options: Parsed) =>
+const backend = (options: Parsed, protocol: Dialect.Name) =>
   Effect.gen(function*() {
     const fromPrimary = process.env[WORKER_COORDINATOR]
     if (Workers.isWorker() && fromPrimary !== undefined) {
       return { coordinator: fromPrimary, tokenizer: process.env[WORKER_TOKENIZER]!, model: "embedded", embedded: process.env[WORKER_EMBEDDED] === "1" }
     }
     if (options.embedded) {
-      const cluster = yield* TestCluster.make({ engines: options.engines, protocol: options.protocol, engine: { stepMs: options.stepMs } })
+      const cluster = yield* TestCluster.make({ engines: options.engines, protocol, engine: { stepMs: options.stepMs } })
       const tokenizer = yield* WordTokenizer.directory
       return { coordinator: cluster.address, tokenizer, model: "embedded", embedded: true }
     }
-    if (Option.isNone(options.coordinator)) return yield* usage("--coordinator (or MCORE_COORDINATOR_ADDRESS) is required without --embedded")
+    if (Option.isNone(options.coordinator)) return yield* usage(noCoordinator)
     if (Option.isNone(options.tokenizer)) return yield* usage("--tokenizer DIR is required without --embedded")
     return {
       coordinator: options.coordinator.value,
@@ -224,12 +245,19 @@ const urlOf = (address: HttpServer.HttpServer["Service"]["address"], host: strin
   "port" in address ? `http://${host.includes(":") ? `[${host}]` : host}:${address.port}` : HttpServer.formatAddress(address)
 
 /** One server in this process, until interrupted. */
-const serveHere = (options: Parsed, coordinator: string, tokenizer: string, model: string, embedded: boolean) =>
+const serveHere = (
+  options: Parsed,
+  protocol: Dialect.Name,
+  coordinator: string,
+  tokenizer: string,
+  model: string,
+  embedded: boolean
+) =>
   Effect.gen(function*() {
     const client = InferenceClient.layer({
       address: coordinator,
       // The embedded coordinator speaks it too (a worker parses the same flags as its primary).
-      protocol: options.protocol,
+      protocol,
       connectTimeout: Option.getOrUndefined(options.connectTimeout)
     })
     const context = yield* Layer.build(
@@ -243,7 +271,7 @@ const serveHere = (options: Parsed, coordinator: string, tokenizer: string, mode
     } else {
       yield* Output.line(url)
       yield* Output.errorLine(
-        `serving ${serverOptions(options, model, embedded).model} over ${coordinator} (protocol ${options.protocol}); stop with Ctrl-C`
+        `serving ${serverOptions(options, model, embedded).model} over ${coordinator} (protocol ${protocol}); stop with Ctrl-C`
       )
     }
     return yield* Effect.never
@@ -255,7 +283,7 @@ const serveHere = (options: Parsed, coordinator: string, tokenizer: string, mode
  * @example
  * ```sh
  * mcore serve --embedded
- * mcore serve --coordinator tcp://127.0.0.1:5555 --tokenizer ./qwen3 --model qwen3 --workers 2
+ * mcore serve --coordinator tcp://127.0.0.1:5555 --protocol main --tokenizer ./qwen3 --model qwen3 --workers 2
  * ```
  *
  * @since 0.1.0
@@ -264,9 +292,10 @@ export const command = Command.make(
   "serve",
   flags,
   Effect.fn("mcore.serve")(function*(options) {
-    const { coordinator, embedded, model, tokenizer } = yield* backend(options).pipe(Effect.mapError(failed))
+    const protocol = yield* dialectOf(options)
+    const { coordinator, embedded, model, tokenizer } = yield* backend(options, protocol).pipe(Effect.mapError(failed))
     if (options.workers === 1 || Workers.isWorker()) {
-      return yield* serveHere(options, coordinator, tokenizer, model, embedded).pipe(Effect.mapError(failed))
+      return yield* serveHere(options, protocol, coordinator, tokenizer, model, embedded).pipe(Effect.mapError(failed))
     }
     const graceMillis = Option.match(options.shutdownGrace, {
       onNone: () => ServerConfig.defaults.shutdownGraceMillis,
@@ -287,7 +316,7 @@ export const command = Command.make(
   Command.withExamples([
     { command: "mcore serve --embedded", description: "A test coordinator, engines and tokenizer in-process, on 127.0.0.1:8000" },
     {
-      command: "mcore serve --coordinator tcp://127.0.0.1:5555 --tokenizer ./qwen3 --workers 2",
+      command: "mcore serve --coordinator tcp://127.0.0.1:5555 --protocol main --tokenizer ./qwen3 --workers 2",
       description: "Two server processes in front of a real coordinator"
     }
   ])

@@ -9,6 +9,7 @@
  */
 import { type Trace, type TraceError, TraceRecorder } from "@mcore-effect/testkit"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { Command, Flag } from "effect/cli"
 import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
@@ -33,8 +34,11 @@ const flags = {
     Flag.withMetavar("file"),
     Flag.withDescription("The trace file to write (*.trace.jsonl; replaced)")
   ),
-  // Recorded in the trace's header: `show` and `replay` then read the frames in it.
-  protocol: Flags.protocol
+  // Recorded in the trace's header: `show` and `replay` then read the frames in it. The proxy
+  // forwards every message unchanged whatever the dialect, so it is only a label here.
+  protocol: Flags.optionalProtocol(
+    "Only labels the trace: the dialect the peers speak, written in its header for show and replay (the proxy forwards bytes unchanged in any dialect); without it the trace names none, and replay must then be given --protocol"
+  )
 } as const
 
 /** Prints each peer the first time it sends or is sent something. */
@@ -86,7 +90,7 @@ export const command = Command.make(
       address: listen,
       path: out,
       meta: { recordedBy: `mcore ${version} trace record`, upstream },
-      protocol
+      protocol: Option.getOrUndefined(protocol)
     })
     recorded = recorder.trace
     yield* Output.line(recorder.address)

@@ -9,6 +9,7 @@
  *
  * @since 0.1.0
  */
+import type { Dialect } from "@mcore-effect/protocol"
 import { Trace, type TraceError, TraceReplay } from "@mcore-effect/testkit"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -43,11 +44,42 @@ const flags = {
       "Clients: send each message once the answers recorded before it arrived (causal, default) or at once (eager)"
     )
   ),
+  protocol: Flags.optionalProtocol(
+    "The dialect of a trace whose header names none (version 1, or recorded without --protocol), which is refused without it; a trace that names one is replayed in it"
+  ),
   timeout: Flags.duration("timeout").pipe(
     Flag.withDefault(Duration.seconds(5)),
     Flag.withDescription("The longest wait for any one message (default 5s)")
   )
 } as const
+
+/**
+ * The trace, its dialect named: the one its header names, or else the one `--protocol` gives.
+ * Replayed frames are sent as recorded, so a trace read in the wrong dialect would put a message
+ * before a coordinator that it may die of: without a recorded dialect or `--protocol` the replay
+ * is refused, before any socket is opened, as is a `--protocol` that contradicts the header.
+ */
+const inDialect = (
+  trace: Trace.Trace,
+  file: string,
+  protocol: Option.Option<Dialect.Name>
+): Effect.Effect<Trace.Trace, CliError.ValidationError> => {
+  const recorded = trace.header.protocol
+  if (recorded !== undefined) {
+    return Option.isSome(protocol) && protocol.value !== recorded
+      ? Effect.fail(new CliError.ValidationError({ message: `${file} was recorded in ${recorded}, not ${protocol.value}` }))
+      : Effect.succeed(trace)
+  }
+  return Option.match(protocol, {
+    onNone: () =>
+      Effect.fail(
+        new CliError.ValidationError({
+          message: `${file} names no dialect (version 1, or recorded without --protocol): ${Flags.missingProtocol}`
+        })
+      ),
+    onSome: (name) => Effect.succeed({ ...trace, header: { ...trace.header, protocol: name } })
+  })
+}
 
 /**
  * The command.
@@ -63,13 +95,13 @@ const flags = {
 export const command = Command.make(
   "replay",
   flags,
-  Effect.fn("mcore.trace.replay")(function*({ file, address, asCoordinator, listen, ordering, timeout }) {
+  Effect.fn("mcore.trace.replay")(function*({ file, address, asCoordinator, listen, ordering, protocol, timeout }) {
     if (!asCoordinator && Option.isNone(address)) {
       return yield* new CliError.ValidationError({
         message: "give --address ADDR (a coordinator to replay the clients against) or --as-coordinator"
       })
     }
-    const trace = yield* Trace.read(file)
+    const trace = yield* inDialect(yield* Trace.read(file), file, protocol)
     const timeoutMillis = Duration.toMillis(timeout)
     if (asCoordinator || Option.isNone(address)) {
       const scripted = yield* TraceReplay.asCoordinator(trace, { address: listen, timeoutMillis })

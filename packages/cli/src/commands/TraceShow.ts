@@ -29,7 +29,8 @@ export const command = Command.make(
   Effect.fn("mcore.trace.show")(function*({ file }): Effect.fn.Return<void, TraceError.TraceError> {
     const trace = yield* Trace.read(file)
     const { header, entries } = trace
-    yield* Output.line(`${header.format} version ${header.version}, created ${header.created}, protocol ${Trace.protocolOf(trace)}`)
+    const protocol = header.protocol ?? `${Trace.protocolOf(trace)} (none recorded)`
+    yield* Output.line(`${header.format} version ${header.version}, created ${header.created}, protocol ${protocol}`)
     yield* Output.line(`meta ${Json.stringify(header.meta)}`)
     yield* Output.line(`${entries.length} message(s)`)
     yield* Output.line()

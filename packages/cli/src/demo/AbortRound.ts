@@ -47,7 +47,7 @@ const abortDelivery = (snapshot: TestCoordinator.Snapshot, requestId: number): O
  *
  * const program = Effect.gen(function*() {
  *   const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 10 } })
- *   const client = yield* InferenceClient.make({ address: cluster.address })
+ *   const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })
  *   return yield* AbortRound.run(client, cluster.coordinator, { tokens: 10_000, after: 5 })
  * }).pipe(Effect.scoped)
  * ```

@@ -94,7 +94,7 @@ const sharesBetween = (snapshot: TestCoordinator.Snapshot, from: number, to: num
  *
  * const program = Effect.gen(function*() {
  *   const cluster = yield* TestCluster.make({ engines: 2 })
- *   const client = yield* InferenceClient.make({ address: cluster.address })
+ *   const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })
  *   return yield* Burst.run(client, cluster.coordinator, { requests: 1000, tokens: 16 })
  * }).pipe(Effect.scoped)
  * ```

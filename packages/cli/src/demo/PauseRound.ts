@@ -55,7 +55,7 @@ const totalSteps = (cluster: TestCluster.Handle) =>
  *
  * const program = Effect.gen(function*() {
  *   const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 10 } })
- *   const client = yield* InferenceClient.make({ address: cluster.address })
+ *   const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })
  *   return yield* PauseRound.run(client, cluster, { requests: 32, tokens: 64, hold: Duration.millis(300) })
  * }).pipe(Effect.scoped)
  * ```

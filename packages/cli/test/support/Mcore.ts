@@ -133,12 +133,16 @@ export const ok = (args: ReadonlyArray<string>, options?: { readonly millis?: nu
       ))
 
 /**
- * A `mcore coordinator` on an ephemeral loopback port, with its address (its first line). It is
- * killed when the scope closes.
+ * A `mcore coordinator` on an ephemeral loopback port, with its address (its first line) and its
+ * dialect (the second, `protocol NAME`), as a script reads them. It is killed when the scope
+ * closes.
  */
 export const coordinator = (args: ReadonlyArray<string> = []) =>
   Effect.gen(function*() {
     const process = yield* start(["coordinator", ...args])
     const address = yield* process.line("the bound address", () => true)
-    return { process, address }
+    const second = yield* process.line("its dialect", (line) => line !== address)
+    const protocol = /^protocol (\S+)$/.exec(second)?.[1]
+    if (protocol === undefined) return yield* Effect.die(new Error(`the second line is not "protocol NAME": ${second}`))
+    return { process, address, protocol }
   })

@@ -18,6 +18,7 @@ describe("coordinator crash and restart", () => {
       const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 1 } })
       const client = yield* InferenceClient.make({
         address: cluster.address,
+        protocol: cluster.protocol,
         heartbeatInterval: 50,
         heartbeatTimeout: 500
       })

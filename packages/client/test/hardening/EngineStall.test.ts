@@ -21,7 +21,7 @@ describe("engine stalls", () => {
   it.live("deadlines fire, aborts reach the engines holding the requests, the registry drains", () =>
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 1 } })
-      const client = yield* InferenceClient.make({ address: cluster.address, requestTimeout: "300 millis" })
+      const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, requestTimeout: "300 millis" })
       yield* Effect.forEach(cluster.engines, (engine) => engine.injectFault(Faults.hang))
 
       const prompt = (i: number) => [i + 1, 3]

@@ -26,7 +26,7 @@ describe("fuzz: hostile messages from the coordinator", () => {
       const malformedFor = Hostile.malformedReplyIds(hostile, REAL)
       expect(malformedFor.size, `seed ${seed}`).toBeGreaterThan(0)
       const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 1 } })
-      const client = yield* InferenceClient.make({ address: cluster.address })
+      const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol })
       // Spread over the first thousand replies and partials, while the requests are in flight.
       yield* cluster.coordinator.injectFault(Faults.sendMessages(hostile, Math.ceil(HOSTILE / REAL)))
 

@@ -24,7 +24,7 @@ describe("interrupt storms", () => {
       const random = Harness.random(seed)
       const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 1 } })
       const recorder = yield* TraceRecorder.make({ upstream: cluster.address })
-      const client = yield* InferenceClient.make({ address: recorder.address })
+      const client = yield* InferenceClient.make({ address: recorder.address, protocol: cluster.protocol })
 
       const outcomes: Array<Outcome | undefined> = new Array(COUNT)
       const record = (i: number) => (exit: Exit.Exit<unknown, unknown>) =>

@@ -21,7 +21,7 @@ describe("limits on replies", () => {
   it.live("a reply frame over maxFrameBytes fails only its own request, with ReplyTooLarge", () =>
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 2 })
-      const client = yield* InferenceClient.make({ address: cluster.address, maxFrameBytes: 32 * 1024 })
+      const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, maxFrameBytes: 32 * 1024 })
       const results = yield* Effect.forEach(
         [small(0), big(40_000), small(1), big(40_000), small(2)],
         (prompt) => Effect.result(client.submit(prompt, { num_tokens_to_generate: 2, return_prompt_tokens: true })),
@@ -38,7 +38,7 @@ describe("limits on replies", () => {
   it.live("a reply that would decode to more than maxDecodedBytes fails only its own request", () =>
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 1 })
-      const client = yield* InferenceClient.make({ address: cluster.address, maxDecodedBytes: 64 * 1024 })
+      const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, maxDecodedBytes: 64 * 1024 })
       const results = yield* Effect.forEach(
         [small(0), big(8_000), small(1)],
         (prompt) => Effect.result(client.submit(prompt, { num_tokens_to_generate: 2, return_prompt_tokens: true })),
@@ -56,7 +56,7 @@ describe("limits on replies", () => {
   it.live("an oversized partial or reply from the coordinator's own hand: counted, the right request fails, nothing decoded", () =>
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 1 })
-      const client = yield* InferenceClient.make({ address: cluster.address, maxFrameBytes: 64 * 1024 })
+      const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, maxFrameBytes: 64 * 1024 })
       // Ahead of the first real reply: a 100 kB reply for request 0 (pending; over the limit, under
       // the transport's hard cap of twice it), and a map declaring billions of entries for an id
       // never issued.
@@ -81,6 +81,7 @@ describe("limits on replies", () => {
       const cluster = yield* TestCluster.make({ engines: 1 })
       const client = yield* InferenceClient.make({
         address: cluster.address,
+        protocol: cluster.protocol,
         maxFrameBytes: 16 * 1024,
         heartbeatInterval: 50,
         heartbeatTimeout: 500

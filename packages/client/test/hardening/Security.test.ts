@@ -39,7 +39,7 @@ describe("security: addresses", () => {
     Effect.gen(function*() {
       for (const address of refused) {
         // A connect timeout far beyond the bound: refusing must not wait for a handshake.
-        const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address, connectTimeout: "1 minute" })))
+        const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address, protocol: "main", connectTimeout: "1 minute" })))
           .pipe(Harness.bounded(`refusing ${JSON.stringify(address)}`, "5 seconds"))
         expect(error.reason, address).toMatchObject({ _tag: "InvalidAddress", address })
       }
@@ -49,13 +49,13 @@ describe("security: addresses", () => {
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 1 })
       const port = cluster.address.slice(cluster.address.lastIndexOf(":") + 1)
-      const byName = yield* InferenceClient.make({ address: `tcp://localhost:${port}` })
+      const byName = yield* InferenceClient.make({ address: `tcp://localhost:${port}`, protocol: cluster.protocol })
       expect((yield* byName.submit([1, 2], { num_tokens_to_generate: 2 })).generated_tokens).toEqual(Generation.tokens([1, 2], 2))
 
       const dir = mkdtempSync(join(tmpdir(), "mcore-ipc-"))
       yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
       const ipc = yield* TestCluster.make({ engines: 1, coordinator: { address: `ipc://${join(dir, "coordinator")}` } })
-      const overIpc = yield* InferenceClient.make({ address: ipc.address })
+      const overIpc = yield* InferenceClient.make({ address: ipc.address, protocol: ipc.protocol })
       expect((yield* overIpc.submit([3], { num_tokens_to_generate: 1 })).generated_tokens).toEqual(Generation.tokens([3], 1))
     }).pipe(Harness.isolated))
 
@@ -63,7 +63,7 @@ describe("security: addresses", () => {
     Effect.gen(function*() {
       const told = yield* TestCluster.make({ engines: 1 })
       const other = yield* TestCoordinator.make()
-      const client = yield* InferenceClient.make({ address: told.address })
+      const client = yield* InferenceClient.make({ address: told.address, protocol: told.protocol })
       yield* client.submit([1], { num_tokens_to_generate: 1 })
       expect((yield* told.coordinator.snapshot).clients).toBe(1)
       const untold = yield* other.snapshot
@@ -78,11 +78,12 @@ describe("security: CurveZMQ", () => {
       const cluster = yield* TestCluster.make({ engines: 1, coordinator: { curve: Zmq.curveKeyPair() } })
       const client = yield* InferenceClient.make({
         address: cluster.address,
+        protocol: cluster.protocol,
         curve: { serverKey: cluster.coordinator.curvePublicKey!, ...Zmq.curveKeyPair() }
       })
       expect((yield* client.submit([5, 6], { num_tokens_to_generate: 3 })).generated_tokens).toEqual(Generation.tokens([5, 6], 3))
       // Without a key pair of its own the client makes one.
-      const ephemeral = yield* InferenceClient.make({ address: cluster.address, curve: { serverKey: cluster.coordinator.curvePublicKey! } })
+      const ephemeral = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, curve: { serverKey: cluster.coordinator.curvePublicKey! } })
       expect((yield* ephemeral.submit([7], { num_tokens_to_generate: 1 })).generated_tokens).toEqual(Generation.tokens([7], 1))
     }).pipe(Harness.isolated))
 
@@ -91,11 +92,12 @@ describe("security: CurveZMQ", () => {
       const cluster = yield* TestCluster.make({ engines: 1, coordinator: { curve: Zmq.curveKeyPair() } })
       const wrongKey = yield* Effect.flip(Effect.scoped(InferenceClient.make({
         address: cluster.address,
+        protocol: cluster.protocol,
         connectTimeout: "500 millis",
         curve: { serverKey: Zmq.curveKeyPair().publicKey }
       }))).pipe(Harness.bounded("the wrong key", "10 seconds"))
       expect(wrongKey.reason).toMatchObject({ _tag: "ConnectTimeout", address: cluster.address })
-      const noKey = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: cluster.address, connectTimeout: "500 millis" })))
+      const noKey = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, connectTimeout: "500 millis" })))
         .pipe(Harness.bounded("no key", "10 seconds"))
       expect(noKey.reason._tag).toBe("ConnectTimeout")
       const snapshot = yield* cluster.coordinator.snapshot
@@ -105,7 +107,7 @@ describe("security: CurveZMQ", () => {
 
   it.live("keys that are not Z85 are refused with InvalidArgument before connecting", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: "tcp://127.0.0.1:5555", curve: { serverKey: "nope" } })))
+      const error = yield* Effect.flip(Effect.scoped(InferenceClient.make({ address: "tcp://127.0.0.1:5555", protocol: "main", curve: { serverKey: "nope" } })))
       expect(error.reason).toMatchObject({ _tag: "InvalidArgument", name: "curve" })
     }).pipe(Harness.isolated))
 })

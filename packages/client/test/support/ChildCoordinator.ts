@@ -9,6 +9,8 @@ import { Effect, type Scope } from "effect"
 
 export interface ChildCoordinator {
   readonly address: string
+  /** What it speaks (the reference protocol's framing, written by hand): what a client of it is given. */
+  readonly protocol: "reference"
   readonly signal: (signal: NodeJS.Signals) => Effect.Effect<void>
   /** Resolves when the process has exited. */
   readonly exited: Effect.Effect<void>
@@ -42,6 +44,7 @@ export const make = (address?: string): Effect.Effect<ChildCoordinator, never, S
     )
     return {
       address: bound,
+      protocol: "reference",
       signal: (signal) => Effect.sync(() => void (child as ChildProcess).kill(signal)),
       exited: Effect.promise(() => exitedPromise)
     }

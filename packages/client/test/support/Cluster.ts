@@ -20,6 +20,6 @@ export const setup = (
 > =>
   Effect.gen(function*() {
     const cluster = yield* TestCluster.make({ engines: 2, ...options })
-    const client = yield* InferenceClient.make({ address: cluster.address, ...options?.client })
+    const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, ...options?.client })
     return { cluster, client }
   })

@@ -17,6 +17,8 @@ export interface Received {
 
 export interface StubCoordinator {
   readonly address: string
+  /** The dialect it speaks: what a client of it is given. */
+  readonly protocol: Dialect.Name
   /** The next message a client sent (CONNECTs included). */
   readonly take: Effect.Effect<Received>
   /** Every message received and not taken yet. */
@@ -84,6 +86,7 @@ export const make = (options: {
       })
     return {
       address: router.lastEndpoint!,
+      protocol: dialect.name,
       take: Queue.take(inbox),
       drain: Queue.clear(inbox),
       send,

@@ -76,7 +76,7 @@ export const serve = (
 export const serveOn = (cluster: TestCluster.Handle, options?: ServeOptions): Effect.Effect<Served, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const tokenizer = yield* (options?.tokenizer === "qwen3" ? qwen3 : words)
-    const client = InferenceClient.layer({ address: cluster.address, ...options?.client })
+    const client = InferenceClient.layer({ address: cluster.address, protocol: cluster.protocol, ...options?.client })
     const context = yield* Layer.build(
       Server.layer({ model: "test-model", port: 0, ...options?.server }).pipe(
         Layer.provide(Layer.merge(client, Layer.succeed(Tokenizer.Tokenizer, tokenizer)))

@@ -51,7 +51,7 @@ export const setup = (
   Effect.gen(function*() {
     const cluster = yield* TestCluster.make({ engines: 1, ...options })
     const recorder = yield* TraceRecorder.make({ upstream: cluster.address })
-    const client = yield* InferenceClient.make({ address: recorder.address, ...options?.client })
+    const client = yield* InferenceClient.make({ address: recorder.address, protocol: cluster.protocol, ...options?.client })
     const text = yield* TextGeneration.make(client, yield* words)
     return { cluster, recorder, client, text }
   })
