@@ -24,10 +24,10 @@ import * as Generation from "./Generation.ts"
 import type * as OpenAiSchema from "./OpenAiSchema.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "./ServerError.ts"
 import * as VllmParams from "./VllmParams.ts"
 import * as ChatImages from "./media/ChatImages.ts"
-import type * as AssistantReply from "./tools/AssistantReply.ts"
+import * as AssistantReply from "./tools/AssistantReply.ts"
 import * as ToolRequest from "./tools/ToolRequest.ts"
 
 /**
@@ -129,4 +129,21 @@ export const answer = <R extends ChatFields>(
       (bytes) => respond({ image: bytes })
     )
   }
+}
+
+/**
+ * The error of a reply that does not meet a forced `tool_choice` (`AssistantReply.unmet`), or
+ * `undefined`: what both endpoints answer in place of text where a call was asked for.
+ *
+ * @since 0.2.0
+ */
+export const notMet = (
+  reading: AssistantReply.Reading,
+  reply: AssistantReply.Reply,
+  finished: Choice.Finished
+): ServerError | undefined => {
+  const why = AssistantReply.unmet(reading, reply, finished.finishReason)
+  if (why === undefined) return undefined
+  const name = reading.forced?.name
+  return serverError(new ToolChoiceNotMet({ choice: name === undefined ? "\"required\"" : `function ${JSON.stringify(name)}`, why }))
 }

@@ -24,7 +24,7 @@ import { decodeRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as TopLogprobs from "./TopLogprobs.ts"
 import * as VllmParams from "./VllmParams.ts"
-import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "./ServerError.ts"
+import { badRequest, type ServerError } from "./ServerError.ts"
 import * as ChatMessages from "./ChatMessages.ts"
 import * as AssistantReply from "./tools/AssistantReply.ts"
 
@@ -144,14 +144,6 @@ const readFinished = (reading: AssistantReply.Reading, finished: Choice.Finished
   return { message, finishReason: called && finished.finishReason === "stop" ? "tool_calls" as const : finished.finishReason }
 }
 
-/** The error of a reply that does not meet a forced `tool_choice` (`AssistantReply.unmet`). */
-const notMet = (reading: AssistantReply.Reading, reply: AssistantReply.Reply, finished: Choice.Finished): ServerError | undefined => {
-  const why = AssistantReply.unmet(reading, reply, finished.finishReason)
-  if (why === undefined) return undefined
-  const name = reading.forced?.name
-  return serverError(new ToolChoiceNotMet({ choice: name === undefined ? "\"required\"" : `function ${JSON.stringify(name)}`, why }))
-}
-
 /**
  * The endpoint of a request whose replies are read (tool calls, reasoning): made per request, as
  * each streamed choice keeps what it read so far. With a forced `tool_choice`, a reply that is
@@ -181,7 +173,7 @@ const readingEndpoint = (
             last.push({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: reason })
             return last
           },
-          refusal: forced ? (finished) => notMet(reading, deltas.final(), finished) : undefined
+          refusal: forced ? (finished) => ChatAnswer.notMet(reading, deltas.final(), finished) : undefined
         }
       }
     },
@@ -189,7 +181,7 @@ const readingEndpoint = (
       const read = readFinished(reading, finished)
       return { index, message: read.message, logprobs: logprobsOf(finished), finish_reason: read.finishReason }
     },
-    refusal: forced ? (finished) => notMet(reading, AssistantReply.read(reading, finished.text, true), finished) : undefined
+    refusal: forced ? (finished) => ChatAnswer.notMet(reading, AssistantReply.read(reading, finished.text, true), finished) : undefined
   }
 }
 
