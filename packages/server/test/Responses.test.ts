@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { TestCluster } from "@mcore-effect/testkit"
 import { Effect } from "effect"
 import OpenAI from "openai"
-import { isolated, qwen3, refusal, request, script, sdk, serve } from "./support/Serve.ts"
+import { isolated, post, qwen3, refusal, request, script, sdk, serve } from "./support/Serve.ts"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
@@ -24,9 +24,14 @@ const weather: OpenAI.Responses.FunctionTool = {
 const thinking = "\nThe user wants the weather; I will call the tool.\n"
 const callText = `<think>${thinking}</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>`
 
+/** The prompt's end when a call of get_weather is forced (Hermes): the model writes its arguments. */
+const forcedWeather = "<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\":"
+
 const served = Effect.gen(function*() {
   const tokenizer = yield* qwen3
   const continuations = script(tokenizer, [
+    [["Say no", forcedWeather], " I would rather not."],
+    [["weather in Rome", forcedWeather], ' {"city": "Rome"}}\n</tool_call>'],
     // Only when the call's reasoning, the call and its result were all rendered back.
     [["I will call the tool", "<tool_call>", "<tool_response>", "18 degrees"], "It is 18 degrees in Paris."],
     [["\"get_weather\"", "weather in Paris"], callText]
@@ -134,8 +139,9 @@ describe("the Responses API through the openai SDK", () => {
       expect(call).toMatchObject({ name: "get_weather", status: "completed" })
       expect(call.call_id).toMatch(/^call_[0-9a-f]{24}$/)
       expect(JSON.parse(call.arguments)).toEqual({ city: "Paris" })
-      expect(first.usage!.output_tokens_details.reasoning_tokens).toBeGreaterThan(5)
-      expect(first.usage!.output_tokens_details.reasoning_tokens).toBeLessThan(first.usage!.output_tokens)
+      // The tokens between <think> and </think> (single tokens of Qwen3's), as vLLM counts them.
+      const tokenizer = yield* qwen3
+      expect(first.usage!.output_tokens_details.reasoning_tokens).toBe(tokenizer.encode(thinking, { addSpecialTokens: false }).length)
 
       // Streamed: the same items, the arguments in deltas.
       const stream = yield* promise(() => openai.responses.create({ model: "test-model", input, tools: [weather], stream: true }))
@@ -223,5 +229,42 @@ describe("the Responses API through the openai SDK", () => {
       )
       expect(accepted).toMatchObject({ store: false, metadata: { team: "a" }, user: "u", status: "incomplete" })
       expect(yield* submits(cluster)).toBe(before + 1)
+    }).pipe(isolated), 60_000)
+
+  it.live("a forced function call: made, or a reply that is not the call refused (streamed: error, then response.failed)", () =>
+    Effect.gen(function*() {
+      const { baseURL } = yield* served
+      const openai = sdk(baseURL)
+      const forced = { type: "function", name: "get_weather" } as const
+      const rome = yield* promise(() =>
+        openai.responses.create({ model: "test-model", input: "What is the weather in Rome?", tools: [weather], tool_choice: forced })
+      )
+      expect(rome.output.map((item) => item.type)).toEqual(["function_call"])
+      expect(JSON.parse((rome.output[0] as OpenAI.Responses.ResponseFunctionToolCall).arguments)).toEqual({ city: "Rome" })
+
+      const body = { model: "test-model", input: "Say no.", tools: [weather], tool_choice: forced }
+      const plain = yield* refusal(() => openai.responses.create(body))
+      expect(plain).toBeInstanceOf(OpenAI.InternalServerError)
+      expect(plain.code).toBe("tool_choice_not_met")
+
+      const raw = yield* post(`${baseURL}/responses`, { ...body, stream: true })
+      expect(raw.status).toBe(200)
+      const events = raw.text.split("\n\n").filter((r) => r.length > 0).map((record) => {
+        const [event, data] = record.split("\n")
+        const parsed = JSON.parse(data!.slice("data: ".length))
+        expect(event).toBe(`event: ${parsed.type}`)
+        return parsed
+      })
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i))
+      expect(events.at(-2)).toMatchObject({ type: "error", code: "tool_choice_not_met", error: { type: "server_error", code: "tool_choice_not_met" } })
+      expect(events.at(-1)).toMatchObject({ type: "response.failed", response: { status: "failed", error: { code: "tool_choice_not_met" } } })
+      expect(events.some((e) => e.type === "response.completed")).toBe(false)
+
+      // The SDK raises the error event as an APIError while iterating.
+      const raised = yield* refusal(async () => {
+        for await (const _ of await openai.responses.create({ ...body, stream: true })) { /* drained */ }
+      })
+      expect(raised).toBeInstanceOf(OpenAI.APIError)
+      expect(raised.message).toContain("tool_choice function \"get_weather\" was not met")
     }).pipe(isolated), 60_000)
 })
