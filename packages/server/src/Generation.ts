@@ -136,9 +136,8 @@ const streamed = (
   endpoint: Endpoint | WholeEndpoint
 ) => {
   const meta = makeMeta(endpoint.idPrefix, context.state.config.model, RequestId.of(generation.request))
-  const includeUsage = plan.includeUsage
   return Sse.write(generation.request, recordsAll(context, prompts, plan.n, {
-    chunks: isWhole(endpoint) ? () => endpoint.records(meta) : () => Chunks.make(endpoint.format, meta, includeUsage),
+    chunks: isWhole(endpoint) ? endpoint.records(meta) : Chunks.make(endpoint.format, meta, plan.includeUsage),
     startedAt: generation.startedAt
   }))
 }

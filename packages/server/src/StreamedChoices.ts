@@ -53,8 +53,8 @@ export const recordsAll = (
  * @since 0.1.0
  */
 export interface StreamOptions {
-  /** The records of this stream (one per stream: a reader keeps what it read so far). */
-  readonly chunks: () => Chunks.Chunks
+  /** The records of this stream (its own: a reader keeps what it read so far). */
+  readonly chunks: Chunks.Chunks
   /** `performance.now()` when the request arrived (time to first token). */
   readonly startedAt: number
 }
@@ -92,7 +92,7 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
     scope: Scope.Scope
   ): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>>> => {
     const { metrics } = context.state
-    const chunks = options.chunks()
+    const chunks = options.chunks
     let opened = false
     let firstContent = true
     let over = false
@@ -166,7 +166,7 @@ const streamMany = (
 ): Stream.Stream<Uint8Array> =>
   Stream.callback<Uint8Array>((queue) => {
     const { metrics } = context.state
-    const chunks = options.chunks()
+    const chunks = options.chunks
     const offer = (records: string) => Queue.offerUnsafe(queue, Buffer.from(records, "utf8"))
     const count = prompts.length * n
     const finished: Array<Choice.Finished | undefined> = new Array(count)
