@@ -204,14 +204,18 @@ describe("the Responses API through the openai SDK", () => {
         [{ input: [] }, "input"],
         [{ max_output_tokens: 1_000_000 }, "max_output_tokens"],
         [{ temperature: 3 }, "temperature"],
-        [{ guided_json: {} }, "guided_json"]
+        [{ guided_json: {} }, "guided_json"],
+        [{ cache_salt: "s" }, "cache_salt"],
+        [{ priority: 1 }, "priority"],
+        [{ max_tokenz: 5 }, "max_tokenz"]
       ]
       for (const [body, param] of cases) {
         const error = yield* refusal(() => openai.responses.create({ model: "test-model", input: "hi", ...body } as never))
         expect(error, JSON.stringify(body)).toBeInstanceOf(OpenAI.BadRequestError)
         expect(error.param, JSON.stringify(body)).toBe(param)
       }
-      // Fields that cannot change the output are accepted; store false is what every response says.
+      // Fields that cannot change the output are accepted, and named in x-ignored-fields; store
+      // false is what every response says.
       const accepted = yield* promise(() =>
         openai.responses.create({
           model: "test-model",
@@ -224,10 +228,14 @@ describe("the Responses API through the openai SDK", () => {
           service_tier: "auto",
           truncation: "disabled",
           text: { format: { type: "text" } },
-          max_output_tokens: 2
-        })
+          max_output_tokens: 2,
+          priority: 0
+        } as OpenAI.Responses.ResponseCreateParamsNonStreaming).withResponse()
       )
-      expect(accepted).toMatchObject({ store: false, metadata: { team: "a" }, user: "u", status: "incomplete" })
+      expect(accepted.data).toMatchObject({ store: false, metadata: { team: "a" }, status: "incomplete" })
+      expect(accepted.response.headers.get("x-ignored-fields")).toBe("store, user, safety_identifier, prompt_cache_key, service_tier, priority")
+      const metrics = yield* request(`${baseURL.slice(0, -"/v1".length)}/metrics`)
+      expect(metrics.text).toMatch(/mcore_server_ignored_fields_total\{[^}]*field="priority"[^}]*\} 1/)
       expect(yield* submits(cluster)).toBe(before + 1)
     }).pipe(isolated), 60_000)
 

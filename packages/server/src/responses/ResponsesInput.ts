@@ -2,7 +2,7 @@
  * A Responses request read as a chat: its refusals first (what would need a stored response, or
  * change the output in a way this server cannot honour, is a 400 naming the field; nothing is
  * stored here, so `store` absent — the API's default, true — is answered as not stored, `store:
- * false`), then its `instructions` and `input` items as chat messages, its function tools and
+ * false`, and `store: true` is refused by `IgnoredFields`), then its `instructions` and `input` items as chat messages, its function tools and
  * `tool_choice` in the chat shape, and its sampling fields: what `ChatAnswer` answers, as it
  * answers a chat completion.
  *
@@ -54,7 +54,6 @@ const stateless = "this server stores no responses"
  * @since 0.2.0
  */
 export const refusal = (request: ResponsesRequest): ServerError | undefined => {
-  if (request.store === true) return badRequest("store", `${stateless}; leave store out or set it to false`)
   if (request.background === true) return badRequest("background", `background responses must be stored, and ${stateless}`)
   if (request.previous_response_id != null) {
     return badRequest("previous_response_id", `${stateless}, so none can be continued; send the whole conversation as input`)

@@ -1,7 +1,8 @@
 /**
  * The body of `POST /v1/responses` (OpenAI's Responses API) as Schema. The body's own fields are
  * decoded strictly here, as the other endpoints' are (`OpenAiSchema.decode`: a field of the wrong
- * type, out of range or unknown is a 400 naming it); its input items, tools, `tool_choice` and
+ * type, out of range or unknown is a 400 naming it), once the fields that change nothing are
+ * sifted out (`IgnoredFields`, in `Responses`); its input items, tools, `tool_choice` and
  * `text.format` are kept as JSON objects and read by type (`ResponsesInput`), so that an item or
  * tool of a type this server does not take is refused by its type's name rather than by the first
  * key it does not know. Each item type it does take is a strict Schema of its own, below.
@@ -45,22 +46,17 @@ export const ResponsesRequest = Schema.Struct({
   truncation: optionalNullable(Schema.Literals(["auto", "disabled"])),
   include: optionalNullable(Schema.Array(Schema.String)),
   top_logprobs: optionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20 }))),
-  // Stateful: refused unless absent, null or their "nothing stored" value (see ResponsesInput).
-  store: optionalNullable(Schema.Boolean),
+  // Stateful: refused unless absent, null or their "nothing stored" value (see ResponsesInput;
+  // `store` is `IgnoredFields`', as on the other endpoints).
   background: optionalNullable(Schema.Boolean),
   previous_response_id: optionalNullable(Schema.String),
   conversation: optionalNullable(Schema.Unknown),
   prompt: optionalNullable(Schema.Unknown),
   context_management: optionalNullable(Schema.Unknown),
   moderation: optionalNullable(Schema.Unknown),
-  // Accepted and ignored: they do not change what is generated.
-  metadata: optionalNullable(Schema.Record(Schema.String, Schema.String)),
-  user: optionalNullable(Schema.String),
-  safety_identifier: optionalNullable(Schema.String),
-  prompt_cache_key: optionalNullable(Schema.String),
-  prompt_cache_retention: optionalNullable(Schema.String),
-  prompt_cache_options: optionalNullable(JsonObject),
-  service_tier: optionalNullable(Schema.String)
+  // Repeated in the response, as vLLM does; it changes nothing else. The other fields that change
+  // nothing (`user`, `store: false`, `service_tier`, ...) are `IgnoredFields`' (see `Responses`).
+  metadata: optionalNullable(Schema.Record(Schema.String, Schema.String))
 })
 
 /**
