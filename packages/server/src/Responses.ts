@@ -57,16 +57,7 @@ const names = { prompt: "input", maxTokens: "max_output_tokens" } as const
 /** How a response answers (`ChatAnswer`): a constant, nothing made per request but its endpoint. */
 const shape: ChatAnswer.Shape<ResponsesInput.Read> = {
   names: () => names,
-  read: (request, placeholder) => {
-    const read = ChatMessages.templateMessages(request.messages, placeholder)
-    if (Result.isFailure(read) || request.reasoning.size === 0) return read
-    // The reasoning of an earlier turn, where the chat templates read it.
-    const messages = read.success.messages.map((message, i) => {
-      const reasoning = request.reasoning.get(i)
-      return reasoning === undefined ? message : { ...message, reasoning_content: reasoning }
-    })
-    return Result.succeed({ ...read.success, messages })
-  },
+  read: (request, placeholder) => ChatMessages.templateMessages(request.messages, placeholder),
   endpoint: (request, tokenizer, _logprobs, reading) => ({
     idPrefix: "resp_",
     records: (meta) => new ResponseEvents(meta, request.responses, tokenizer, reading),

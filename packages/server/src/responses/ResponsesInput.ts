@@ -11,7 +11,7 @@
  * chat's), `function_call` items the tool calls of an assistant message (merged into the
  * assistant message before them, and with each other), `function_call_output` a tool message, and
  * a `reasoning` item's text the `reasoning_content` of the assistant turn after it (what the chat
- * templates render back, as they do a chat's).
+ * templates render back, as they do a chat's: `ChatMessages` gives it under both names).
  *
  * @since 0.2.0
  */
@@ -34,15 +34,14 @@ import {
 } from "./ResponsesRequest.ts"
 
 /**
- * A Responses request as a chat: the chat fields `ChatAnswer` reads, its messages, the reasoning
- * text of each assistant message that had some (by index), and the request itself (what the
- * response repeats).
+ * A Responses request as a chat: the chat fields `ChatAnswer` reads, its messages (an assistant
+ * turn's reasoning as its `reasoning_content`, as a chat sends it back), and the request itself
+ * (what the response repeats).
  *
  * @since 0.2.0
  */
 export interface Read extends ChatFields {
   readonly messages: ReadonlyArray<OpenAiSchema.ChatMessage>
-  readonly reasoning: ReadonlyMap<number, string>
   readonly responses: ResponsesRequest
 }
 
@@ -117,20 +116,19 @@ const partsText = (parts: ReadonlyArray<Record<string, unknown>>, path: string):
 
 type Message = { -readonly [K in keyof OpenAiSchema.ChatMessage]: OpenAiSchema.ChatMessage[K] }
 
-/** The input items as chat messages, with the reasoning of each assistant message that had some. */
-const messagesOf = (request: ResponsesRequest): Result.Result<Pick<Read, "messages" | "reasoning">, ServerError> => {
+/** The input items as chat messages. */
+const messagesOf = (request: ResponsesRequest): Result.Result<Array<Message>, ServerError> => {
   const messages: Array<Message> = []
-  const reasoning = new Map<number, string>()
   if (request.instructions != null) messages.push({ role: "system", content: request.instructions })
   if (typeof request.input === "string") {
     messages.push({ role: "user", content: request.input })
-    return Result.succeed({ messages, reasoning })
+    return Result.succeed(messages)
   }
   if (request.input.length === 0) return Result.fail(badRequest("input", "must not be empty"))
   // Reasoning read and not yet given to the assistant turn it led to (where it was read).
   let pending: { readonly text: string; readonly at: string } | undefined
   const assistant = (message: Message) => {
-    if (pending !== undefined) reasoning.set(messages.length, pending.text)
+    if (pending !== undefined) message.reasoning_content = pending.text
     pending = undefined
     messages.push(message)
   }
@@ -181,7 +179,7 @@ const messagesOf = (request: ResponsesRequest): Result.Result<Pick<Read, "messag
   if (pending !== undefined) {
     return Result.fail(badRequest(pending.at, "a reasoning item must be followed by the assistant message or function call it led to"))
   }
-  return Result.succeed({ messages, reasoning })
+  return Result.succeed(messages)
 }
 
 /** The function tools in the chat shape; any other tool refused by its type. */
@@ -244,7 +242,7 @@ export const read = (request: ResponsesRequest): Result.Result<Read, ServerError
   const choice = choiceOf(request, tools.success)
   if (Result.isFailure(choice)) return Result.fail(choice.failure)
   const out: { -readonly [K in keyof Read]: Read[K] } = {
-    ...messages.success,
+    messages: messages.success,
     responses: request,
     stream: request.stream ?? null,
     temperature: request.temperature ?? null,
