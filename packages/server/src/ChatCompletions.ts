@@ -20,7 +20,7 @@ import * as CommonShape from "./CommonShape.ts"
 import type * as Generation from "./Generation.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
-import { decodeRequest } from "./Prompts.ts"
+import { readRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as TopLogprobs from "./TopLogprobs.ts"
 import * as VllmParams from "./VllmParams.ts"
@@ -210,10 +210,7 @@ const shape: ChatAnswer.Shape<OpenAiSchema.ChatCompletionRequest> = {
 export const handle = (
   generation: Routes.Generation
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
-  const { state } = generation
-  const sifted = IgnoredFields.sift(fieldPolicy, state, generation.request, generation.body)
-  if (Result.isFailure(sifted)) return Effect.fail(sifted.failure)
-  const decoded = decodeRequest(state, decode, sifted.success)
+  const decoded = readRequest(generation, fieldPolicy, decode)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
   const refused = unsupported(request) ?? VllmParams.refusal(request, true)

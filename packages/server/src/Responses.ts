@@ -18,7 +18,7 @@ import * as ChatAnswer from "./ChatAnswer.ts"
 import * as ChatMessages from "./ChatMessages.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
-import { decodeRequest } from "./Prompts.ts"
+import { readRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import type { ServerError } from "./ServerError.ts"
 import * as AssistantReply from "./tools/AssistantReply.ts"
@@ -80,10 +80,7 @@ const shape: ChatAnswer.Shape<ResponsesInput.Read> = {
 export const handle = (
   generation: Routes.Generation
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
-  const { state } = generation
-  const sifted = IgnoredFields.sift(fieldPolicy, state, generation.request, generation.body)
-  if (Result.isFailure(sifted)) return Effect.fail(sifted.failure)
-  const decoded = decodeRequest(state, decode, sifted.success)
+  const decoded = readRequest(generation, fieldPolicy, decode)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const read = ResponsesInput.read(decoded.success)
   if (Result.isFailure(read)) return Effect.fail(read.failure)
