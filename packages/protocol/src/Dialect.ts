@@ -13,6 +13,7 @@
  */
 import * as Result from "effect/Result"
 import * as Frames from "./Frames.ts"
+import { floatKeysOf } from "./internal/wireNumbers.ts"
 import type * as Headers from "./Headers.ts"
 import type * as MessageSpec from "./MessageSpec.ts"
 import * as Msgpack from "./Msgpack.ts"
@@ -258,7 +259,7 @@ export const samplingParamsFor = (
 
 const KNOWN: ReadonlySet<string> = new Set(Object.keys(SamplingParams.KnownFields.fields))
 const knownCount = KNOWN.size
-const floatFields: ReadonlySet<string> = Frames.floatKeysOf(SamplingParams.SamplingParams.ast) ?? new Set()
+const floatFields: ReadonlySet<string> = floatKeysOf(SamplingParams.SamplingParams.ast) ?? new Set()
 const projections = new Map<string, WeakMap<object, SamplingParams.SamplingParams>>()
 
 const sameValue = (a: unknown, b: unknown): boolean =>

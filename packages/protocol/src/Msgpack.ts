@@ -15,7 +15,8 @@
  */
 import { Unpackr } from "msgpackr"
 import * as Reader from "./internal/msgpackReader.ts"
-import { type EncodeOptions, POOL_SIZE, Writer } from "./MsgpackWriter.ts"
+import { POOL_SIZE } from "./internal/msgpackScalarWriter.ts"
+import { type EncodeOptions, Writer } from "./MsgpackWriter.ts"
 import { Raw } from "./MsgpackValues.ts"
 
 export {

@@ -18,7 +18,7 @@
  * @internal
  */
 import * as Result from "effect/Result"
-import * as Frames from "../Frames.ts"
+import { floatKeysOf } from "./wireNumbers.ts"
 import * as Msgpack from "../Msgpack.ts"
 import type { ProtocolError } from "../ProtocolError.ts"
 import * as SamplingParams from "../SamplingParams.ts"
@@ -77,7 +77,7 @@ const matches = (entry: Entry, input: object): boolean => {
 }
 
 /** The float fields, as the schema declares them and as `Frames` marks them when it encodes. */
-const floatFields: ReadonlySet<string> = Frames.floatKeysOf(SamplingParams.SamplingParams.ast) ?? new Set()
+const floatFields: ReadonlySet<string> = floatKeysOf(SamplingParams.SamplingParams.ast) ?? new Set()
 
 /** The frozen value and its bytes, as `Frames` would write it (float fields as float64). */
 const freeze = (params: SamplingParams.SamplingParams): SamplingParams.SamplingParams => {
