@@ -15,8 +15,7 @@
  * @since 0.1.0
  */
 import { chainNative } from "./internal/blockHashChainNative.ts"
-import { chainPure } from "./internal/blockHashChainPure.ts"
-import type * as Prompt from "./Prompt.ts"
+import { chainPure, type TokenIds as ChainTokenIds } from "./internal/blockHashChainPure.ts"
 
 /**
  * Token ids, already validated by the caller as non-negative safe integers: a prompt's token ids,
@@ -24,7 +23,7 @@ import type * as Prompt from "./Prompt.ts"
  *
  * @since 0.1.0
  */
-export type TokenIds = Prompt.TokenIds | Uint8Array
+export type TokenIds = ChainTokenIds
 
 /**
  * A block-hash function: one hash per complete block, each in [1, 2^63 - 1].

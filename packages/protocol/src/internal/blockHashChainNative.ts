@@ -8,7 +8,7 @@
  * @internal
  */
 import { createRequire } from "node:module"
-import type { TokenIds } from "../BlockHashes.ts"
+import type { TokenIds } from "./blockHashChainPure.ts"
 
 /** The addon's only export: the whole chain in one call, `out.length` blocks. */
 type NativeChain = (

@@ -19,7 +19,10 @@
  * @internal
  */
 import * as Crypto from "node:crypto"
-import type { TokenIds } from "../BlockHashes.ts"
+import type * as Prompt from "../Prompt.ts"
+
+/** `BlockHashes.TokenIds`, declared here so that the chains do not import the module that loads them. */
+export type TokenIds = Prompt.TokenIds | Uint8Array
 
 /** `crypto.hash` arrived in Node 20.12; older runtimes pay for a Hash object per block. */
 const sha256Binary: (data: Uint8Array) => string =
