@@ -17,7 +17,7 @@ import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import type * as Pull from "effect/Pull"
-import type { StreamPart } from "../TextGeneration.ts"
+import type { StreamPart } from "./generationTypes.ts"
 import { type Progress, viewOf } from "./progress.ts"
 
 // ---------------------------------------------------------------------------------------------
