@@ -6,7 +6,7 @@
  * a framing and the message declarations of each direction; its codecs are derived from them as
  * the reference protocol's are, and the features it has are read off its table.
  *
- * `Dialects` holds the catalog; this module holds what a dialect is and what every one of them
+ * `DialectCatalog` holds the catalog; this module holds what a dialect is and what every one of them
  * does with a message before encoding it: refuse what the dialect cannot carry.
  *
  * @since 0.2.0
@@ -23,7 +23,7 @@ import * as SamplingParams from "./SamplingParams.ts"
 import type * as Submission from "./Submission.ts"
 
 /**
- * The dialects, by the Megatron-LM version that speaks each (see `Dialects.all` for the refs):
+ * The dialects, by the Megatron-LM version that speaks each (see `DialectCatalog.all` for the refs):
  * newest Megatron-LM first, the project's own reference protocol last, the order every list of
  * choices shows them in.
  *
@@ -177,9 +177,9 @@ export const unsupported = (dialect: Dialect, feature: string, why?: string): Pr
  *
  * @example
  * ```ts
- * import { Dialect, Dialects } from "@mcore-effect/protocol"
+ * import { Dialect, DialectCatalog } from "@mcore-effect/protocol"
  *
- * Dialect.supports(Dialects.get("core_v0.19"), "streaming") // false
+ * Dialect.supports(DialectCatalog.get("core_v0.19"), "streaming") // false
  * ```
  *
  * @since 0.2.0
@@ -200,10 +200,10 @@ export const requireFeature = (dialect: Dialect, feature: Feature, why?: string)
  *
  * @example
  * ```ts
- * import { Dialect, Dialects } from "@mcore-effect/protocol"
+ * import { Dialect, DialectCatalog } from "@mcore-effect/protocol"
  *
- * Dialect.encodeClient(Dialects.get("main"), { _tag: "Pause" }) // Result.succeed([<pack([40])>])
- * Dialect.encodeClient(Dialects.get("core_v0.19"), { _tag: "AbortRequest", requestId: 1 })
+ * Dialect.encodeClient(DialectCatalog.get("main"), { _tag: "Pause" }) // Result.succeed([<pack([40])>])
+ * Dialect.encodeClient(DialectCatalog.get("core_v0.19"), { _tag: "AbortRequest", requestId: 1 })
  * // Result.fail(UnsupportedByDialect: the core_v0.19 protocol does not support abort ...)
  * ```
  *

@@ -19,11 +19,11 @@
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { type Dialect, type Name, names } from "./Dialect.ts"
-import { coreV016 } from "./dialects/coreV016.ts"
-import { main } from "./dialects/main.ts"
-import { pr6497 } from "./dialects/pr6497.ts"
-import { reference } from "./dialects/reference.ts"
-import { coreV017, coreV018, coreV019 } from "./dialects/releases.ts"
+import { coreV016 } from "./internal/dialects/coreV016.ts"
+import { main } from "./internal/dialects/main.ts"
+import { pr6497 } from "./internal/dialects/pr6497.ts"
+import { reference } from "./internal/dialects/reference.ts"
+import { coreV017, coreV018, coreV019 } from "./internal/dialects/releases.ts"
 
 const byName: Readonly<Record<Name, Dialect>> = {
   reference,
@@ -47,9 +47,9 @@ export const all: ReadonlyArray<Dialect> = names.map((name) => byName[name])
  *
  * @example
  * ```ts
- * import { Dialects } from "@mcore-effect/protocol"
+ * import { DialectCatalog } from "@mcore-effect/protocol"
  *
- * Dialects.get("core_v0.19").framing // "single"
+ * DialectCatalog.get("core_v0.19").framing // "single"
  * ```
  *
  * @since 0.2.0
@@ -68,10 +68,10 @@ export const DialectName = Schema.Literals(names)
  *
  * @example
  * ```ts
- * import { Dialects } from "@mcore-effect/protocol"
+ * import { DialectCatalog } from "@mcore-effect/protocol"
  *
- * Dialects.parse("core_v0.19") // Result.succeed(the core_v0.19 dialect)
- * Dialects.parse("v0.19") // Result.fail("unknown protocol "v0.19": one of main, pr-6497, ...")
+ * DialectCatalog.parse("core_v0.19") // Result.succeed(the core_v0.19 dialect)
+ * DialectCatalog.parse("v0.19") // Result.fail("unknown protocol "v0.19": one of main, pr-6497, ...")
  * ```
  *
  * @since 0.2.0
