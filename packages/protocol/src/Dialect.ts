@@ -27,6 +27,7 @@ import type * as Submission from "./Submission.ts"
  * newest Megatron-LM first, the project's own reference protocol last, the order every list of
  * choices shows them in.
  *
+ * @category constants
  * @since 0.2.0
  */
 export const names = ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16", "reference"] as const
@@ -34,6 +35,7 @@ export const names = ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17
 /**
  * A dialect's name.
  *
+ * @category models
  * @since 0.2.0
  */
 export type Name = (typeof names)[number]
@@ -52,6 +54,7 @@ export type Name = (typeof names)[number]
  * - `offloadParams`: opaque offload parameters in a submission.
  * - `pause`, `suspend`, `stop`, `generationEpoch`, `profiler`, `shutdown`: the control signals.
  *
+ * @category models
  * @since 0.2.0
  */
 export type Feature =
@@ -100,6 +103,7 @@ const featureOfTag: Readonly<Record<string, Feature>> = {
 /**
  * A message of a dialect, as its codecs take and give it.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Message {
@@ -110,6 +114,7 @@ export interface Message {
 /**
  * One dialect.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Dialect {
@@ -151,6 +156,7 @@ export interface Dialect {
  * The features a header table carries (the submission-borne ones, `media`, `blockHashes` and
  * `offloadParams`, are the layout's and are added by the dialect's declaration).
  *
+ * @category getters
  * @since 0.2.0
  */
 export const featuresOf = (headers: Headers.Table): ReadonlySet<Feature> =>
@@ -161,6 +167,7 @@ export const featuresOf = (headers: Headers.Table): ReadonlySet<Feature> =>
 /**
  * The `UnsupportedByDialect` failure for a feature.
  *
+ * @category errors
  * @since 0.2.0
  */
 export const unsupported = (dialect: Dialect, feature: string, why?: string): ProtocolError =>
@@ -182,6 +189,7 @@ export const unsupported = (dialect: Dialect, feature: string, why?: string): Pr
  * Dialect.supports(DialectCatalog.get("core_v0.19"), "streaming") // false
  * ```
  *
+ * @category guards
  * @since 0.2.0
  */
 export const supports = (dialect: Dialect, feature: Feature): boolean => dialect.features.has(feature)
@@ -189,6 +197,7 @@ export const supports = (dialect: Dialect, feature: Feature): boolean => dialect
 /**
  * Fails with `UnsupportedByDialect` unless the dialect has the feature.
  *
+ * @category validation
  * @since 0.2.0
  */
 export const requireFeature = (dialect: Dialect, feature: Feature, why?: string): Result.Result<void, ProtocolError> =>
@@ -207,6 +216,7 @@ export const requireFeature = (dialect: Dialect, feature: Feature, why?: string)
  * // Result.fail(UnsupportedByDialect: the core_v0.19 protocol does not support abort ...)
  * ```
  *
+ * @category encoding
  * @since 0.2.0
  */
 export const encodeClient = (dialect: Dialect, message: Message): Result.Result<Array<Uint8Array>, ProtocolError> => {
@@ -223,6 +233,7 @@ export const encodeClient = (dialect: Dialect, message: Message): Result.Result<
  * and their bytes remembered, and so is their projection: reused parameters are projected and
  * encoded once per dialect.
  *
+ * @category getters
  * @since 0.2.0
  */
 export const samplingParamsFor = (

@@ -38,6 +38,7 @@ const byName: Readonly<Record<Name, Dialect>> = {
 /**
  * Every dialect, in the order of {@link Dialect.names}.
  *
+ * @category catalog
  * @since 0.2.0
  */
 export const all: ReadonlyArray<Dialect> = names.map((name) => byName[name])
@@ -52,6 +53,7 @@ export const all: ReadonlyArray<Dialect> = names.map((name) => byName[name])
  * DialectCatalog.get("core_v0.19").framing // "single"
  * ```
  *
+ * @category catalog
  * @since 0.2.0
  */
 export const get = (name: Name): Dialect => byName[name]
@@ -59,6 +61,7 @@ export const get = (name: Name): Dialect => byName[name]
 /**
  * A dialect's name as configuration takes it (a flag, an environment variable).
  *
+ * @category catalog
  * @since 0.2.0
  */
 export const DialectName = Schema.Literals(names)
@@ -74,6 +77,7 @@ export const DialectName = Schema.Literals(names)
  * DialectCatalog.parse("v0.19") // Result.fail("unknown protocol "v0.19": one of main, pr-6497, ...")
  * ```
  *
+ * @category catalog
  * @since 0.2.0
  */
 export const parse = (name: string): Result.Result<Dialect, string> =>

@@ -26,6 +26,7 @@ import {
 /**
  * A message's frames, in wire order (identity frames excluded).
  *
+ * @category models
  * @since 0.1.0
  */
 export type Frames = ReadonlyArray<Uint8Array>
@@ -43,6 +44,7 @@ const NIL_FRAME: Uint8Array = Uint8Array.of(0xc0)
  * A message's metadata frame, read without touching its bodies: what a coordinator needs to
  * route a message whose bodies it forwards verbatim.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Envelope<S extends MessageSpec.Any = MessageSpec.Any> {
@@ -66,6 +68,7 @@ export interface Envelope<S extends MessageSpec.Any = MessageSpec.Any> {
  * per body (the reference protocol, Megatron-LM PR 6497); `single`, the header, metadata and
  * bodies as one msgpack array in one frame (Megatron-LM's releases and main).
  *
+ * @category models
  * @since 0.2.0
  */
 export type Framing = "multipart" | "single"
@@ -73,6 +76,7 @@ export type Framing = "multipart" | "single"
 /**
  * What a codec is derived with besides its declarations.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface CodecOptions {
@@ -85,6 +89,7 @@ export interface CodecOptions {
 /**
  * Encoding and decoding for one direction of traffic.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Codec<Specs extends ReadonlyArray<MessageSpec.Any>> {
@@ -134,6 +139,7 @@ const arrayOf = (frame0: Uint8Array): { readonly count: number; readonly start: 
  * Messages.Client.decode(frames) // Result.succeed({ _tag: "AbortRequest", requestId: 7 })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(

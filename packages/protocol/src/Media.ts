@@ -20,6 +20,7 @@ import { describeValue, isPlainObject } from "./internal/values.ts"
 /**
  * Raw media: the encoded bytes of one item (sent as a one-element list), or a list of them.
  *
+ * @category models
  * @since 0.1.0
  */
 export type RawMedia = Uint8Array | ReadonlyArray<Uint8Array>
@@ -28,6 +29,7 @@ export type RawMedia = Uint8Array | ReadonlyArray<Uint8Array>
  * Typed arrays accepted as the innermost dimension of a tensor. `Uint8Array` is not one: it is
  * sent as msgpack bin, which the engine would read as bytes rather than numbers.
  *
+ * @category models
  * @since 0.1.0
  */
 export type TensorRow = Msgpack.NumberTypedArray
@@ -36,6 +38,7 @@ export type TensorRow = Msgpack.NumberTypedArray
  * A tensor as nested arrays of numbers (what `torch.Tensor.tolist()` gives), rectangular, with
  * typed arrays allowed as its innermost rows.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Tensor = number | TensorRow | ReadonlyArray<Tensor>
@@ -46,6 +49,7 @@ export type Tensor = number | TensorRow | ReadonlyArray<Tensor>
  * (dynamic resolution). At least one tensor is required, and static tiling (`num_tiles` without
  * `imgs_sizes`) needs `num_img_embeddings_per_tile > 0`, as the engine requires.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ImageTensors {
@@ -61,6 +65,7 @@ export interface ImageTensors {
  * `num_img_embeddings_per_tile` (an integer), `video_frame_indices` (a tensor) and `video_fps`
  * (a number or a tensor) are optional timing and sizing metadata.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface VideoTensors {
@@ -76,6 +81,7 @@ export interface VideoTensors {
  * The vLLM-style modality map a caller submits. A modality whose value is `null` or `undefined`
  * is absent. Any other key (audio included) is an unsupported modality.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface MultiModalData {
@@ -97,6 +103,7 @@ export interface MultiModalData {
  * })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const MediaDescriptor = Schema.Struct({
@@ -108,6 +115,7 @@ export const MediaDescriptor = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type MediaDescriptor = typeof MediaDescriptor.Type
@@ -115,6 +123,7 @@ export type MediaDescriptor = typeof MediaDescriptor.Type
 /**
  * A tensor as it arrives: nested arrays of numbers.
  *
+ * @category models
  * @since 0.1.0
  */
 export type TensorWire = number | ReadonlyArray<TensorWire>
@@ -128,6 +137,7 @@ export type TensorWire = number | ReadonlyArray<TensorWire>
  * Schema.decodeUnknownSync(Media.TensorWire)([[1, 2], [3, 4]])
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const TensorWire: Schema.Codec<TensorWire> = Schema.Union([
@@ -149,6 +159,7 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
  * Schema.decodeUnknownSync(Media.RawMediaWire)([new Uint8Array([0xff, 0xd8])])
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RawMediaWire = Schema.Array(Schema.Uint8Array)
@@ -164,6 +175,7 @@ export const RawMediaWire = Schema.Array(Schema.Uint8Array)
  * Schema.decodeUnknownSync(Media.ImageTensorsWire)({ imgs: [[0.5]], num_tiles: [1], num_img_embeddings_per_tile: 256 })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const ImageTensorsWire = Schema.Struct({
@@ -184,6 +196,7 @@ export const ImageTensorsWire = Schema.Struct({
  * Schema.decodeUnknownSync(Media.VideoTensorsWire)({ imgs: [[0.5]], imgs_sizes: [[16, 16]], num_frames: [1] })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const VideoTensorsWire = Schema.Struct({
@@ -208,6 +221,7 @@ export const VideoTensorsWire = Schema.Struct({
  * Schema.decodeUnknownSync(Media.MediaWire)(Msgpack.decode(frame)) // { image: [Uint8Array [1, 2]] }
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const MediaWire = Schema.Struct({
@@ -216,6 +230,7 @@ export const MediaWire = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type MediaWire = typeof MediaWire.Type
@@ -224,6 +239,7 @@ export type MediaWire = typeof MediaWire.Type
  * Media ready to send: frame 3's exact bytes, the descriptor for frame 0, and the cache key (also
  * the salt of the prompt's block hashes).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface PreparedMedia {
@@ -243,6 +259,7 @@ export interface PreparedMedia {
  * // "c6408222e3f42e6057af3b4c77423409f2ce8e441c6be2e87939a3ee09dc5070"
  * ```
  *
+ * @category hashing
  * @since 0.1.0
  */
 export const mediaCacheKey = (frame: Uint8Array): string => createHash("sha256").update(frame).digest("hex")
@@ -280,6 +297,7 @@ const noMedia: Result.Result<PreparedMedia | null, ProtocolError> = Result.succe
  * Media.prepare({ audio: new Uint8Array([1]) }) // Failure: UnsupportedModality "audio"
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const prepare = (

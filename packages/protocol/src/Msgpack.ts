@@ -44,6 +44,7 @@ export { type EncodeOptions, Writer, type WriterOptions } from "./MsgpackWriter.
  * Msgpack.encode([20, 2n ** 60n]) // 92 14 cf 10 00 00 00 00 00 00 00
  * ```
  *
+ * @category encoding
  * @since 0.1.0
  */
 export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
@@ -66,6 +67,7 @@ export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
  * Msgpack.encodeTokenIds([1, -2]) // 1: the index of -2
  * ```
  *
+ * @category encoding
  * @since 0.1.0
  */
 export const encodeTokenIds = (ids: ReadonlyArray<unknown>): Uint8Array | number =>
@@ -134,6 +136,7 @@ const pool = new Pool()
 /**
  * Thrown by {@link decode} for bytes that are not exactly one msgpack value.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class NotDecodableException extends globalThis.Error {
@@ -165,6 +168,7 @@ const unpackr = new Unpackr({
  * Msgpack.decode(Msgpack.encode({ a: [1, "x"] })) // { a: [1, "x"] }
  * ```
  *
+ * @category decoding
  * @since 0.1.0
  */
 export const decode = (bytes: Uint8Array): unknown => {

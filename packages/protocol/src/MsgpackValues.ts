@@ -12,6 +12,7 @@
  * string (Python's `unpackb` refuses those), or nesting deeper than Python's packer allows
  * (which is also how a cycle shows up).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class NotEncodableException extends globalThis.Error {
@@ -25,6 +26,7 @@ export class NotEncodableException extends globalThis.Error {
  * Typed arrays of numbers other than `Uint8Array` (which is written as msgpack bin): each is
  * written as a msgpack array of numbers, integers in their smallest form.
  *
+ * @category models
  * @since 0.1.0
  */
 export type NumberTypedArray =
@@ -52,6 +54,7 @@ export type NumericTypedArray = NumberTypedArray | BigInt64Array | BigUint64Arra
  * Msgpack.encode([1, new Msgpack.Raw(media)]) // the media bytes, unchanged, as element 2
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Raw {
@@ -70,6 +73,7 @@ export class Raw {
  * Msgpack.encode({ temperature: new Msgpack.Float(1) }) // 81 ab .. cb 3f f0 00 00 00 00 00 00
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Float {
@@ -95,6 +99,7 @@ const remembered = new WeakMap<object, Uint8Array>()
  * again. Only frozen values: a value that cannot change cannot go stale. Its nested objects must
  * be frozen too (the caller's promise).
  *
+ * @category encoding
  * @since 0.1.0
  * @internal
  */
@@ -106,6 +111,7 @@ export const remember = (value: object, bytes: Uint8Array): void => {
 /**
  * The bytes {@link remember}ed for `value`, or `undefined`.
  *
+ * @category encoding
  * @since 0.1.0
  * @internal
  */

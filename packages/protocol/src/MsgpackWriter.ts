@@ -31,6 +31,7 @@ const isLittleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 /**
  * Options of {@link encode}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface EncodeOptions {
@@ -41,6 +42,7 @@ export interface EncodeOptions {
 /**
  * Options of a {@link Writer}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface WriterOptions extends EncodeOptions {
@@ -66,6 +68,7 @@ export interface WriterOptions extends EncodeOptions {
  * w.finish() // 82 a2 69 64 07 a1 74 cb 3f f0 00 00 00 00 00 00: { id: 7, t: 1.0 }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Writer extends ScalarWriter {

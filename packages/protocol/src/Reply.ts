@@ -29,6 +29,7 @@ import { describeValue, isPlainObject } from "./internal/values.ts"
  * Schema.is(Reply.Status)("COMPLETED") // true
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Status = Schema.Literals([
@@ -40,6 +41,7 @@ export const Status = Schema.Literals([
 ])
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Status = typeof Status.Type
@@ -58,11 +60,13 @@ const STATUSES: ReadonlySet<unknown> = new Set(Status.literals)
  * Schema.decodeUnknownSync(Reply.ReplyMap)({ request_id: 7, anything: [1] })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const ReplyMap = Schema.Record(Schema.String, Schema.Unknown)
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type ReplyMap = typeof ReplyMap.Type
@@ -128,6 +132,7 @@ type KnownKey = keyof typeof fields
  * }
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export class DynamicInferenceRequest extends Schema.Class<DynamicInferenceRequest>(
@@ -264,6 +269,7 @@ const trusted = (props: Record<string, unknown>): DynamicInferenceRequest =>
  * Reply.decodeReply([1, 2]) // Failure: MalformedFrame (frame 1)
  * ```
  *
+ * @category decoding
  * @since 0.1.0
  */
 export const decodeReply = (map: unknown): Result.Result<DynamicInferenceRequest, ProtocolError> => {
@@ -284,6 +290,7 @@ export const decodeReply = (map: unknown): Result.Result<DynamicInferenceRequest
  * if (Result.isSuccess(reply)) Reply.withLatency(reply.success, 0.25).latency // 0.25
  * ```
  *
+ * @category combinators
  * @since 0.1.0
  */
 export const withLatency = (reply: DynamicInferenceRequest, latency: number): DynamicInferenceRequest =>
@@ -303,6 +310,7 @@ export const withLatency = (reply: DynamicInferenceRequest, latency: number): Dy
  * // { shiny: true }
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const DynamicInferenceRequestFromMap = ReplyMap.pipe(
@@ -337,6 +345,7 @@ export const DynamicInferenceRequestFromMap = ReplyMap.pipe(
  * Schema.decodeUnknownSync(Reply.PartialReply)({ request_id: 7, new_tokens: [9, 10] })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const PartialReply = Schema.Struct({
@@ -350,6 +359,7 @@ export const PartialReply = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type PartialReply = typeof PartialReply.Type
@@ -365,6 +375,7 @@ export type PartialReply = typeof PartialReply.Type
  * Reply.decodePartialReply({ request_id: 7, new_tokens: [9, 10] }) // Success
  * ```
  *
+ * @category decoding
  * @since 0.1.0
  */
 export const decodePartialReply = (map: unknown): Result.Result<PartialReply, ProtocolError> => {

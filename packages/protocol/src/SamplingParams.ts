@@ -51,6 +51,7 @@ const crossFieldProblem = (p: {
  * Object.keys(SamplingParams.KnownFields.fields) // ["temperature", "top_k", ..., "do_kv_handoff"]
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const KnownFields = Schema.Struct({
@@ -93,6 +94,7 @@ export const KnownFields = Schema.Struct({
  * decoded.seed // 7
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const SamplingParams = Schema.StructWithRest(KnownFields, [
@@ -111,6 +113,7 @@ export const SamplingParams = Schema.StructWithRest(KnownFields, [
  * const v017 = SamplingParams.withKnownFields(14) // up to detokenize_stop_sequence
  * ```
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const withKnownFields = (count: number): Schema.Codec<SamplingParams> => {
@@ -121,6 +124,7 @@ export const withKnownFields = (count: number): Schema.Codec<SamplingParams> => 
 }
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type SamplingParams = typeof SamplingParams.Type
@@ -155,6 +159,7 @@ type Known = typeof KnownFields.Type
  * SamplingParams.make({ temprature: 0.5 }) // and fails (UnknownSamplingParam, did you mean temperature?)
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type SamplingParamsInput =
@@ -174,6 +179,7 @@ export type SamplingParamsInput =
  * SamplingParams.defaults.streaming_interval // 1
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const defaults: SamplingParams = Object.freeze({
@@ -230,6 +236,7 @@ const isNonNegativeInt = (v: unknown): v is number => Number.isSafeInteger(v) &&
  * SamplingParams.make({ extra: { temperature: 0 } }) // Failure: a known field goes at the top level
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (input?: SamplingParamsInput | null): Result.Result<SamplingParams, ProtocolError> => {
@@ -374,6 +381,7 @@ const notBoolean = (field: string, value: unknown): Result.Result<never, Protoco
  * SamplingParams.withStreaming(SamplingParams.defaults).streaming // true
  * ```
  *
+ * @category combinators
  * @since 0.1.0
  */
 export const withStreaming = (params: SamplingParams): SamplingParams =>
@@ -394,6 +402,7 @@ export const withStreaming = (params: SamplingParams): SamplingParams =>
  * input.extra // { seed: 7 }
  * ```
  *
+ * @category converting
  * @since 0.1.0
  */
 export const toInput = (params: SamplingParams): SamplingParamsInput => {

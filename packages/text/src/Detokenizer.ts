@@ -31,6 +31,7 @@ import type * as Tokenizer from "./Tokenizer.ts"
 /**
  * Options of {@link make}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -43,6 +44,7 @@ export interface Options {
 /**
  * A detokenizer for one sequence. Not shared between sequences: it holds the sequence's state.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Detokenizer {
@@ -146,6 +148,7 @@ class Incremental implements Detokenizer {
  * text += detokenizer.finish()
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (tokenizer: Tokenizer.Service, options?: Options | undefined): Detokenizer => {

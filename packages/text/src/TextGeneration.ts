@@ -58,6 +58,7 @@ export type {
 /**
  * The service.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Service {
@@ -109,6 +110,7 @@ export interface Service {
  * )
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class TextGeneration extends Context.Service<TextGeneration, Service>()("@mcore-effect/text/TextGeneration") {}
@@ -156,6 +158,7 @@ const renderOptions = (chat: ChatPrompt): ChatTemplate.RenderOptions => {
  * The service over a client and a tokenizer; chats are rendered with `chatTemplate` when given,
  * else with the tokenizer's own.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (
@@ -357,6 +360,7 @@ export const make = (
  * The service from the `InferenceClient` and `Tokenizer` services; chats are rendered with
  * `chatTemplate` when given, else with the tokenizer's own.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (

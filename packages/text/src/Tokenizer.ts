@@ -24,6 +24,7 @@ import { FileNotFound, MalformedFile, type TextError, textError } from "./TextEr
 /**
  * Options of {@link Service.encode}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface EncodeOptions {
@@ -38,6 +39,7 @@ export interface EncodeOptions {
 /**
  * Options of loading a tokenizer ({@link fromDirectory}, {@link fromFiles}, {@link layer}).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface LoadOptions {
@@ -54,6 +56,7 @@ export interface LoadOptions {
 /**
  * Options of {@link Service.decode}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface DecodeOptions {
@@ -72,6 +75,7 @@ export interface DecodeOptions {
  * - `other`: any other decoder (Metaspace, WordPiece, ByteFallback sequences...), or any decoder
  *   followed by the tokenization-space clean-up: decoded through the library, in windows.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Decoding {
@@ -92,6 +96,7 @@ export interface Decoding {
 /**
  * The service.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Service {
@@ -149,6 +154,7 @@ export interface Service {
  * }).pipe(Effect.provide(Tokenizer.layer("/models/qwen3")))
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class Tokenizer extends Context.Service<Tokenizer, Service>()("@mcore-effect/text/Tokenizer") {}
@@ -156,6 +162,7 @@ export class Tokenizer extends Context.Service<Tokenizer, Service>()("@mcore-eff
 /**
  * The two JSON documents of a tokenizer, and what else a directory may add.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Files {
@@ -247,6 +254,7 @@ const decodingKind = (tokenizerJson: Json, cleanUp: boolean): Decoding["kind"] =
  * }, "word-level")
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const fromFiles = (
@@ -355,6 +363,7 @@ export const fromFiles = (
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const fromDirectory = (directory: string, options?: LoadOptions | undefined): Effect.Effect<Service, TextError> =>
@@ -378,6 +387,7 @@ export const fromDirectory = (directory: string, options?: LoadOptions | undefin
 /**
  * The service from a tokenizer directory (see {@link fromDirectory}).
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (directory: string, options?: LoadOptions | undefined): Layer.Layer<Tokenizer, TextError> =>
@@ -386,6 +396,7 @@ export const layer = (directory: string, options?: LoadOptions | undefined): Lay
 /**
  * The service from files in memory (see {@link fromFiles}).
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerFromFiles = (

@@ -15,6 +15,7 @@ import type * as ChatTemplate from "../ChatTemplate.ts"
  * A chat to render with the chat template; `addGenerationPrompt` defaults to true here (the model
  * is to answer).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ChatPrompt extends ChatTemplate.RenderOptions {
@@ -30,6 +31,7 @@ export interface ChatPrompt extends ChatTemplate.RenderOptions {
 /**
  * A prompt: text (tokenized with the tokenizer), token ids as they are, or a chat.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Prompt = string | { readonly tokens: ReadonlyArray<number> } | ChatPrompt
@@ -37,6 +39,7 @@ export type Prompt = string | { readonly tokens: ReadonlyArray<number> } | ChatP
 /**
  * Options of `TextGeneration.Service`'s `generate` and `stream`.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface GenerateOptions {
@@ -78,6 +81,7 @@ export interface GenerateOptions {
  * Why the generation ended: `stop` (an eos token, a stop string, or the engine's own stop),
  * `length` (the token budget), `aborted` (the request was aborted on the coordinator).
  *
+ * @category models
  * @since 0.1.0
  */
 export type FinishReason = "stop" | "length" | "aborted"
@@ -85,6 +89,7 @@ export type FinishReason = "stop" | "length" | "aborted"
 /**
  * Token counts of one request.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Usage {
@@ -99,6 +104,7 @@ export interface Usage {
 /**
  * A finished generation.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Generation {
@@ -136,6 +142,7 @@ export interface Generation {
 /**
  * New text of a streamed generation, with the ids that produced it.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface TextDelta {
@@ -152,6 +159,7 @@ export interface TextDelta {
 /**
  * The last part of a streamed generation: the whole of it (`text` is all the deltas together).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Finish extends Generation {
@@ -161,6 +169,7 @@ export interface Finish extends Generation {
 /**
  * What `stream` emits: text deltas (none empty), then exactly one `Finish`.
  *
+ * @category models
  * @since 0.1.0
  */
 export type StreamPart = TextDelta | Finish
