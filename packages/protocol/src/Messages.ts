@@ -271,8 +271,8 @@ export type CoordinatorMessage = MessageSpec.Type<(typeof Coordinator.specs)[num
  * frame 0 exactly `pack([21, request_id])` with the id a msgpack unsigned integer below 2^32.
  * For such a message {@link Coordinator}'s `decodeEnvelope` gives the same id (what a property
  * checks); for anything else this gives `undefined`, and the message is for the decoder. What a
- * client's listener does per reply, without decoding frame 0 into an array and a record (~3% of
- * the client's CPU profile in a burst).
+ * client's listener does per reply, without decoding frame 0 into an array and a record
+ * (PERFORMANCE.md#reply-ids-read-from-frame-0s-bytes).
  *
  * @example
  * ```ts
@@ -304,7 +304,7 @@ export const engineReplyId = (frames: Frames.Frames): number | undefined => {
  * bytes as {@link engineReplyId} reads the reference's; `undefined` for anything else, which then
  * goes through the codec. The reply is the rest of the frame (from {@link singleReplyBodyStart}),
  * undecoded: its own decoding refuses anything but one value filling it. Locating it through the
- * codec scans the whole reply (6.1 µs for the client benchmark's 3,230-byte reply, 0.02 µs so).
+ * codec scans the whole reply (PERFORMANCE.md#reply-ids-read-from-frame-0s-bytes).
  *
  * @example
  * ```ts

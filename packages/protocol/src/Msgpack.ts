@@ -56,8 +56,7 @@ export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
 /**
  * Encodes token ids as {@link encode} does, checking each as it is written: the bytes, or the
  * index of the first element that is not a non-negative safe integer (then nothing is kept).
- * One pass where validating and then encoding a prompt took two (a 512-token prompt: the
- * validation was ~4% of the client's CPU profile in a burst).
+ * One pass where validating and then encoding a prompt took two (measured: PERFORMANCE.md#token-ids-validated-while-written).
  *
  * @example
  * ```ts
@@ -82,7 +81,7 @@ const tokenIdsWith = (writer: Writer, ids: ReadonlyArray<unknown>): Uint8Array |
  * The buffer {@link encode} writes into: values are written one after another into a 64 KiB
  * buffer and handed out as views of it, and a new buffer is started when one is full (the value
  * in progress moves over; what was handed out stays). A fresh writer per value cost more than the
- * encoding itself: an allocation per frame, and copies as a 512-token prompt outgrew its buffer.
+ * encoding itself (PERFORMANCE.md#pooled-encoder-buffers).
  * A view keeps its whole buffer alive, which is what msgpackr's `pack` does too.
  */
 class Pool extends Writer {

@@ -83,7 +83,7 @@ export class Float {
 /**
  * A plain object written as a map whose values at the keys in `floats` are written as
  * {@link Float}s when they are numbers: a declaration's float fields, without a copy of the
- * object (a copy with `Float`s in it made a 512-token SUBMIT ~6% dearer to build and encode).
+ * object (a copy costs more: PERFORMANCE.md#float-fields-marked-not-copied-or-written-by-a-second-writer).
  *
  * @internal
  */

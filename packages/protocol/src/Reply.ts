@@ -246,9 +246,9 @@ const malformed = (why: string): Result.Result<never, ProtocolError> =>
 
 /**
  * Builds an instance from fields already checked against the class's Schema. The class
- * constructor would parse every field again (tens of microseconds per reply, and per token for
- * the token arrays); a Schema class instance is its prototype plus its own fields, so this is the
- * same object without that second pass.
+ * constructor would parse every field again (PERFORMANCE.md#replies-built-without-a-second-schema-pass);
+ * a Schema class instance is its prototype plus its own fields, so this is the same object
+ * without that second pass.
  */
 const trusted = (props: Record<string, unknown>): DynamicInferenceRequest =>
   Object.assign(Object.create(DynamicInferenceRequest.prototype) as DynamicInferenceRequest, props)

@@ -12,13 +12,12 @@
  * - byte-level (Qwen, Llama 3, GPT-2): each token's bytes, computed once per id, go through one
  *   streaming UTF-8 decoder (WHATWG `TextDecoder` with `stream: true`, which holds an incomplete
  *   sequence until its last byte). An added token is written as it is, after flushing the decoder
- *   (the library decodes the bytes between added tokens as separate runs). About 0.2 µs per call.
- *   A token whose bytes are whole UTF-8 on their own (every token of an English text) is given
+ *   (the library decodes the bytes between added tokens as separate runs). A token whose bytes are whole UTF-8 on their own (every token of an English text) is given
  *   as its text, known once per id, when the decoder holds nothing back: no decoder call.
  * - joined (no decoder): each token's string, after a space.
  * - anything else: the prefix-window method of vLLM and TGI, decoding a window of the last few
- *   tokens twice per push through the library (about 15 µs a decode for Qwen3 through the
- *   library, which is why the two common kinds above do not use it).
+ *   tokens twice per push through the library, far dearer, which is why the two common kinds
+ *   above do not use it (PERFORMANCE.md#byte-level-tokens-through-one-streaming-utf-8-decoder).
  *
  * Stop strings are applied to the text: text that could still become the start of a stop string
  * is held back; once one appears the text ends where it begins, and nothing more is emitted.

@@ -128,8 +128,8 @@ const isRequestAborted = (error: ClientError.ClientError | TextError): boolean =
 
 /**
  * The effect `make` gives (made when run), in a span named `name` when a tracing backend is installed, else as it is: with the
- * built-in native tracer nobody can see the span, and making it (a stack captured for it, its
- * context) cost about 2% of the server's CPU per request (profiled), as the client's `Spans` says.
+ * built-in native tracer nobody can see the span, and making it costs CPU per request
+ * (PERFORMANCE.md#no-span-without-a-tracing-backend).
  */
 const traced = <A, E, R>(name: string, make: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) =>
@@ -140,8 +140,8 @@ const traced = <A, E, R>(name: string, make: () => Effect.Effect<A, E, R>): Effe
 
 /**
  * A chat's render options: its own fields but `messages` (given to `render` on their own; in the
- * options too, the render cache's key wrote every message twice, which doubled the key's cost:
- * ~10 µs a request, microbenchmark), with the generation prompt on by default.
+ * options too, the render cache's key wrote every message twice:
+ * PERFORMANCE.md#messages-kept-out-of-the-render-options), with the generation prompt on by default.
  */
 const renderOptions = (chat: ChatPrompt): ChatTemplate.RenderOptions => {
   const options: Record<string, unknown> = {}
@@ -283,8 +283,8 @@ export const make = (
     }
 
     // No `Effect.gen`: a stream holds the effect it was made from while it is open, and a
-    // generator function made per request brings its own prototype and hidden classes (0.6 KB
-    // per open stream, measured). The default eos set is shared for the same reason.
+    // generator function made per request brings its own prototype and hidden classes
+    // (PERFORMANCE.md#no-effectgen-in-the-streams-plan). The default eos set is shared for the same reason.
     const plan = (prompt: Prompt, opts: GenerateOptions | undefined): Effect.Effect<Plan, TextError> =>
       Effect.suspend(() => withPlan(prompt, opts, Effect.succeed))
 

@@ -11,8 +11,7 @@
  * handed out is frozen (with its `stop_words`), and its bytes are `Msgpack.remember`ed, so
  * `Frames` writes them as they are.
  *
- * Measured with side_by_side.py (`{ num_tokens_to_generate: 16, temperature: 1.0 }` reused), the
- * parameters' validation and encode were ~9% of the client's CPU profile in a burst.
+ * Why: PERFORMANCE.md#sampling-parameters-encoded-once-per-parameters-object.
  *
  * @since 0.1.0
  * @internal

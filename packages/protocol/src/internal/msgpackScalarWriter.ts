@@ -374,8 +374,8 @@ export class ScalarWriter {
 
   /**
    * {@link uint32s} for a typed array's elements: a loop of its own, so that the one over plain
-   * arrays (every prompt's token ids) reads one kind of array only (monomorphic: ~1 µs of the
-   * ~4 µs a 512-token prompt took when both kinds went through one loop).
+   * arrays (every prompt's token ids) reads one kind of array only (monomorphic; measured:
+   * PERFORMANCE.md#plain-arrays-and-typed-arrays-in-separate-loops).
    */
   protected uint32sOfTyped(values: ArrayLike<number>): number {
     const n = values.length

@@ -119,11 +119,9 @@ export const floatKeysOf = (ast: SchemaAST.AST): ReadonlySet<string> | undefined
  * A metadata map with its float fields marked ({@link Msgpack.FloatFields}), so they go out as
  * float64, whole or not: Python writes `temperature: 1.0` as `cb 3f f0 ..`, where a whole
  * JavaScript number is written as an integer (`01`); the schema says which fields are floats.
- * (Marked, not written by a writer of its own: a second `Msgpack.Writer` instance made the pool's
- * writes polymorphic, and the 8,192-token submitEncode bench fell from 1.36x to 1.18x of
- * msgpackr; nor copied with `Msgpack.Float`s in it: a 512-token SUBMIT built and encoded at
- * 1.07x main's CPU time so, 1.01x marked, paired medians.) Anything that is not
- * a plain object is left as it is.
+ * Marked, neither written by a writer of its own nor copied, both slower
+ * (PERFORMANCE.md#float-fields-marked-not-copied-or-written-by-a-second-writer). Anything that is
+ * not a plain object is left as it is.
  */
 export const withFloats = (value: unknown, floats: ReadonlySet<string>): unknown => {
   if (value === null || typeof value !== "object") return value

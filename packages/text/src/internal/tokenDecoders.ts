@@ -87,8 +87,8 @@ export class ByteLevelDecoder implements Decoder {
   private readonly texts: Array<string | null | undefined>
   /**
    * Bytes of several ids decoded as one run; made on first use, since a stream pushes one id at a
-   * time (one held from the start cost each open stream ~1 KB: its 256-byte store, which a heap
-   * snapshot counts at 1 KB, outside the JS heap, and ~0.2 KB in it; measured).
+   * time (one held from the start costs every open stream memory:
+   * PERFORMANCE.md#the-byte-level-decoders-scratch-buffer-made-on-first-use).
    */
   private scratch: Uint8Array | undefined = undefined
   constructor(
