@@ -16,8 +16,8 @@
 import { Unpackr } from "msgpackr"
 import * as Reader from "./internal/msgpackReader.ts"
 import { POOL_SIZE } from "./internal/msgpackScalarWriter.ts"
-import { type EncodeOptions, Writer } from "./MsgpackWriter.ts"
-import { Raw } from "./MsgpackValues.ts"
+import { type EncodeOptions, Writer } from "./internal/msgpackWriter.ts"
+import { Raw } from "./internal/msgpackValues.ts"
 
 export {
   Float,
@@ -27,8 +27,8 @@ export {
   Raw,
   remember,
   rememberedBytes
-} from "./MsgpackValues.ts"
-export { type EncodeOptions, Writer, type WriterOptions } from "./MsgpackWriter.ts"
+} from "./internal/msgpackValues.ts"
+export { type EncodeOptions, Writer, type WriterOptions } from "./internal/msgpackWriter.ts"
 
 /**
  * Encodes one value the way Python's `msgpack.packb(value, use_bin_type=True)` does: integers in

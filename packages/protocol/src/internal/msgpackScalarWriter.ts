@@ -1,12 +1,12 @@
 /**
  * The byte-level half of `Msgpack.Writer`: a growing buffer and every msgpack form written in
  * Python's smallest encoding (integers, floats, strings, bin, headers), plus the token-id fast
- * paths. `MsgpackWriter.ts` builds JavaScript values (arrays, maps, objects, typed arrays) on it.
+ * paths. `msgpackWriter.ts` builds JavaScript values (arrays, maps, objects, typed arrays) on it.
  *
  * @since 0.3.0
  * @internal
  */
-import { NotEncodableException } from "../MsgpackValues.ts"
+import { NotEncodableException } from "./msgpackValues.ts"
 
 /**
  * Size of `Msgpack.encode`'s pooled buffers: many frames each, so one allocation serves many

@@ -4,6 +4,7 @@
  * through `Msgpack`, which re-exports it.
  *
  * @since 0.1.0
+ * @internal
  */
 import {
   Float,
@@ -11,8 +12,8 @@ import {
   NotEncodableException,
   type NumericTypedArray,
   Raw
-} from "./MsgpackValues.ts"
-import { ScalarWriter } from "./internal/msgpackScalarWriter.ts"
+} from "./msgpackValues.ts"
+import { ScalarWriter } from "./msgpackScalarWriter.ts"
 
 const compareKeys = (a: unknown, b: unknown): number => {
   const x = String(a)

@@ -5,6 +5,7 @@
  * Public through `Msgpack`, which re-exports them.
  *
  * @since 0.1.0
+ * @internal
  */
 /**
  * Thrown by {@link encode} for a value that has no msgpack form a Python peer can read:
