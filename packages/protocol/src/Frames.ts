@@ -39,7 +39,6 @@ export type Frames = ReadonlyArray<Uint8Array>
  */
 const NIL_FRAME: Uint8Array = Uint8Array.of(0xc0)
 
-
 /**
  * A message's metadata frame, read without touching its bodies: what a coordinator needs to
  * route a message whose bodies it forwards verbatim.

@@ -264,7 +264,6 @@ export interface PreparedMedia {
  */
 export const mediaCacheKey = (frame: Uint8Array): string => createHash("sha256").update(frame).digest("hex")
 
-
 /** The answer for no media, made once: nearly every request has none. */
 const noMedia: Result.Result<PreparedMedia | null, ProtocolError> = Result.succeed(null)
 

@@ -245,7 +245,6 @@ export const controls = [
  */
 export const Client = Frames.codec([Connect, SubmitRequest, SubmitRequestWithKv, ...controls])
 
-
 /**
  * @category models
  * @since 0.1.0

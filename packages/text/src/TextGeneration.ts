@@ -54,7 +54,6 @@ export type {
   Usage
 } from "./internal/generationTypes.ts"
 
-
 /**
  * The service.
  *

@@ -41,7 +41,7 @@ const writeUint32 = (buf: Uint8Array, pos: number, x: number): number => {
   return pos + 5
 }
 
-
+/** `Number.MAX_SAFE_INTEGER`, as a constant the hot loops compare against. */
 const MAX_SAFE = 9007199254740991
 
 const TWO_32 = 0x1_0000_0000
@@ -49,7 +49,7 @@ const UINT64_MAX = 0xffff_ffff_ffff_ffffn
 const INT64_MIN = -0x8000_0000_0000_0000n
 
 /**
- * The buffer and the scalar forms behind {@link Writer}, which extends it.
+ * The buffer and the scalar forms behind `Msgpack.Writer`, which extends it.
  *
  * @internal
  */
@@ -102,7 +102,7 @@ export class ScalarWriter {
     return this.byte(v ? 0xc3 : 0xc2)
   }
 
-  /** A number as {@link encode} writes it: safe whole numbers as integers in their smallest form, others as float64. */
+  /** A number as `Msgpack.encode` writes it: safe whole numbers as integers in their smallest form, others as float64. */
   number(v: number): this {
     // Whole numbers go out as integers (Python reads ints where it expects floats); -0 stays a float.
     // Only safe integers: beyond 2^53 a number is a float (an integer that large is a bigint), and
@@ -125,7 +125,7 @@ export class ScalarWriter {
     return this
   }
 
-  /** An array of numbers, each as {@link Writer.number} writes it. */
+  /** An array of numbers, each as {@link ScalarWriter.number} writes it. */
   numbers(values: ArrayLike<number>): this {
     const n = values.length
     this.arrayHeader(n)
@@ -133,7 +133,7 @@ export class ScalarWriter {
     return this
   }
 
-  /** An array of Python floats, each as {@link Writer.float} writes it. */
+  /** An array of Python floats, each as {@link ScalarWriter.float} writes it. */
   floats(values: ArrayLike<number>): this {
     const n = values.length
     this.arrayHeader(n)
@@ -191,7 +191,7 @@ export class ScalarWriter {
     return this
   }
 
-  /** Bytes as msgpack bin (what {@link encode} writes for a `Uint8Array`). */
+  /** Bytes as msgpack bin (what `Msgpack.encode` writes for a `Uint8Array`). */
   bin(b: Uint8Array): this {
     const len = b.byteLength
     this.ensure(5 + len)
@@ -336,7 +336,7 @@ export class ScalarWriter {
   /**
    * Token ids as a msgpack int array, checked as they are written (the prompt's validation and
    * encoding in one pass): returns the index of the first element that is not a non-negative
-   * safe integer, or -1 when every one was written. The bytes are {@link Writer.value}'s.
+   * safe integer, or -1 when every one was written. The bytes are `Msgpack.Writer.value`'s.
    */
   tokenIds(values: ReadonlyArray<unknown>): number {
     const n = values.length
@@ -353,7 +353,7 @@ export class ScalarWriter {
   /**
    * Writes the leading elements of `values` that are integers in [0, 2^32) (token ids: most
    * arrays on the wire), in a loop with no per-element call; returns the index of the first
-   * element it left for the general path. Bytes are what {@link Writer.number} writes.
+   * element it left for the general path. Bytes are what {@link ScalarWriter.number} writes.
    */
   protected uint32s(values: ReadonlyArray<unknown>): number {
     const n = values.length
