@@ -9,7 +9,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { MemorySocket } from "@mcore-effect/protocol"
 import { Generation, TestCluster, Vocabulary } from "@mcore-effect/testkit"
-import { Effect, Exit, Fiber, Layer, Schedule, Scope, Stream } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, Schedule, Scope, Stream } from "effect"
 import { type ClientConfig, InferenceClient, Transport } from "../src/index.ts"
 import { withRegistry } from "./support/Cluster.ts"
 
@@ -54,32 +54,42 @@ describe("InferenceClient over the in-memory transport, against the test coordin
       expect(yield* client.pendingCount).toBe(0)
     }).pipe(withRegistry))
 
-  it.live("stream: partials in order, then exactly one final reply, then the end", () =>
+  it.live("stream: two streams at once, each its own partials in order, then its one final reply", () =>
     Effect.gen(function*() {
       const { client } = yield* memorySetup({ engines: 1 })
-      const events = yield* Stream.runCollect(client.stream(tokens, { num_tokens_to_generate: 6 }))
-      const partials = events.slice(0, -1)
-      const last = events[events.length - 1]!
-      expect(partials.length).toBeGreaterThan(0)
-      expect(partials.every((e) => e._tag === "Tokens")).toBe(true)
-      expect(last._tag).toBe("Final")
-      const streamed = partials.flatMap((e) => (e._tag === "Tokens" ? e.newTokens : []))
-      const expected = Generation.tokens(tokens, 6)
-      expect(streamed).toEqual(expected.slice(0, streamed.length))
-      if (last._tag === "Final") expect(last.reply.generated_tokens).toEqual(expected)
+      const prompts = [tokens, Vocabulary.tokenize("a red dog")]
+      const runs = yield* Effect.forEach(
+        prompts,
+        (prompt) => Stream.runCollect(client.stream(prompt, { num_tokens_to_generate: 6 })),
+        { concurrency: "unbounded" }
+      )
+      runs.forEach((events, i) => {
+        const expected = Generation.tokens(prompts[i]!, 6)
+        const finals = events.filter((e) => e._tag === "Final")
+        expect(finals).toHaveLength(1)
+        expect(events.at(-1)).toBe(finals[0])
+        const streamed = events.flatMap((e) => (e._tag === "Tokens" ? e.newTokens : []))
+        expect(streamed.length).toBeGreaterThan(0)
+        expect(streamed).toEqual(expected.slice(0, streamed.length))
+        expect(finals[0]!._tag === "Final" && finals[0]!.reply.generated_tokens).toEqual(expected)
+      })
       expect(yield* client.pendingCount).toBe(0)
     }).pipe(withRegistry))
 
-  it.live("abort: the engine that holds the request ends it, the waiter fails with RequestAborted", () =>
+  it.live("abort, and a stream ended early: the engine ends both, the waiter fails with RequestAborted", () =>
     Effect.gen(function*() {
       const { cluster, client } = yield* memorySetup({ engines: 1, engine: { stepMs: 20 } })
-      const { requestId, reply } = yield* client.submitWithId(tokens, { num_tokens_to_generate: 100_000 })
       const engine = cluster.engines[0]!
-      yield* engine.waitFor("the request", (s) => s.active.length === 1)
-      yield* client.abort(requestId)
-      expect(yield* reasonOf(reply)).toBe("RequestAborted")
-      yield* engine.waitFor("the abort", (s) => s.aborted.length === 1 && s.active.length === 0)
+      const submitted = yield* client.submitWithId(tokens, { num_tokens_to_generate: 100_000 })
+      // One partial taken, then the stream ends: its request is aborted.
+      const taken = yield* Stream.runCollect(Stream.take(client.stream(tokens, { num_tokens_to_generate: 100_000 }), 1))
+      expect(taken.map((e) => e._tag)).toEqual(["Tokens"])
+      yield* engine.waitFor("the stream's abort", (s) => s.aborted.length === 1 && s.active.length === 1)
+      yield* client.abort(submitted.requestId)
+      expect(yield* reasonOf(submitted.reply)).toBe("RequestAborted")
+      yield* engine.waitFor("both aborts", (s) => s.aborted.length === 2 && s.active.length === 0)
       expect(yield* client.pendingCount).toBe(0)
+      expect((yield* cluster.coordinator.snapshot).inFlight).toBe(0)
     }).pipe(withRegistry))
 
   it.live("pause and unpause move the coordinator's state and reach every engine; requests run after", () =>
@@ -126,14 +136,18 @@ describe("InferenceClient over the in-memory transport, against the test coordin
   it.live("a coordinator that goes away fails what is pending with CoordinatorLost; one bound again takes the client back", () =>
     Effect.gen(function*() {
       const { cluster, client } = yield* memorySetup({ engines: 1, engine: { stepMs: 10 } })
-      const long = { num_tokens_to_generate: 40 }
-      const pending = yield* Effect.forkChild(
-        Effect.forEach([1, 2, 3], () => client.submit(tokens, long), { concurrency: "unbounded" })
+      const samplingParams = { num_tokens_to_generate: 40 }
+      // A batch that settles each request on its own, and a stream.
+      const batch = yield* Effect.forkChild(
+        Stream.runCollect(client.submitAllSettled([0, 1, 2].map(() => ({ prompt: tokens, samplingParams }))))
       )
-      const stream = yield* Effect.forkChild(Stream.runCollect(client.stream(tokens, long)))
+      const stream = yield* Effect.forkChild(Stream.runCollect(client.stream(tokens, samplingParams)))
       yield* cluster.coordinator.waitFor("4 in flight", (s) => s.inFlight === 4)
       yield* cluster.coordinator.crash
-      expect(yield* reasonOf(Fiber.join(pending))).toBe("CoordinatorLost")
+      const settled = yield* Fiber.join(batch)
+      expect(settled.map((s) => (Exit.isFailure(s.exit) ? Cause.squash(s.exit.cause) : s.exit.value))).toEqual(
+        [0, 1, 2].map(() => expect.objectContaining({ reason: expect.objectContaining({ _tag: "CoordinatorLost" }) }))
+      )
       expect(yield* reasonOf(Fiber.join(stream))).toBe("CoordinatorLost")
       expect(yield* client.pendingCount).toBe(0)
       expect(yield* client.connected).toBe(false)

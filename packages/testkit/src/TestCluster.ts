@@ -75,6 +75,7 @@ export class TestCluster extends Context.Service<TestCluster, Handle>()("@mcore-
  * const program = Effect.gen(function*() {
  *   const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 0 } })
  *   // or a Megatron-LM ref's wire: TestCluster.make({ protocol: "main" })
+ *   // or in memory, no socket: TestCluster.make({ network }), and a client with Transport.memory(network)
  *   // point a client at cluster.address, in cluster.protocol
  *   const snapshot = yield* cluster.coordinator.snapshot
  *   snapshot.engines.map((e) => e.load)
