@@ -52,7 +52,7 @@ export const memory = (network: MemorySocket.Network): Service => MemoryTranspor
  * const network = new MemorySocket.Network()
  * // ... a testkit coordinator bound on `network` at "inproc://coordinator" ...
  * const program = Effect.gen(function*() {
- *   const client = yield* InferenceClient.make({ address: "inproc://coordinator" })
+ *   const client = yield* InferenceClient.make({ address: "inproc://coordinator", protocol: "reference" })
  *   return yield* client.submit([1, 2, 3], { num_tokens_to_generate: 4 })
  * }).pipe(Effect.scoped, Effect.provide(Transport.layerMemory(network)))
  * ```
