@@ -1,20 +1,25 @@
 /**
- * The client's connection to the coordinator: its DEALER, the single writer, the listener, the
- * registry of requests in flight, and the one connection state, owned together by one scope. The
- * service (`InferenceClient`) talks to it through three local calls: {@link Connection.available}
- * (may anything be sent now?), {@link Connection.register} (validate, encode, register and send a
- * request, in one synchronous step) and {@link Connection.send} (a message that is not a
- * request). It plays the part `makeNoSerialization` plays under Effect's `RpcClient.make`.
+ * The client's connection to the coordinator: its link (a `Transport`'s: the ZeroMQ DEALER by
+ * default), the listener, the registry of requests in flight, and the one connection state, owned
+ * together by one scope. The service (`InferenceClient`) talks to it through three local calls:
+ * {@link Connection.available} (may anything be sent now?), {@link Connection.register}
+ * (validate, encode, register and send a request, in one synchronous step) and
+ * {@link Connection.send} (a message that is not a request). It plays the part
+ * `makeNoSerialization` plays under Effect's `RpcClient.make`, and the transport the part of
+ * `RpcClient.Protocol`. Nothing here is global: a connection is a scoped value, and a pool may
+ * hold any number of them.
  *
- * The state (`ConnectionState`) is written here only, from the socket's events and the
- * listener's handshake reports; nothing below this module knows it.
+ * The state (`ConnectionState`) is written here only, from the link's events and the listener's
+ * handshake reports; nothing below this module knows it.
  *
- * Release order, when the scope closes: (1) the state becomes `closed` and every pending request
- * fails with `ClientClosed` (at once, not after the flush); (2) where the dialect's coordinator
- * exits on a reply for a closed client (every Megatron-LM ref), the replies still owed are
- * aborted where the dialect can, and waited for, bounded by `drainTimeout` (`Unanswered`), while
- * the listener still reads; (3) the listener stops; (4) the writer flushes what is queued,
- * bounded by `closeTimeout`, and the DEALER closes (see `Writer.closeAfterFlush`).
+ * Release order, when the scope closes (the reverse of acquisition: the link is opened first,
+ * the finalizer below is added after it): (1) the state becomes `closed` and every pending
+ * request fails with `ClientClosed` (at once, not after the flush); (2) where the dialect's
+ * coordinator exits on a reply for a closed client (every Megatron-LM ref), the replies still
+ * owed are aborted where the dialect can, and waited for, bounded by `drainTimeout`
+ * (`Unanswered`), while the link still reads; then the link's own release (`Link.overSocket`):
+ * (3) its reader stops; (4) its writer flushes what is queued, bounded by `closeTimeout`, and
+ * its socket closes (see `Writer.closeAfterFlush`).
  *
  * @since 0.1.0
  * @internal
@@ -25,7 +30,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
-import * as Zmq from "zeromq"
 import * as ClientConfig from "./ClientConfig.ts"
 import {
   ClientClosed,
@@ -35,7 +39,6 @@ import {
   ConnectTimeout,
   CoordinatorLost,
   HandshakeRejected,
-  InvalidAddress,
   InvalidArgument,
   InvalidRequest,
   RequestAborted,
@@ -43,11 +46,12 @@ import {
   SendFailed
 } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
+import type { Link } from "./Link.ts"
 import * as Listener from "./Listener.ts"
 import { type BatchSink, type Entry, PendingRequests, type Single, singles } from "./PendingRequests.ts"
 import { ConnectionState } from "./ConnectionState.ts"
+import { Transport } from "./Transport.ts"
 import { Unanswered } from "./Unanswered.ts"
-import * as Writer from "./Writer.ts"
 
 /**
  * One request, whichever operation made it: what `submit`, `stream` and `submitAll` take (the
@@ -102,7 +106,8 @@ export class Connection {
   constructor(
     readonly config: ClientConfig.ResolvedOptions,
     readonly metrics: Recorder,
-    readonly writer: Writer.Writer,
+    /** The link's writer (see `Transport`). */
+    private readonly link: Link,
     /** Logs a warning (from outside the fiber runtime). */
     readonly warn: (message: string) => void
   ) {
@@ -133,7 +138,7 @@ export class Connection {
 
   /** Queues a message that is not a request's (a signal, an abort). Never blocks or throws. */
   send(frames: ReadonlyArray<Uint8Array>): void {
-    this.writer.send(frames, undefined)
+    this.link.send(frames, undefined)
   }
 
   /**
@@ -176,7 +181,7 @@ export class Connection {
     this.pending.add(entry, performance.now())
     const millis = deadline.success
     if (millis !== undefined) this.pending.setTimer(requestId, setTimeout(expire, millis, this, requestId, millis))
-    this.writer.send(frames.success, requestId)
+    this.link.send(frames.success, requestId)
     return Result.succeed(entry)
   }
 
@@ -296,126 +301,23 @@ export class Connection {
 const expire = (connection: Connection, requestId: number, millis: number): void =>
   connection.giveUp(requestId, clientError(new RequestTimeout({ requestId, timeoutMillis: millis })), "failed")
 
-/** The DEALER's CurveZMQ options: the server's key, and the client's key pair (made when not given). */
-const curveOptions = (curve: ClientConfig.CurveOptions | undefined) => {
-  if (curve === undefined) return {}
-  const pair = curve.publicKey !== undefined && curve.secretKey !== undefined
-    ? { publicKey: curve.publicKey, secretKey: curve.secretKey }
-    : Zmq.curveKeyPair()
-  return { curveServerKey: curve.serverKey, curvePublicKey: pair.publicKey, curveSecretKey: pair.secretKey }
-}
-
-/** Opens the DEALER, not connected yet (its events are observed first: see {@link connect}). */
-const openDealer = (config: ClientConfig.ResolvedOptions): Zmq.Dealer =>
-  new Zmq.Dealer({
-    // Unbounded, as in the reference: a burst of submissions never blocks the writer.
-    sendHighWaterMark: 0,
-    receiveHighWaterMark: 0,
-    // Never wait to send (the queue is unbounded): zeromq.js then completes every send before
-    // returning, and the writer sends a turn's first request at once and the rest registered
-    // during that turn of the event loop together right after it, with no promise loop
-    // (`immediate`, `coalesce`).
-    sendTimeout: 0,
-    // No linger until the release sets one: a socket closed any other way (a refused
-    // address, the process's own teardown) keeps nothing queued and nothing alive.
-    linger: 0,
-    heartbeatInterval: config.heartbeatIntervalMillis,
-    heartbeatTimeout: config.heartbeatTimeoutMillis,
-    // Asks the coordinator's side to drop us too if our heartbeats stop.
-    heartbeatTimeToLive: config.heartbeatTimeoutMillis,
-    // Twice the soft limit: a reply a little over it fails alone; a monstrous frame is never held.
-    maxMessageSize: 2 * config.maxFrameBytes,
-    ...curveOptions(config.curve)
-  })
-
 /**
- * Connects the DEALER: ZeroMQ connects in the background, and messages sent before the
- * connection is up are queued. Called once the socket's events are observed: on loopback the
- * connection can be up before an observer made afterwards starts, and its events would be lost.
- * An address ZeroMQ refuses fails with `InvalidAddress` (and closes the socket).
- */
-const connect = (dealer: Zmq.Dealer, address: string): Result.Result<Zmq.Dealer, ClientError> => {
-  try {
-    dealer.connect(address)
-  } catch (cause) {
-    dealer.close()
-    const why = cause instanceof Error ? cause.message : String(cause)
-    return Result.fail(clientError(new InvalidAddress({ address, why })))
-  }
-  return Result.succeed(dealer)
-}
-
-/**
- * Opens the connection and performs the CONNECT / CONNECT_ACK handshake, failing with
- * `ConnectTimeout`, `HandshakeRejected` or `InvalidAddress`; everything is released when the
- * scope closes (in the order the header gives).
+ * Opens the connection through the current `Transport` (ZeroMQ unless another is provided) and
+ * performs the CONNECT / CONNECT_ACK handshake, failing with `ConnectTimeout`,
+ * `HandshakeRejected` or `InvalidAddress`; everything is released when the scope closes (in the
+ * order the header gives). Each call opens a link of its own: connections share nothing but
+ * the transport, so a pool may hold many, to one coordinator or to several.
  *
  * @since 0.1.0
  */
 export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOptions, metrics: Recorder, warn: (message: string) => void) {
-  let onDown: (() => void) | undefined
-  // What the socket saw before the first CONNECT_ACK, for a ConnectTimeout to say.
-  let attempted = false
+  const transport = yield* Transport
+  // What the transport saw before the first CONNECT_ACK, for a ConnectTimeout to say.
   let seen: ConnectSeen = "nothing"
   const firstAck = Deferred.makeUnsafe<void, ClientError>()
-  const { connection, dealer } = yield* Effect.acquireRelease(
-    Effect.suspend(() => {
-      const socket = openDealer(config)
-      const connection: Connection = new Connection(
-        config,
-        metrics,
-        Writer.make(socket, (requestId, cause) => connection.sendFailed(requestId, cause)),
-        warn
-      )
-      socket.events.on("handshake", () => {
-        if (connection.state.awaitingFirstAck) seen = "connected"
-        connection.up()
-      })
-      if (config.connectTimeoutMillis !== Infinity) {
-        const observe = (next: ConnectSeen) => () => {
-          if (connection.state.awaitingFirstAck && seen !== "connected") seen = next
-        }
-        socket.events.on("connect", observe("connected"))
-        socket.events.on("connect:delay", () => {
-          attempted = true
-        })
-        socket.events.on("close", () => {
-          if (attempted) observe("refused")()
-        })
-        socket.events.on("connect:retry", () => {
-          if (!attempted) observe("unreachable")()
-        })
-      }
-      socket.events.on("disconnect", () => {
-        onDown?.()
-        connection.down()
-        // ZeroMQ reconnects by itself after a connection error or a heartbeat timeout, but not
-        // after a protocol error (a frame over `maxMessageSize`): a fresh connect covers both.
-        if (socket.closed) return
-        socket.disconnect(config.address)
-        socket.connect(config.address)
-      })
-      const connected = connect(socket, config.address)
-      if (Result.isFailure(connected)) return Effect.fail(connected.failure)
-      return Effect.succeed({ connection, dealer: socket })
-    }),
-    ({ connection, dealer }) =>
-      Effect.promise(() =>
-        Writer.closeAfterFlush(dealer, connection.writer, {
-          get up() {
-            return connection.state.linkUp
-          },
-          onDown: (callback) => {
-            onDown = callback
-          }
-        }, config.closeTimeoutMillis)
-      )
-  )
-
-  yield* Listener.make(dealer, {
+  let connection!: Connection
+  const listener: Omit<Listener.Options, "pending" | "unanswered"> = {
     dialect: config.dialect,
-    pending: connection.pending,
-    unanswered: connection.unanswered,
     metrics,
     deserialize: config.deserialize,
     maxFrameBytes: config.maxFrameBytes,
@@ -435,10 +337,37 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
         Deferred.doneUnsafe(firstAck, Exit.fail(clientError(new HandshakeRejected({ address: config.address, received }))))
       }
     }
+  }
+  // Released last: the reader stops, the writer flushes, the link closes.
+  yield* transport.open(config, (link) => {
+    // Made here, with the link's writer and before the link connects: whatever the link reports
+    // (from a later turn) finds the connection there.
+    connection = new Connection(config, metrics, link, warn)
+    const options: Listener.Options = { ...listener, pending: connection.pending, unanswered: connection.unanswered }
+    return {
+      message: (frames) => Listener.handle(options, frames),
+      up: () => {
+        if (connection.state.awaitingFirstAck) seen = "connected"
+        connection.up()
+      },
+      down: () => connection.down(),
+      connecting: config.connectTimeoutMillis === Infinity ? undefined : (next) => {
+        if (connection.state.awaitingFirstAck && seen !== "connected") seen = next
+      },
+      sendFailed: (requestId, cause) => connection.sendFailed(requestId, cause),
+      handlerFailed: (cause) => {
+        // Not expected (decoding returns errors, it does not throw); but nothing that arrives
+        // may end the reading.
+        metrics.malformed()
+        warn(`a message from the coordinator broke its handler: ${String(cause)}`)
+      },
+      receiveFailed: (cause) => warn(`receive failed: ${cause instanceof Error ? cause.message : String(cause)}`)
+    }
   })
 
   // Runs first at scope close: from here on every operation fails with ClientClosed, and what is
-  // pending fails now rather than after the socket has flushed its queue.
+  // pending fails now rather than after the link has flushed its queue; then what is owed drains
+  // while the link still reads.
   yield* Effect.addFinalizer(() =>
     Effect.suspend(() => {
       connection.close()

@@ -5,8 +5,8 @@
  *
  * This file is the service's surface: its interface, public types and layers, with their TSDoc
  * (most of its length). The machinery is below it: the effects of one request
- * (`RequestEffects.ts`), the connection (`Connection.ts`: socket, writer, listener, registry,
- * state) and the batch scheduler (`SubmitAll.ts`).
+ * (`RequestEffects.ts`), the connection (`Connection.ts`, over a `Transport`) and the batch
+ * scheduler (`SubmitAll.ts`).
  *
  * @since 0.1.0
  */
@@ -29,6 +29,7 @@ import type { RawReply, Reply, StreamEvent } from "./Reply.ts"
 import { requestsOf, streamed } from "./RequestEffects.ts"
 import { REQUEST_ID } from "./Spans.ts"
 import { submitAll } from "./SubmitAll.ts"
+import { Transport } from "./Transport.ts"
 
 /**
  * The reply types, declared in `Reply.ts`, re-exported here beside the operations that return
@@ -346,8 +347,8 @@ const checkRequestId = (requestId: number): ClientError | undefined =>
 
 /** The client, its reply type the union of both (see {@link make}). */
 const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
-  // Nothing is opened for an address or options the client does not accept.
-  const badAddress = ClientConfig.addressProblem(options.address)
+  // Nothing is opened for an address (as the transport reads it) or options the client refuses.
+  const badAddress = (yield* Transport).addressProblem(options.address)
   if (badAddress !== undefined) {
     return yield* Effect.fail(clientError(new InvalidAddress({ address: options.address, why: badAddress })))
   }
@@ -453,10 +454,10 @@ export type ReplyFor<O extends ClientConfig.ClientOptions> = O extends { readonl
   : RawReply
 
 /**
- * Builds the client: opens the socket, performs the CONNECT / CONNECT_ACK handshake and starts
- * the listener, all owned by the current scope. Closing the scope fails every pending request
- * and stream with `ClientClosed`, stops the listener and closes the socket. {@link layer} is this
- * as a `Layer`.
+ * Builds the client: opens a link through the current `Transport` (a ZeroMQ DEALER unless another
+ * is provided), performs the CONNECT / CONNECT_ACK handshake, all owned by the current scope.
+ * Closing the scope fails every pending request and stream with `ClientClosed` and closes the
+ * link. Each client has a link of its own. {@link layer} is this as a `Layer`.
  *
  * The reply type follows `deserialize`: with `deserialize: true` every operation returns a typed
  * `DynamicInferenceRequest`, without it the raw map (`RawReply`).

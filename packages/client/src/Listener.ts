@@ -1,8 +1,7 @@
 /**
- * The receive side: the socket's one reader (`FrameSocket.reader`) hands every message the
+ * The receive side: the link's one reader (see `Link.overSocket`) hands every message the
  * coordinator sends to {@link handle}, which decodes it and finishes the request it names in the
- * registry. A scoped resource: started on acquire, stopped on release (the socket's close then
- * ends the pending receive).
+ * registry.
  *
  * Whatever arrives, the loop survives it: a message that is not one of the protocol's is counted
  * and logged and dropped; a reply for an id that is not pending (aborted, timed out, or unknown)
@@ -12,10 +11,8 @@
  * @since 0.1.0
  * @internal
  */
-import { type Dialect, FrameSocket, Headers, Messages, Msgpack, MsgpackScan, type ProtocolError, Reply, Values } from "@mcore-effect/protocol"
-import * as Effect from "effect/Effect"
+import { type Dialect, Headers, Messages, Msgpack, MsgpackScan, type ProtocolError, Reply, Values } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
-import type * as Scope from "effect/Scope"
 import { clientError, MalformedReply, ReplyTooLarge } from "./ClientError.ts"
 import type { Recorder } from "./ClientMetrics.ts"
 import type { Entry, PendingRequests } from "./PendingRequests.ts"
@@ -210,21 +207,3 @@ export const handle = (options: Options, frames: ReadonlyArray<Uint8Array>): voi
   const received = partial.success as Reply.PartialReply
   pending.partial(entry, received.new_tokens, received.new_log_probs)
 }
-
-/**
- * Starts the socket's reader, handing every message to {@link handle}; it stops when the scope
- * closes.
- *
- * @since 0.1.0
- */
-export const make = (socket: FrameSocket.Readable, options: Options): Effect.Effect<void, never, Scope.Scope> =>
-  FrameSocket.reader(socket, {
-    onMessage: (frames) => handle(options, frames),
-    onHandlerError: (cause) => {
-      // Not expected (decoding returns errors, it does not throw); but nothing that arrives may
-      // end the loop.
-      options.metrics.malformed()
-      options.warn(`a message from the coordinator broke its handler: ${String(cause)}`)
-    },
-    onReceiveError: (cause) => options.warn(`receive failed: ${cause instanceof Error ? cause.message : String(cause)}`)
-  }).pipe(Effect.asVoid)

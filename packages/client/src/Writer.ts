@@ -12,7 +12,6 @@
  * @internal
  */
 import { FrameSocket } from "@mcore-effect/protocol"
-import type * as Zmq from "zeromq"
 
 /**
  * The writer: a message's tag is its request id, or `undefined` when it is not a request's.
@@ -31,7 +30,7 @@ export const make = (
   onError: (requestId: number | undefined, cause: unknown) => void
 ): Writer =>
   new FrameSocket.Writer<number | undefined>(dealer, (cause, _message, requestId) => onError(requestId, cause), {
-    // The DEALER has `sendTimeout: 0` and no high-water mark (see `Connection.openDealer`).
+    // The DEALER has `sendTimeout: 0` and no high-water mark (see `ZeroMqTransport.openDealer`).
     immediate: true,
     // A server sends as its HTTP requests come, one by one from many connections: in bursts per
     // turn, its CPU per request fell from 703 to 573 µs (server bench workload, 64 connections,
@@ -61,6 +60,17 @@ export interface Link {
 }
 
 /**
+ * What {@link closeAfterFlush} closes: a zeromq.js socket, or an in-memory one (which holds
+ * nothing back, so its linger has nothing to wait for).
+ *
+ * @since 0.2.0
+ */
+export interface Closable {
+  linger: number
+  close(): void
+}
+
+/**
  * Closes the socket after a bounded flush. While the coordinator is connected, the writer gets
  * until the deadline to hand its queue to ZeroMQ, and ZeroMQ gets what is left of it (as the
  * linger) to write its own queue after the close: `close()` itself returns at once, ZeroMQ's I/O
@@ -71,7 +81,7 @@ export interface Link {
  *
  * @since 0.1.0
  */
-export const closeAfterFlush = (dealer: Zmq.Dealer, writer: Writer, link: Link, boundMillis: number): Promise<void> =>
+export const closeAfterFlush = (dealer: Closable, writer: Writer, link: Link, boundMillis: number): Promise<void> =>
   new Promise((resolve) => {
     const deadline = performance.now() + boundMillis
     let timer: ReturnType<typeof setTimeout> | undefined

@@ -2,7 +2,8 @@
  * The Megatron-LM Core inference coordinator's wire protocol as data: headers, every message's
  * frame layout declared once, encode and decode derived from the declarations, block hashing
  * and media keys; and `FrameSocket`, the reader and single writer every peer drives its ZeroMQ
- * socket with (structural: this package does not depend on zeromq).
+ * socket with (structural: this package does not depend on zeromq), and `MemorySocket`, in-memory
+ * ROUTER and DEALER sides for peers that meet without ZeroMQ.
  *
  * @since 0.1.0
  */
@@ -21,6 +22,7 @@ export * as Frames from "./Frames.ts"
 export * as FrameSocket from "./FrameSocket.ts"
 export * as Headers from "./Headers.ts"
 export * as Media from "./Media.ts"
+export * as MemorySocket from "./MemorySocket.ts"
 export * as Messages from "./Messages.ts"
 export * as MessageSpec from "./MessageSpec.ts"
 export * as Msgpack from "./Msgpack.ts"

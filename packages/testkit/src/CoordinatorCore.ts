@@ -1,5 +1,5 @@
 /**
- * The test coordinator's machinery: one ROUTER, its reader and its one writer (`FrameSocket`). It
+ * The test coordinator's machinery: one ROUTER (ZeroMQ's or in-memory: `CoordinatorSocket`), its reader and its one writer (`FrameSocket`). It
  * reads every message's envelope through its dialect's codecs (and a submission's block hashes
  * or prompt when the policy routes on prefixes), forwards bodies verbatim, and never lets a bad
  * message take the loop down: every rejection is counted, logged and kept for inspection.
@@ -33,10 +33,10 @@
  */
 import { FrameSocket, type Frames, Headers, Messages, MessageSpec, Msgpack } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
-import * as Zmq from "zeromq"
 import * as ControlState from "./ControlState.ts"
 import { ClientOutbox } from "./ClientOutbox.ts"
-import { ConnectionCount } from "./ConnectionCount.ts"
+import type { ConnectionCount } from "./ConnectionCount.ts"
+import * as CoordinatorSocket from "./CoordinatorSocket.ts"
 import { type CoordinatorConfig, type Counters, newCounters } from "./CoordinatorConfig.ts"
 import type { InFlight, Rejection, Waiting } from "./CoordinatorRecords.ts"
 import * as DialectWire from "./DialectWire.ts"
@@ -117,22 +117,25 @@ export class CoordinatorCore {
   /** The messages dropped (most recent, up to `recordLimit`). */
   readonly rejections: RecentLog<Rejection>
 
-  private constructor(
-    private readonly router: Zmq.Router,
-    readonly address: string,
-    readonly config: CoordinatorConfig,
-    firstRequestId: number,
-    /** ZMTP connections up, counted from the ROUTER's events since before it bound. */
-    private readonly connections: ConnectionCount
-  ) {
+  /** The ROUTER (ZeroMQ's or in-memory: see `CoordinatorSocket`). */
+  private readonly router: CoordinatorSocket.Bound["socket"]
+  /** The bound address. */
+  readonly address: string
+  /** Connections up, as the socket reports them (counted since before it bound). */
+  private readonly connections: ConnectionCount
+
+  private constructor(bound: CoordinatorSocket.Bound, readonly config: CoordinatorConfig, firstRequestId: number) {
+    this.router = bound.socket
+    this.address = bound.address
+    this.connections = bound.connections
     this.nextRequestId = firstRequestId
     this.wire = config.wire
     this.engineHeaders = headersOf(config.wire.engine)
     this.clientHeaders = headersOf(config.wire.client)
     this.rejections = new RecentLog(config.recordLimit)
     this.undelivered = new UndeliveredReport(config.log, UNDELIVERED_WINDOW_MILLIS)
-    connections.onChange = () => this.notify()
-    this.writer = new FrameSocket.Writer(router, (error, message) => this.undeliverable(error, message))
+    this.connections.onChange = () => this.notify()
+    this.writer = new FrameSocket.Writer(this.router, (error, message) => this.undeliverable(error, message))
     this.toClients = new ClientOutbox(this.writer, this.faults, config.wire.single)
     this.pool = new EnginePool(this.writer, this.ownership, config, nameOf)
     this.route = {
@@ -147,31 +150,16 @@ export class CoordinatorCore {
   }
 
   /**
-   * Binds a ROUTER on `address` and starts the loop, numbering requests from `firstRequestId`.
-   * Rejects when the bind fails.
+   * Binds a ROUTER on `address` (ZeroMQ's unless `bind` says otherwise) and starts the loop,
+   * numbering requests from `firstRequestId`. Rejects when the bind fails.
    */
-  static async start(address: string, config: CoordinatorConfig, firstRequestId = 0): Promise<CoordinatorCore> {
-    const router = new Zmq.Router({
-      linger: 0,
-      sendHighWaterMark: 0,
-      receiveHighWaterMark: 0,
-      // Never wait to send (the queues are unbounded anyway): zeromq.js then sends synchronously
-      // instead of deferring every few hundred messages to a later event-loop turn.
-      sendTimeout: 0,
-      // As Megatron: a send to a peer that is gone fails instead of vanishing.
-      mandatory: true,
-      ...(config.curve === undefined
-        ? {}
-        : { curveServer: true, curvePublicKey: config.curve.publicKey, curveSecretKey: config.curve.secretKey })
-    })
-    const connections = new ConnectionCount(router)
-    try {
-      await router.bind(address)
-    } catch (error) {
-      router.close()
-      throw error
-    }
-    const core = new CoordinatorCore(router, router.lastEndpoint ?? address, config, firstRequestId, connections)
+  static async start(
+    address: string,
+    config: CoordinatorConfig,
+    firstRequestId = 0,
+    bind: CoordinatorSocket.Binder = CoordinatorSocket.zeromq(config.curve)
+  ): Promise<CoordinatorCore> {
+    const core = new CoordinatorCore(await bind(address), config, firstRequestId)
     core.startReading()
     return core
   }

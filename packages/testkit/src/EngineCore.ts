@@ -1,5 +1,5 @@
 /**
- * A test engine's machinery: one DEALER, its reader, a step loop that advances
+ * A test engine's machinery: one DEALER (ZeroMQ's or in-memory: `EngineSocket`), its reader, a step loop that advances
  * every active request by one token per step, and one writer. `TestEngine` wraps it as a scoped
  * Effect resource.
  *
@@ -25,8 +25,8 @@
 import { BlockHashes, FrameSocket, type Frames, Headers, type Media, Messages, Msgpack } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import { randomUUID } from "node:crypto"
-import * as Zmq from "zeromq"
 import * as DialectWire from "./DialectWire.ts"
+import * as EngineSocket from "./EngineSocket.ts"
 import type { EngineConfig, EngineCounters, EngineState, KvHandoff, Received } from "./EngineConfig.ts"
 import { EngineRequest } from "./EngineRequest.ts"
 import * as Faults from "./Faults.ts"
@@ -92,44 +92,28 @@ export class EngineCore {
     this.writer.send(Messages.engineRegistration)
   }
 
-  private constructor(private readonly dealer: Zmq.Dealer, readonly config: EngineConfig) {
+  /** The socket (ZeroMQ or in-memory: see `EngineSocket`), and how to stop hearing of its connections. */
+  private readonly dealer: EngineSocket.Connected["socket"]
+  private readonly unobserve: () => void
+
+  private constructor(readonly config: EngineConfig, connector: EngineSocket.Connector) {
     this.received = new RecentLog(config.recordLimit)
-    this.writer = new FrameSocket.Writer(dealer, (error) => {
+    // Register on every (re)connection: a coordinator that restarted has forgotten us.
+    const { socket, unobserve } = connector(config, this.onHandshake)
+    this.dealer = socket
+    this.unobserve = unobserve
+    this.writer = new FrameSocket.Writer(socket, (error) => {
       this.counters.unsent++
       config.log("Warn", `engine ${config.identity}: send failed: ${String(error)}`)
     })
   }
 
-  /** Connects a DEALER to the coordinator and starts the loops. Throws on a malformed address. */
-  static start(config: EngineConfig): EngineCore {
-    const dealer = new Zmq.Dealer({
-      linger: 0,
-      sendHighWaterMark: 0,
-      receiveHighWaterMark: 0,
-      // Never wait to send (the queues are unbounded anyway): zeromq.js then sends synchronously
-      // instead of deferring every few hundred messages to a later event-loop turn.
-      sendTimeout: 0,
-      routingId: config.identity,
-      // Reconnect quickly after a coordinator restart.
-      reconnectInterval: 20,
-      reconnectMaxInterval: 200,
-      ...(config.curve === undefined
-        ? {}
-        : {
-          curveServerKey: config.curve.serverKey,
-          curvePublicKey: config.curve.publicKey,
-          curveSecretKey: config.curve.secretKey
-        })
-    })
-    const core = new EngineCore(dealer, config)
-    // Register on every (re)connection: a coordinator that restarted has forgotten us.
-    dealer.events.on("handshake", core.onHandshake)
-    try {
-      dealer.connect(config.coordinatorAddress)
-    } catch (error) {
-      dealer.close()
-      throw error
-    }
+  /**
+   * Connects to the coordinator (a ZeroMQ DEALER unless `connector` says otherwise) and starts
+   * the loops. Throws on a malformed address.
+   */
+  static start(config: EngineConfig, connector: EngineSocket.Connector = EngineSocket.zeromq): EngineCore {
+    const core = new EngineCore(config, connector)
     core.startReading()
     void core.stepLoop()
     return core
@@ -148,7 +132,7 @@ export class EngineCore {
     if (!this.running && this.dealer.closed) return
     this.running = false
     this.writer.close()
-    this.dealer.events.off("handshake", this.onHandshake)
+    this.unobserve()
     if (!this.dealer.closed) this.dealer.close()
     // Let loops parked on a hang or between steps see that the engine is gone.
     this.faults.clear("Hang")

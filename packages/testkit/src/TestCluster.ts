@@ -7,7 +7,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import type { Dialect } from "@mcore-effect/protocol"
+import type { Dialect, MemorySocket } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
 import * as TestCoordinator from "./TestCoordinator.ts"
 import * as TestEngine from "./TestEngine.ts"
@@ -28,9 +28,14 @@ export interface Options {
    * protocol: a test cluster chooses its own, and says which in {@link Handle.protocol}.
    */
   readonly protocol?: Dialect.Name | undefined
+  /**
+   * Run the coordinator and every engine on this in-memory network instead of ZeroMQ: clients
+   * reach `address` with the client's `Transport.memory` on the same network.
+   */
+  readonly network?: MemorySocket.Network | undefined
   readonly coordinator?: TestCoordinator.Options | undefined
   /** Options shared by every engine (the address, identity and rank are set here). */
-  readonly engine?: Omit<TestEngine.Options, "coordinatorAddress" | "identity" | "rank"> | undefined
+  readonly engine?: Omit<TestEngine.Options, "coordinatorAddress" | "identity" | "rank" | "network"> | undefined
 }
 
 /**
@@ -70,6 +75,7 @@ export class TestCluster extends Context.Service<TestCluster, Handle>()("@mcore-
  * const program = Effect.gen(function*() {
  *   const cluster = yield* TestCluster.make({ engines: 2, engine: { stepMs: 0 } })
  *   // or a Megatron-LM ref's wire: TestCluster.make({ protocol: "main" })
+ *   // or in memory, no socket: TestCluster.make({ network }), and a client with Transport.memory(network)
  *   // point a client at cluster.address, in cluster.protocol
  *   const snapshot = yield* cluster.coordinator.snapshot
  *   snapshot.engines.map((e) => e.load)
@@ -85,7 +91,12 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
       return yield* Effect.fail(testkitError(new InvalidOption({ option: "engines", why: "must be an integer >= 0" })))
     }
     const protocol = options?.protocol
-    const coordinator = yield* TestCoordinator.make({ ...options?.coordinator, protocol: options?.coordinator?.protocol ?? protocol })
+    const network = options?.network
+    const coordinator = yield* TestCoordinator.make({
+      ...options?.coordinator,
+      protocol: options?.coordinator?.protocol ?? protocol,
+      network: options?.coordinator?.network ?? network
+    })
     const serverKey = coordinator.curvePublicKey
     const engines: Array<TestEngine.Handle> = []
     for (let rank = 0; rank < count; rank++) {
@@ -96,6 +107,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
           ...options?.engine,
           protocol: options?.engine?.protocol ?? protocol,
           coordinatorAddress: coordinator.address,
+          network: options?.coordinator?.network ?? network,
           rank,
           curve
         })

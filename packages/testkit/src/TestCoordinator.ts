@@ -1,6 +1,6 @@
 /**
  * A coordinator that speaks the real protocol over real ZeroMQ sockets, for tests: it binds a
- * ROUTER on loopback, accepts clients (CONNECT / CONNECT_ACK) and engines (an empty
+ * ROUTER on loopback (or, given a `network`, an in-memory one: `MemorySocket`), accepts clients (CONNECT / CONNECT_ACK) and engines (an empty
  * registration frame), re-numbers and routes submissions by policy, runs the control state
  * machine, splits engines' batched replies into per-client messages, and lets a test inspect
  * everything it did and switch faults on and off. It speaks one protocol dialect (`protocol`:
@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, Dialects } from "@mcore-effect/protocol"
+import { type Dialect, Dialects, type MemorySocket } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -21,6 +21,7 @@ import type * as Scope from "effect/Scope"
 import type * as ControlState from "./ControlState.ts"
 import type { CoordinatorConfig, Counters, Log } from "./CoordinatorConfig.ts"
 import { CoordinatorCore } from "./CoordinatorCore.ts"
+import * as CoordinatorSocket from "./CoordinatorSocket.ts"
 import type { Delivery, Rejection } from "./CoordinatorRecords.ts"
 import * as DialectWire from "./DialectWire.ts"
 import type * as Faults from "./Faults.ts"
@@ -38,8 +39,17 @@ export type { Delivery, Rejection } from "./CoordinatorRecords.ts"
  * @since 0.1.0
  */
 export interface Options {
-  /** Where to bind: loopback only. Default `tcp://127.0.0.1:0` (an ephemeral port). */
+  /**
+   * Where to bind: loopback only. Default `tcp://127.0.0.1:0` (an ephemeral port); on a
+   * `network`, any name (default `inproc://coordinator-<n>`).
+   */
   readonly address?: string | undefined
+  /**
+   * Serve on this in-memory network instead of a ZeroMQ ROUTER: clients (the client's
+   * `Transport.memory` on the same network) and engines (`TestEngine`'s `network`) meet it there
+   * without sockets. No CurveZMQ then.
+   */
+  readonly network?: MemorySocket.Network | undefined
   /**
    * The protocol dialect it speaks with clients and engines, by the Megatron-LM version that
    * speaks it (`main`, `pr-6497`, `core_v0.19`, `core_v0.18`, `core_v0.17`; see `Dialects` in
@@ -176,6 +186,7 @@ const isZ85Key = (key: unknown): boolean =>
 
 interface Resolved {
   readonly address: string
+  readonly network: MemorySocket.Network | undefined
   readonly protocol: Dialect.Name
   readonly policy: Routing.Policy
   readonly beta: number
@@ -184,13 +195,17 @@ interface Resolved {
   readonly curve: { readonly publicKey: string; readonly secretKey: string } | undefined
 }
 
+let nextMemoryAddress = 0
+
 const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
-  const address = options.address ?? "tcp://127.0.0.1:0"
+  const network = options.network
+  const address = options.address ?? (network === undefined ? "tcp://127.0.0.1:0" : `inproc://coordinator-${nextMemoryAddress++}`)
   const policy = options.policy ?? "load_balanced"
   const beta = options.beta ?? Routing.defaultBeta
   const blockSizeTokens = options.blockSizeTokens ?? 16
   const recordLimit = options.recordLimit ?? 1_000
-  if (!isLoopback(address)) return Effect.fail(testkitError(new NotLoopback({ address })))
+  // In memory, nothing is exposed whatever the name.
+  if (network === undefined && !isLoopback(address)) return Effect.fail(testkitError(new NotLoopback({ address })))
   const dialect = Dialects.parse(options.protocol ?? "reference")
   if (Result.isFailure(dialect)) return invalid("protocol", dialect.failure)
   if (!Routing.Policy.literals.includes(policy)) return invalid("policy", `unknown policy ${String(policy)}`)
@@ -201,13 +216,15 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
   if (curve !== undefined && !(isZ85Key(curve.publicKey) && isZ85Key(curve.secretKey))) {
     return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
   }
-  return Effect.succeed({ address, protocol: dialect.success.name, policy, beta, blockSizeTokens, recordLimit, curve })
+  if (curve !== undefined && network !== undefined) return invalid("curve", "CurveZMQ is ZeroMQ's: not with a network")
+  return Effect.succeed({ address, network, protocol: dialect.success.name, policy, beta, blockSizeTokens, recordLimit, curve })
 }
 
 /** Binds, retrying briefly while a just-closed socket still holds the port. */
 const bind = (
   address: string,
   config: CoordinatorConfig,
+  network: MemorySocket.Network | undefined,
   firstRequestId = 0
 ): Effect.Effect<CoordinatorCore, TestkitError> =>
   Effect.tryPromise({
@@ -215,7 +232,12 @@ const bind = (
       const deadline = Date.now() + 2_000
       for (;;) {
         try {
-          return await CoordinatorCore.start(address, config, firstRequestId)
+          return await CoordinatorCore.start(
+            address,
+            config,
+            firstRequestId,
+            network === undefined ? CoordinatorSocket.zeromq(config.curve) : CoordinatorSocket.memory(network)
+          )
         } catch (error) {
           const inUse = (error as { code?: string } | null)?.code === "EADDRINUSE"
           if (!inUse || Date.now() > deadline) throw error
@@ -277,7 +299,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
   const fanOut = () => listeners.forEach((l) => l())
   let unhook = () => {}
   // `core` is replaced by restart; the release closes whichever one is current.
-  let core: CoordinatorCore = yield* Effect.acquireRelease(bind(resolved.address, config), () =>
+  let core: CoordinatorCore = yield* Effect.acquireRelease(bind(resolved.address, config, resolved.network), () =>
     Effect.sync(() => {
       unhook()
       core.close()
@@ -334,7 +356,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
       core.close()
       // Closed, the old core routes nothing more: its next id is final, and the new one starts
       // there, since engines keep running and may still answer the old requests.
-      const next = yield* bind(address, config, core.nextRequestId)
+      const next = yield* bind(address, config, resolved.network, core.nextRequestId)
       unhook()
       core = next
       restarts++

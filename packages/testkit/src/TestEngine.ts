@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, Dialects } from "@mcore-effect/protocol"
+import { type Dialect, Dialects, type MemorySocket } from "@mcore-effect/protocol"
 import { randomUUID } from "node:crypto"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -20,6 +20,7 @@ import type { Log } from "./CoordinatorConfig.ts"
 import * as DialectWire from "./DialectWire.ts"
 import type { CurveClientKeys, EngineConfig, EngineCounters, EngineState, KvHandoff, Received } from "./EngineConfig.ts"
 import { EngineCore } from "./EngineCore.ts"
+import * as EngineSocket from "./EngineSocket.ts"
 import type * as Faults from "./Faults.ts"
 import * as ReplyShapes from "./ReplyShapes.ts"
 import { ConnectFailed, InvalidOption, testkitError, type TestkitError } from "./TestkitError.ts"
@@ -35,6 +36,11 @@ export type { CurveClientKeys, EngineCounters, EngineState, KvHandoff, Received 
 export interface Options {
   /** The coordinator's address (`TestCoordinator`'s `address`). */
   readonly coordinatorAddress: string
+  /**
+   * Connect over this in-memory network instead of ZeroMQ, to a coordinator serving on it
+   * (`TestCoordinator`'s `network`). No CurveZMQ then.
+   */
+  readonly network?: MemorySocket.Network | undefined
   /**
    * The protocol dialect it speaks with its coordinator (the coordinator's own): what it reads,
    * its replies' shape and how they are batched, as that Megatron-LM ref's engine does it.
@@ -178,6 +184,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
     if (!nonNegativeInt(defaultTokensToGenerate)) return yield* invalid("defaultTokensToGenerate", "must be an integer >= 0")
     if (!nonNegativeInt(recordLimit)) return yield* invalid("recordLimit", "must be an integer >= 0")
     if (abort !== "finish" && abort !== "drop") return yield* invalid("abort", "must be \"finish\" or \"drop\"")
+    if (options.network !== undefined && options.curve !== undefined) return yield* invalid("curve", "CurveZMQ is ZeroMQ's: not with a network")
     const dialect = Dialects.parse(options.protocol ?? "reference")
     if (Result.isFailure(dialect)) return yield* invalid("protocol", dialect.failure)
     const protocol = dialect.success.name
@@ -208,7 +215,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
     }
     const core = yield* Effect.acquireRelease(
       Effect.try({
-        try: () => EngineCore.start(config),
+        try: () => EngineCore.start(config, options.network === undefined ? EngineSocket.zeromq : EngineSocket.memory(options.network)),
         catch: (cause) => testkitError(new ConnectFailed({ address: options.coordinatorAddress, cause }))
       }),
       (core) => Effect.sync(() => core.close())

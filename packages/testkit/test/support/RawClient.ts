@@ -1,9 +1,9 @@
 /**
- * A plain ZeroMQ DEALER speaking the client side of the protocol by hand, for testing the test
+ * A plain ZeroMQ DEALER (or an in-memory one) speaking the client side of the protocol by hand, for testing the test
  * coordinator without the real client package: frames are built with the protocol's msgpack
  * encoder, replies read back as raw frames.
  */
-import { Headers, Msgpack, SamplingParams } from "@mcore-effect/protocol"
+import { type FrameSocket, Headers, type MemorySocket, Msgpack, SamplingParams } from "@mcore-effect/protocol"
 import { Effect, type Scope } from "effect"
 import * as Zmq from "zeromq"
 import { TestSupport } from "../../src/index.ts"
@@ -79,10 +79,12 @@ export const decodeReply = (frames: ReadonlyArray<Buffer>): Reply => {
   return { header: head[0]!, requestId: head[1]!, body, frames }
 }
 
-export const make = (address: string): Effect.Effect<RawClient, never, Scope.Scope> =>
+/** A raw client at `address`: a ZeroMQ DEALER, or an in-memory one on `network`. */
+export const make = (address: string, network?: MemorySocket.Network): Effect.Effect<RawClient, never, Scope.Scope> =>
   Effect.gen(function*() {
     const socket = yield* Effect.acquireRelease(
-      Effect.sync(() => {
+      Effect.sync((): FrameSocket.Readable & FrameSocket.Writable & { close(): void } => {
+        if (network !== undefined) return network.connect(address)
         const s = new Zmq.Dealer({ linger: 0, sendHighWaterMark: 0, receiveHighWaterMark: 0 })
         s.connect(address)
         return s

@@ -1,0 +1,78 @@
+/**
+ * The client's transport as a service, as Effect's `RpcClient` takes its transport as a
+ * `Protocol` service: what carries the connection's messages to the coordinator and back, and
+ * reports its connection coming and going. The connection above it (`Connection`: registry,
+ * state, handshake, deadlines, the drain on close) is the same whatever the transport.
+ *
+ * Two transports: {@link zeromq}, a DEALER (the default: a client built with no transport
+ * provided uses it, as it always has), and {@link memory}, an in-memory dealer on a
+ * `MemorySocket.Network` whose other side the testkit's coordinator serves on, so a client and a
+ * test coordinator meet without sockets.
+ *
+ * Each client (each `InferenceClient.make`) opens one link of its own through the transport, owned
+ * by the client's scope: a transport holds no socket itself, so one transport serves any number
+ * of clients and coordinators at once.
+ *
+ * @since 0.2.0
+ */
+import type { MemorySocket } from "@mcore-effect/protocol"
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import type { Service } from "./Link.ts"
+import * as MemoryTransport from "./MemoryTransport.ts"
+import * as ZeroMqTransport from "./ZeroMqTransport.ts"
+
+export type { Events, Link, LinkConfig, Service } from "./Link.ts"
+
+/**
+ * The ZeroMQ transport: one DEALER per client, with heartbeats, CurveZMQ, reconnection, and the
+ * linger that lets what is queued at close reach a connected coordinator (`closeTimeout`).
+ *
+ * @since 0.2.0
+ */
+export const zeromq: Service = ZeroMqTransport.transport
+
+/**
+ * The in-memory transport over `network`: a client's address names a router bound on it (by the
+ * testkit coordinator given the same network). Any non-empty address is accepted.
+ *
+ * @since 0.2.0
+ */
+export const memory = (network: MemorySocket.Network): Service => MemoryTransport.transport(network)
+
+/**
+ * The transport the client opens its connection with; {@link zeromq} unless another is provided.
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient, Transport } from "@mcore-effect/client"
+ * import { MemorySocket } from "@mcore-effect/protocol"
+ * import { Effect } from "effect"
+ *
+ * const network = new MemorySocket.Network()
+ * // ... a testkit coordinator bound on `network` at "inproc://coordinator" ...
+ * const program = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.make({ address: "inproc://coordinator", protocol: "reference" })
+ *   return yield* client.submit([1, 2, 3], { num_tokens_to_generate: 4 })
+ * }).pipe(Effect.scoped, Effect.provide(Transport.layerMemory(network)))
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const Transport: Context.Reference<Service> = Context.Reference<Service>("@mcore-effect/client/Transport", {
+  defaultValue: () => zeromq
+})
+
+/**
+ * Provides {@link zeromq} (what a client uses when nothing is provided).
+ *
+ * @since 0.2.0
+ */
+export const layer: Layer.Layer<never> = Layer.succeed(Transport, zeromq)
+
+/**
+ * Provides {@link memory} over `network`.
+ *
+ * @since 0.2.0
+ */
+export const layerMemory = (network: MemorySocket.Network): Layer.Layer<never> => Layer.succeed(Transport, memory(network))

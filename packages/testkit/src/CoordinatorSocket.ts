@@ -1,0 +1,66 @@
+/**
+ * The test coordinator's socket side: a ZeroMQ ROUTER bound on loopback, or a ROUTER-like
+ * `MemorySocket.Router` on an in-memory network, behind one shape, so that the coordinator's
+ * loop (`CoordinatorCore`) serves clients and engines the same way on either. The socket is read
+ * and written through `FrameSocket` (structural), and its connections are counted from what it
+ * reports (`ConnectionCount`).
+ *
+ * @since 0.2.0
+ * @internal
+ */
+import type { FrameSocket, MemorySocket } from "@mcore-effect/protocol"
+import * as Zmq from "zeromq"
+import { ConnectionCount } from "./ConnectionCount.ts"
+
+/**
+ * A bound socket: identity-prefixed messages in and out, its actual address, its connections.
+ */
+export interface Bound {
+  readonly socket: FrameSocket.Readable & FrameSocket.Writable & { close(): void }
+  /** The bound address (with the actual port for `tcp://...:0`). */
+  readonly address: string
+  readonly connections: ConnectionCount
+}
+
+/** Binds a socket at an address; rejects as the bind fails (`EADDRINUSE` while the address is taken). */
+export type Binder = (address: string) => Promise<Bound>
+
+/** A ZeroMQ ROUTER, with CurveZMQ when a key pair is given. */
+export const zeromq = (curve: { readonly publicKey: string; readonly secretKey: string } | undefined): Binder => async (address) => {
+  const router = new Zmq.Router({
+    linger: 0,
+    sendHighWaterMark: 0,
+    receiveHighWaterMark: 0,
+    // Never wait to send (the queues are unbounded anyway): zeromq.js then sends synchronously
+    // instead of deferring every few hundred messages to a later event-loop turn.
+    sendTimeout: 0,
+    // As Megatron: a send to a peer that is gone fails instead of vanishing.
+    mandatory: true,
+    ...(curve === undefined ? {} : { curveServer: true, curvePublicKey: curve.publicKey, curveSecretKey: curve.secretKey })
+  })
+  // Observed before the bind (see `ConnectionCount`).
+  const connections = new ConnectionCount()
+  router.events.on("accept", () => connections.accepted())
+  router.events.on("handshake", () => connections.handshake())
+  router.events.on("disconnect", () => connections.disconnected())
+  try {
+    await router.bind(address)
+  } catch (error) {
+    router.close()
+    throw error
+  }
+  return { socket: router, address: router.lastEndpoint ?? address, connections }
+}
+
+/** A `MemorySocket.Router` on `network` (a send to a peer that is gone fails, as with `mandatory`). */
+export const memory = (network: MemorySocket.Network): Binder => (address) => {
+  try {
+    const router = network.bind(address)
+    const connections = new ConnectionCount()
+    router.onPeer((event) => (event === "up" ? connections.handshake() : connections.disconnected()))
+    return Promise.resolve({ socket: router, address: router.address, connections })
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
