@@ -8,7 +8,8 @@
  * same bytes go out with every reply; frame 0 of a reply (`pack([21, id])`) is the request's own
  * frame 0 rewritten in place (its first two bytes, `0x94 0x14`, become `0x92 0x15`, and the id's
  * bytes that follow are kept), so nothing is decoded or encoded per request. Megatron-LM main's
- * one-frame SUBMIT (`[20, id, prompt, sp, mm]`, first byte `0x95`) is answered in its own framing,
+ * one-frame SUBMIT (`[20, id, prompt, sp]`, first byte `0x94`, or `[20, id, prompt, sp, mm]` with
+ * media, first byte `0x95`) is answered in its own framing,
  * `[21, id, reply]` as one frame: `0x93 0x15`, the id's bytes and the same body, concatenated. Replies leave
  * through one writer loop that drains whatever queued up since its last pass (zeromq.js allows
  * one send in flight per socket).
@@ -80,7 +81,7 @@ const main = async (body: Buffer, ack: Buffer): Promise<void> => {
         answered++
         if (holding) held.push(message)
         else enqueue(message)
-      } else if (frames.length === 2 && head[0] === 0x95 && head[1] === SUBMIT_REQUEST) {
+      } else if (frames.length === 2 && (head[0] === 0x94 || head[0] === 0x95) && head[1] === SUBMIT_REQUEST) {
         const n = uintLength(head[2]!)
         if (n === 0) continue
         const message = [identity, Buffer.concat([MAIN_REPLY, head.subarray(2, 2 + n), body])]
