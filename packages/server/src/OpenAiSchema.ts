@@ -10,10 +10,10 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaParser from "effect/SchemaParser"
-import * as JsonDepth from "./JsonDepth.ts"
+import * as JsonDepth from "./internal/JsonDepth.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
-import * as ToolSchema from "./tools/ToolSchema.ts"
-import * as VllmParams from "./VllmParams.ts"
+import * as ToolSchema from "./internal/tools/ToolSchema.ts"
+import * as VllmParams from "./internal/VllmParams.ts"
 
 /**
  * An integer from `min` to `max`. Not `Schema.Int`: it takes only safe integers and says

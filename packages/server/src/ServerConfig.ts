@@ -10,8 +10,8 @@
 import * as Duration from "effect/Duration"
 import * as Redacted from "effect/Redacted"
 import * as Net from "node:net"
-import * as ReasoningParser from "./tools/ReasoningParser.ts"
-import * as ToolCallParser from "./tools/ToolCallParser.ts"
+import * as ReasoningParser from "./internal/tools/ReasoningParser.ts"
+import * as ToolCallParser from "./internal/tools/ToolCallParser.ts"
 
 /**
  * Options of `Server.layer`.
@@ -129,6 +129,22 @@ export const defaults = {
   maxImagesPerRequest: 16,
   mediaFetchTimeoutMillis: 5_000
 } as const
+
+/**
+ * The names `toolCallParser` takes (vLLM's `--tool-call-parser`).
+ *
+ * @since 0.2.0
+ * @category config
+ */
+export const toolCallParsers: ReadonlyArray<string> = [...ToolCallParser.parsers.keys()]
+
+/**
+ * The names `reasoningParser` takes (vLLM's `--reasoning-parser`).
+ *
+ * @since 0.2.0
+ * @category config
+ */
+export const reasoningParsers: ReadonlyArray<string> = [...ReasoningParser.parsers.keys()]
 
 const millis = (input: Duration.Input | undefined, fallback: number): number =>
   input === undefined ? fallback : Duration.toMillis(Duration.fromInputUnsafe(input))

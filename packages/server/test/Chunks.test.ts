@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { Chunks, type Generation, Sse } from "../src/index.ts"
+import * as Chunks from "../src/internal/Chunks.ts"
+import type * as Generation from "../src/internal/Generation.ts"
+import * as Sse from "../src/internal/Sse.ts"
 
 // The two endpoints' content chunks (ChatCompletions.ts, Completions.ts).
 const chat: Generation.Format = {

@@ -10,7 +10,7 @@
  * @since 0.2.0
  */
 import * as Schema from "effect/Schema"
-import * as ToolSchema from "../tools/ToolSchema.ts"
+import * as ToolSchema from "./internal/tools/ToolSchema.ts"
 
 const optionalNullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))

@@ -20,7 +20,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Chunks from "./Chunks.ts"
 import * as Choice from "./Choice.ts"
-import { Internal, serverError, type ServerError } from "./ServerError.ts"
+import { Internal, serverError, type ServerError } from "../ServerError.ts"
 
 /**
  * The records of a request's choices, framed as SSE bytes, as a pull in the current scope: what

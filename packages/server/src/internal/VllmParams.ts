@@ -16,7 +16,7 @@ import * as Schema from "effect/Schema"
 import type * as Choice from "./Choice.ts"
 import type * as Generation from "./Generation.ts"
 import type * as Sampling from "./Sampling.ts"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
 
 const optionalNullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))

@@ -14,8 +14,8 @@ import { Tokenizer } from "@mcore-effect/text"
 import { apiKeyCheck, Gate } from "./Admission.ts"
 import * as ContextLength from "./ContextLength.ts"
 import { Recorder } from "./Metrics.ts"
-import type { Resolved } from "./ServerConfig.ts"
-import type { ServerError } from "./ServerError.ts"
+import type { Resolved } from "../ServerConfig.ts"
+import type { ServerError } from "../ServerError.ts"
 
 /**
  * The shared state.

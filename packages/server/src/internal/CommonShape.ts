@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { MAX_CHOICES, MAX_STOP, MAX_TOP_K } from "./OpenAiSchema.ts"
+import { MAX_CHOICES, MAX_STOP, MAX_TOP_K } from "../OpenAiSchema.ts"
 
 type Check = (value: unknown) => boolean
 

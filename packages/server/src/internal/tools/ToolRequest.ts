@@ -25,9 +25,9 @@
  * @since 0.1.0
  */
 import * as Result from "effect/Result"
-import type { ChatCompletionRequest } from "../OpenAiSchema.ts"
-import type { Resolved } from "../ServerConfig.ts"
-import { badRequest, type ServerError } from "../ServerError.ts"
+import type { ChatCompletionRequest } from "../../OpenAiSchema.ts"
+import type { Resolved } from "../../ServerConfig.ts"
+import { badRequest, type ServerError } from "../../ServerError.ts"
 import type { Reading } from "./AssistantReply.ts"
 
 /**

@@ -10,7 +10,7 @@ import * as Result from "effect/Result"
 import type * as Choice from "./Choice.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
 import type * as Routes from "./Routes.ts"
-import { badRequest, ModelNotFound, serverError, type ServerError } from "./ServerError.ts"
+import { badRequest, ModelNotFound, serverError, type ServerError } from "../ServerError.ts"
 import type { State } from "./ServerState.ts"
 
 /**

@@ -22,7 +22,7 @@ import {
   type ServerError,
   Unauthorized,
   Unavailable
-} from "./ServerError.ts"
+} from "../ServerError.ts"
 
 const digest = (text: string): Buffer => createHash("sha256").update(text).digest()
 

@@ -8,8 +8,8 @@
  */
 import type { SamplingParams } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
-import type * as OpenAiSchema from "./OpenAiSchema.ts"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import type * as OpenAiSchema from "../OpenAiSchema.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
 
 /** The fields both endpoints share (the schemas' common part). */
 type Common = Pick<

@@ -12,7 +12,7 @@
 import * as Http from "node:http"
 import * as Https from "node:https"
 import * as Net from "node:net"
-import type { MediaConfig } from "../ServerConfig.ts"
+import type { MediaConfig } from "../../ServerConfig.ts"
 import * as AddressGuard from "./AddressGuard.ts"
 
 /**

@@ -14,9 +14,9 @@
 import type { TextGeneration } from "@mcore-effect/text"
 import type * as Choice from "./Choice.ts"
 import type { ChoiceReader, Format, Meta } from "./Generation.ts"
-import type { Usage } from "./OpenAiSchema.ts"
+import type { Usage } from "../OpenAiSchema.ts"
 import * as Sse from "./Sse.ts"
-import { body, type ServerError } from "./ServerError.ts"
+import { body, type ServerError } from "../ServerError.ts"
 
 /**
  * The records of one stream.

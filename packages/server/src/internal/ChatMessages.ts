@@ -16,8 +16,8 @@
  */
 import type { ChatTemplate } from "@mcore-effect/text"
 import * as Result from "effect/Result"
-import type * as OpenAiSchema from "./OpenAiSchema.ts"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import type * as OpenAiSchema from "../OpenAiSchema.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
 
 /**
  * An image part of a request: where it is (`messages[1].content[0]`) and its URL.

@@ -17,15 +17,15 @@ import type * as Scope from "effect/Scope"
 import * as ChatAnswer from "./ChatAnswer.ts"
 import * as ChatMessages from "./ChatMessages.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
-import * as OpenAiSchema from "./OpenAiSchema.ts"
+import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { readRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
-import type { ServerError } from "./ServerError.ts"
+import type { ServerError } from "../ServerError.ts"
 import * as AssistantReply from "./tools/AssistantReply.ts"
 import { ResponseEvents } from "./responses/ResponseEvents.ts"
 import * as ResponseObject from "./responses/ResponseObject.ts"
 import * as ResponsesInput from "./responses/ResponsesInput.ts"
-import { ResponsesRequest } from "./responses/ResponsesRequest.ts"
+import { ResponsesRequest } from "../ResponsesRequest.ts"
 
 /** The body's decoder: strict, as the other endpoints' (an unknown field is a 400 naming it). */
 const decode = OpenAiSchema.decode(ResponsesRequest)

@@ -19,11 +19,11 @@ import { notMet } from "../ChatAnswer.ts"
 import type * as Choice from "../Choice.ts"
 import type * as Chunks from "../Chunks.ts"
 import type { Meta } from "../Generation.ts"
-import type { Usage } from "../OpenAiSchema.ts"
-import { body, type ServerError } from "../ServerError.ts"
+import type { Usage } from "../../OpenAiSchema.ts"
+import { body, type ServerError } from "../../ServerError.ts"
 import * as AssistantReply from "../tools/AssistantReply.ts"
 import * as ResponseObject from "./ResponseObject.ts"
-import type { ResponsesRequest } from "./ResponsesRequest.ts"
+import type { ResponsesRequest } from "../../ResponsesRequest.ts"
 
 /** The output item being streamed. */
 type Open =

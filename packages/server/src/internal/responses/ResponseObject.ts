@@ -12,9 +12,9 @@ import type { Tokenizer } from "@mcore-effect/text"
 import { randomBytes } from "node:crypto"
 import type * as Choice from "../Choice.ts"
 import type { Meta } from "../Generation.ts"
-import type { Usage } from "../OpenAiSchema.ts"
+import type { Usage } from "../../OpenAiSchema.ts"
 import * as AssistantReply from "../tools/AssistantReply.ts"
-import type { ResponsesRequest } from "./ResponsesRequest.ts"
+import type { ResponsesRequest } from "../../ResponsesRequest.ts"
 
 /**
  * An output item's id: its kind's prefix (`msg`, `rs`, `fc`) and 24 hex digits.

@@ -21,7 +21,7 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import * as Effect from "effect/Effect"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as Result from "effect/Result"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
 import type { State } from "./ServerState.ts"
 
 /** A predicate on a field's value: true when it changes nothing. */

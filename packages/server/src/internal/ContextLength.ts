@@ -15,7 +15,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Result from "effect/Result"
 import type * as Sampling from "./Sampling.ts"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
 
 /**
  * What vLLM assumes when a model's config names no length.

@@ -22,8 +22,8 @@ import * as RequestId from "./RequestId.ts"
 import type * as Sampling from "./Sampling.ts"
 import * as Sse from "./Sse.ts"
 import { recordsAll } from "./StreamedChoices.ts"
-import type { Usage } from "./OpenAiSchema.ts"
-import type { ServerError } from "./ServerError.ts"
+import type { Usage } from "../OpenAiSchema.ts"
+import type { ServerError } from "../ServerError.ts"
 
 /**
  * A streamed choice read as its text comes (see {@link Format.reader}).

@@ -14,9 +14,9 @@ import type { Media, SamplingParams } from "@mcore-effect/protocol"
 import type { TextError, TextGeneration } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import type { FinishReason, Usage } from "./OpenAiSchema.ts"
+import type { FinishReason, Usage } from "../OpenAiSchema.ts"
 import type * as Sampling from "./Sampling.ts"
-import { badRequest, fromClientError, Internal, serverError, type ServerError } from "./ServerError.ts"
+import { badRequest, fromClientError, Internal, serverError, type ServerError } from "../ServerError.ts"
 import type { State } from "./ServerState.ts"
 
 /**

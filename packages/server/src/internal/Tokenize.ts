@@ -17,9 +17,9 @@ import { readJson } from "./Admission.ts"
 import { templateMessages } from "./ChatMessages.ts"
 import * as DeveloperRole from "./DeveloperRole.ts"
 import * as JsonResponse from "./JsonResponse.ts"
-import * as OpenAiSchema from "./OpenAiSchema.ts"
+import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
 import type { State } from "./ServerState.ts"
 
 /**

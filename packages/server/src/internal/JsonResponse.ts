@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
-import { body, type ServerError } from "./ServerError.ts"
+import { body, type ServerError } from "../ServerError.ts"
 
 const contentType = "application/json"
 

@@ -17,13 +17,13 @@ import * as CommonShape from "./CommonShape.ts"
 import * as ContextLength from "./ContextLength.ts"
 import * as Generation from "./Generation.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
-import * as OpenAiSchema from "./OpenAiSchema.ts"
+import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { readRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import * as TopLogprobs from "./TopLogprobs.ts"
 import * as VllmParams from "./VllmParams.ts"
-import { badRequest, type ServerError } from "./ServerError.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
 
 const decode = OpenAiSchema.decode(OpenAiSchema.CompletionRequest, CommonShape.isCompletionRequest)
 

@@ -18,7 +18,7 @@ import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Scope from "effect/Scope"
 import { readJson } from "./Admission.ts"
 import * as JsonResponse from "./JsonResponse.ts"
-import type { ServerError } from "./ServerError.ts"
+import type { ServerError } from "../ServerError.ts"
 import type { State } from "./ServerState.ts"
 
 /**
