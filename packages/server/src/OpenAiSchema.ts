@@ -13,7 +13,6 @@ import * as SchemaParser from "effect/SchemaParser"
 import * as JsonDepth from "./internal/JsonDepth.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
 import * as ToolSchema from "./internal/tools/ToolSchema.ts"
-import * as VllmParams from "./internal/VllmParams.ts"
 
 /**
  * An integer from `min` to `max`. Not `Schema.Int`: it takes only safe integers and says
@@ -38,6 +37,7 @@ const SafeInt = intBetween(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
 const TokenCount = intBetween(0, Number.MAX_SAFE_INTEGER)
 const PositiveInt = intBetween(1, Number.MAX_SAFE_INTEGER)
 const optionalNullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /** Most choices one request may ask for (`n`, times the prompts of a completions request). */
 export const MAX_CHOICES = 128
@@ -65,6 +65,41 @@ export const StreamOptions = Schema.Struct({
   continuous_usage_stats: optionalNullable(Schema.Boolean)
 })
 
+/**
+ * vLLM's extension parameters (what vLLM's OpenAI server takes beyond OpenAI's fields), spread
+ * into both request schemas; the server takes each at its neutral value, maps those it can
+ * honour, and refuses the rest by name.
+ *
+ * @since 0.2.0
+ */
+export const vllmFields = {
+  repetition_penalty: optionalNullable(Schema.Finite.check(Schema.isGreaterThan(0))),
+  length_penalty: optionalNullable(Schema.Finite),
+  min_p: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }))),
+  min_tokens: optionalNullable(NonNegativeInt),
+  use_beam_search: optionalNullable(Schema.Boolean),
+  skip_special_tokens: optionalNullable(Schema.Boolean),
+  spaces_between_special_tokens: optionalNullable(Schema.Boolean),
+  truncate_prompt_tokens: optionalNullable(Schema.Int),
+  allowed_token_ids: optionalNullable(Schema.Array(NonNegativeInt)),
+  bad_words: optionalNullable(Schema.Array(Schema.String)),
+  stop_token_ids: optionalNullable(Schema.Array(NonNegativeInt)),
+  prompt_logprobs: optionalNullable(NonNegativeInt),
+  priority: optionalNullable(Schema.Int),
+  ignore_eos: optionalNullable(Schema.Boolean),
+  include_stop_str_in_output: optionalNullable(Schema.Boolean),
+  stream_interval: optionalNullable(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
+  add_special_tokens: optionalNullable(Schema.Boolean),
+  return_token_ids: optionalNullable(Schema.Boolean)
+}
+
+/**
+ * vLLM's extension parameters as a request holds them.
+ *
+ * @since 0.2.0
+ */
+export type VllmFields = Schema.Struct<typeof vllmFields>["Type"]
+
 /** Fields both endpoints take, with OpenAI's ranges. */
 const sampling = {
   model: Schema.optionalKey(Schema.String),
@@ -82,8 +117,8 @@ const sampling = {
   frequency_penalty: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: -2, maximum: 2 }))),
   logit_bias: optionalNullable(Schema.Record(Schema.String, Schema.Finite)),
   // `user`, `metadata`, `store`... are accepted and ignored before the decode (IgnoredFields).
-  // vLLM's extension parameters (VllmParams).
-  ...VllmParams.fields
+  // vLLM's extension parameters (`VllmParams` reads them).
+  ...vllmFields
 }
 
 /**

@@ -1,12 +1,12 @@
 /**
  * A chat answered, once its request is read: what `POST /v1/chat/completions` and `POST
  * /v1/responses` share, so that both render, sample, admit, parse and check a chat the same way.
- * From the request's chat fields and its messages as the template takes them: the sampling plan
- * (`Sampling`, vLLM's extension fields), the tools and reasoning (`tools/ToolRequest`), the
- * messages rendered with the chat template (developer messages as system ones when it has no
- * such role, `DeveloperRole`; images loaded and sent as the request's media), the
- * context length checked (`ContextLength`), then the generation (`Generation.respond`), shaped by
- * the endpoint the caller makes from the request's reading of replies.
+ * From the request's chat fields and its messages as the template takes them: vLLM's extension
+ * fields (`VllmParams`) and the sampling fields (`Sampling`) read, the tools and reasoning
+ * (`tools/ToolRequest`), the messages rendered with the chat template (developer messages as
+ * system ones when it has no such role, `DeveloperRole`; images loaded and sent as the request's
+ * media), the context length checked (`ContextLength`), then the request's one `Plan`, shaped by
+ * the endpoint the caller makes from the request's reading of replies, answered by `Respond`.
  *
  * @since 0.2.0
  */
@@ -17,12 +17,12 @@ import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as ChatMessages from "./ChatMessages.ts"
-import * as Choice from "./Choice.ts"
 import * as ContextLength from "./ContextLength.ts"
 import * as DeveloperRole from "./DeveloperRole.ts"
-import * as Generation from "./Generation.ts"
+import type { Handler } from "./Handler.ts"
 import type * as OpenAiSchema from "../OpenAiSchema.ts"
-import type * as Routes from "./Routes.ts"
+import * as Plan from "./Plan.ts"
+import * as Respond from "./Respond.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "../ServerError.ts"
 import * as VllmParams from "./VllmParams.ts"
@@ -54,7 +54,7 @@ export interface Shape<R extends ChatFields> {
     tokenizer: Tokenizer.Service,
     logprobs: number | undefined,
     reading: AssistantReply.Reading
-  ) => Generation.Endpoint | Generation.WholeEndpoint
+  ) => Plan.Endpoint | Plan.WholeEndpoint
 }
 
 /**
@@ -65,21 +65,20 @@ export interface Shape<R extends ChatFields> {
  * @since 0.2.0
  */
 export const answer = <R extends ChatFields>(
-  generation: Routes.Generation,
+  handler: Handler,
   request: R,
   shape: Shape<R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
-  const { state, text } = generation
+  const { state, text } = handler.shared
+  const extensions = VllmParams.read(request, true)
+  if (Result.isFailure(extensions)) return Effect.fail(extensions.failure)
+  const vllm = extensions.success
   const names = shape.names(request)
   const logprobs = request.logprobs === true ? request.top_logprobs ?? 0 : undefined
   const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? null
-  const planned = Sampling.plan(request, {
-    maxTokens,
-    logprobs,
-    promptLogprobs: false
-  })
-  if (Result.isFailure(planned)) return Effect.fail(planned.failure)
-  const plan = VllmParams.applyTo(planned.success, request)
+  const sampled = Sampling.read(request, logprobs, false)
+  if (Result.isFailure(sampled)) return Effect.fail(sampled.failure)
+  const sampling = sampled.success
   const tokenizer = text.tokenizer
   if (Result.isFailure(text.chatTemplate)) {
     return Effect.fail(badRequest(names.prompt, `this model has no usable chat template (${text.chatTemplate.failure.message}); use /v1/completions`))
@@ -113,10 +112,10 @@ export const answer = <R extends ChatFields>(
         onFailure: (error) => Effect.fail(badRequest(names.prompt, `the chat template refused them: ${error.reason.message}`)),
         onSuccess: (ids) => {
           if (ids.length === 0) return Effect.fail(badRequest(names.prompt, "render to an empty prompt"))
-          const fitted = ContextLength.fit(plan, state.maxModelLen, [ids.length], maxTokens, () => names)
-          if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
-          const context = Choice.context(text, state, fitted.success, multiModalData)
-          return Generation.respond(generation, context, [{ ids, text: "" }], fitted.success, endpoint)
+          const tokens = ContextLength.tokensToGenerate(state.maxModelLen, [ids.length], maxTokens, () => names)
+          if (Result.isFailure(tokens)) return Effect.fail(tokens.failure)
+          const prompts = [{ ids, text: "" }]
+          return Respond.respond(handler, Plan.make(sampling, vllm, tokens.success, prompts, multiModalData, endpoint))
         }
       })
     if (images.length === 0) return respond(undefined)
@@ -140,7 +139,7 @@ export const answer = <R extends ChatFields>(
 export const notMet = (
   reading: AssistantReply.Reading,
   reply: AssistantReply.Reply,
-  finished: Choice.Finished
+  finished: Plan.Finished
 ): ServerError | undefined => {
   const why = AssistantReply.unmet(reading, reply, finished.finishReason)
   if (why === undefined) return undefined

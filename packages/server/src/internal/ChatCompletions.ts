@@ -14,16 +14,14 @@ import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import * as Choice from "./Choice.ts"
 import * as ChatAnswer from "./ChatAnswer.ts"
 import * as CommonShape from "./CommonShape.ts"
-import type * as Generation from "./Generation.ts"
+import type { Handler } from "./Handler.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
 import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { readRequest } from "./Prompts.ts"
-import type * as Routes from "./Routes.ts"
+import type * as Plan from "./Plan.ts"
 import * as TopLogprobs from "./TopLogprobs.ts"
-import * as VllmParams from "./VllmParams.ts"
 import { badRequest, type ServerError } from "../ServerError.ts"
 import * as ChatMessages from "./ChatMessages.ts"
 import * as AssistantReply from "./tools/AssistantReply.ts"
@@ -59,7 +57,7 @@ const bytesOf = (token: string): Array<number> => Array.from(Buffer.from(token, 
 /** OpenAI's chat log probs for a finished choice. */
 const chatLogprobs = (
   tokenizer: Tokenizer.Service,
-  finished: Pick<Choice.Finished, "tokens" | "logprobs" | "topLogprobs">,
+  finished: Pick<Plan.Finished, "tokens" | "logprobs" | "topLogprobs">,
   top: number
 ): { readonly content: ReadonlyArray<OpenAiSchema.ChatLogprob> } => {
   const content: Array<OpenAiSchema.ChatLogprob> = []
@@ -76,7 +74,7 @@ const chatLogprobs = (
 }
 
 /** The endpoint of requests without log probs, one per tokenizer (see {@link endpointOf}). */
-const plainEndpoints = new WeakMap<Tokenizer.Service, Generation.Endpoint>()
+const plainEndpoints = new WeakMap<Tokenizer.Service, Plan.Endpoint>()
 
 /**
  * The endpoint's shapes, made outside `handle`: a streamed response holds its format until the
@@ -84,7 +82,7 @@ const plainEndpoints = new WeakMap<Tokenizer.Service, Generation.Endpoint>()
  * context with (the request, its body and plan: ~0.9 KB per open stream, heap snapshot). Without
  * log probs, the same for every request (~0.3 KB less per open stream).
  */
-const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined): Generation.Endpoint => {
+const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined): Plan.Endpoint => {
   if (logprobs !== undefined) return makeEndpoint(tokenizer, logprobs)
   let endpoint = plainEndpoints.get(tokenizer)
   if (endpoint === undefined) {
@@ -94,8 +92,8 @@ const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined):
   return endpoint
 }
 
-const makeEndpoint = (tokenizer: Tokenizer.Service, logprobs: number | undefined): Generation.Endpoint => {
-  const logprobsOf = (finished: Choice.Finished) =>
+const makeEndpoint = (tokenizer: Tokenizer.Service, logprobs: number | undefined): Plan.Endpoint => {
+  const logprobsOf = (finished: Plan.Finished) =>
     logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
   return {
     idPrefix: "chatcmpl-",
@@ -125,7 +123,7 @@ const makeEndpoint = (tokenizer: Tokenizer.Service, logprobs: number | undefined
 }
 
 /** Reads a finished text as the message and finish reason of a choice. */
-const readFinished = (reading: AssistantReply.Reading, finished: Choice.Finished) => {
+const readFinished = (reading: AssistantReply.Reading, finished: Plan.Finished) => {
   const reply = AssistantReply.read(reading, finished.text, true)
   const called = reply.calls.length > 0
   const message: Record<string, unknown> = {
@@ -153,9 +151,9 @@ const readingEndpoint = (
   tokenizer: Tokenizer.Service,
   logprobs: number | undefined,
   reading: AssistantReply.Reading
-): Generation.Endpoint => {
+): Plan.Endpoint => {
   const plain = endpointOf(tokenizer, logprobs)
-  const logprobsOf = (finished: Choice.Finished) =>
+  const logprobsOf = (finished: Plan.Finished) =>
     logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
   const chunk = (index: number, delta: unknown) => ({ index, delta, logprobs: null, finish_reason: null })
   const forced = reading.forced !== undefined
@@ -192,13 +190,10 @@ const shape: ChatAnswer.Shape<OpenAiSchema.ChatCompletionRequest> = {
     maxTokens: request.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens"
   }),
   read: (request, placeholder) => ChatMessages.templateMessages(request.messages, placeholder),
-  endpoint: (request, tokenizer, logprobs, reading) =>
-    VllmParams.endpointFor(
-      reading.reasoning === undefined && reading.calls === undefined
-        ? endpointOf(tokenizer, logprobs)
-        : readingEndpoint(tokenizer, logprobs, reading),
-      request
-    )
+  endpoint: (_request, tokenizer, logprobs, reading) =>
+    reading.reasoning === undefined && reading.calls === undefined
+      ? endpointOf(tokenizer, logprobs)
+      : readingEndpoint(tokenizer, logprobs, reading)
 }
 
 /**
@@ -208,12 +203,12 @@ const shape: ChatAnswer.Shape<OpenAiSchema.ChatCompletionRequest> = {
  * @since 0.1.0
  */
 export const handle = (
-  generation: Routes.Generation
+  handler: Handler
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
-  const decoded = readRequest(generation, fieldPolicy, decode)
+  const decoded = readRequest(handler, fieldPolicy, decode)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
-  const refused = unsupported(request) ?? VllmParams.refusal(request, true)
+  const refused = unsupported(request)
   if (refused !== undefined) return Effect.fail(refused)
-  return ChatAnswer.answer(generation, request, shape)
+  return ChatAnswer.answer(handler, request, shape)
 }

@@ -13,104 +13,31 @@ import type { ClientError } from "@mcore-effect/client"
 import type { Media, SamplingParams } from "@mcore-effect/protocol"
 import type { TextError, TextGeneration } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
+import type * as Stream from "effect/Stream"
 import type { FinishReason, Usage } from "../OpenAiSchema.ts"
-import type * as Sampling from "./Sampling.ts"
+import type { Shared } from "./Handler.ts"
+import type { Finished, Plan, Prompt } from "./Plan.ts"
 import { badRequest, fromClientError, Internal, serverError, type ServerError } from "../ServerError.ts"
-import type { State } from "./ServerState.ts"
 
-/**
- * A prompt, as token ids (what is sent) and as text (what `echo` repeats).
- *
- * @since 0.1.0
- */
-export interface Prompt {
-  readonly ids: ReadonlyArray<number>
-  readonly text: string
-}
-
-/**
- * A finished choice.
- *
- * @since 0.1.0
- */
-export interface Finished {
-  /** The generated text, cut where a stop string begins. */
-  readonly text: string
-  /** The stop string that ended the text (not part of it), if one did. */
-  readonly stopString?: string | undefined
-  /** The generated ids that made `text`. */
-  readonly tokens: ReadonlyArray<number>
-  readonly finishReason: FinishReason
-  readonly promptTokens: number
-  readonly completionTokens: number
-  readonly cachedTokens: number
-  /** Log prob of each of `tokens`, when asked for. */
-  readonly logprobs: ReadonlyArray<number> | undefined
-  readonly topLogprobs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
-  /** Log probs of the prompt's tokens after the first (`echo` with `logprobs` only). */
-  readonly promptLogprobs: ReadonlyArray<number> | undefined
-  readonly promptTopLogprobs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
-}
-
-/**
- * What generating a choice needs.
- *
- * @since 0.1.0
- */
-export interface Context {
-  readonly text: TextGeneration.Service
-  readonly state: State
-  readonly samplingParams: SamplingParams.SamplingParamsInput
-  readonly stop: ReadonlyArray<string>
-  /** Top log probs per token, when log probs are asked for at all. */
-  readonly logprobs: number | undefined
-  /** The prompt's log probs too (`echo` with `logprobs`). */
-  readonly promptLogprobs: boolean
-  /** Media sent with every choice's request (a chat's images), when there are any. */
-  readonly media: Media.MultiModalData | undefined
-}
-
-/**
- * The context of a request's choices: its plan's sampling parameters, stop strings and log
- * probs, and its media, over the server's state and text generation.
- *
- * @since 0.1.0
- */
-export const context = (
-  text: TextGeneration.Service,
-  state: State,
-  plan: Sampling.Plan,
-  media?: Media.MultiModalData | undefined
-): Context => ({
-  text,
-  state,
-  samplingParams: plan.samplingParams,
-  stop: plan.stop,
-  logprobs: plan.logprobs,
-  promptLogprobs: plan.promptLogprobs,
-  media
-})
-
-const failure = (context: Context) => (error: TextError.TextError | ClientError.ClientError): ServerError => {
+const failure = (shared: Shared, error: TextError.TextError | ClientError.ClientError): ServerError => {
   if (error._tag === "TextError") {
     return error.reason._tag === "InvalidArgument"
       ? badRequest(error.reason.name, error.reason.why)
       : serverError(new Internal({ why: error.message }))
   }
-  if (error.reason._tag === "RequestTimeout") context.state.metrics.aborted("deadline")
+  if (error.reason._tag === "RequestTimeout") shared.state.metrics.aborted("deadline")
   return fromClientError(error)
 }
 
-const options = (context: Context): TextGeneration.GenerateOptions => ({
-  samplingParams: context.samplingParams,
-  stop: context.stop,
+const options = (shared: Shared, plan: Plan): TextGeneration.GenerateOptions => ({
+  samplingParams: plan.samplingParams,
+  stop: plan.stop,
   skipSpecialTokens: true,
-  logProbs: context.logprobs !== undefined,
-  topLogProbs: context.logprobs,
-  promptLogProbs: context.promptLogprobs,
-  timeout: context.state.config.requestTimeoutMillis,
-  multiModalData: context.media
+  logProbs: plan.logprobs !== undefined,
+  topLogProbs: plan.logprobs,
+  promptLogProbs: plan.promptLogprobs,
+  timeout: shared.state.config.requestTimeoutMillis,
+  multiModalData: plan.media
 })
 
 const finishReason = (reason: TextGeneration.FinishReason): FinishReason => reason === "aborted" ? "abort" : reason
@@ -135,11 +62,11 @@ const finished = (generation: TextGeneration.Generation): Finished => ({
  *
  * @since 0.1.0
  */
-export const generate = (context: Context, prompt: Prompt): Effect.Effect<Finished, ServerError> =>
+export const generate = (shared: Shared, plan: Plan, prompt: Prompt): Effect.Effect<Finished, ServerError> =>
   // One step (matchEffect) rather than two (mapError, then map). The ids frozen: the text layer
   // then holds them as they are, without a copy of its own.
-  Effect.matchEffect(context.text.generate({ tokens: Object.freeze(prompt.ids) }, options(context)), {
-    onFailure: (error) => Effect.fail(failure(context)(error)),
+  Effect.matchEffect(shared.text.generate({ tokens: Object.freeze(prompt.ids) }, options(shared, plan)), {
+    onFailure: (error) => Effect.fail(failure(shared, error)),
     onSuccess: (generation) => Effect.succeed(finished(generation))
   })
 
@@ -152,19 +79,20 @@ export const generate = (context: Context, prompt: Prompt): Effect.Effect<Finish
  * @since 0.1.0
  */
 export const parts = (
-  context: Context,
+  shared: Shared,
+  plan: Plan,
   prompt: Prompt
 ): Stream.Stream<TextGeneration.StreamPart, TextError.TextError | ClientError.ClientError> =>
   // Frozen (its type says it never changes): the text layer uses it as it is, with no copy.
-  context.text.stream({ tokens: Object.freeze(prompt.ids) }, options(context))
+  shared.text.stream({ tokens: Object.freeze(prompt.ids) }, options(shared, plan))
 
 /**
  * The server's error for a failure of {@link parts}.
  *
  * @since 0.1.0
  */
-export const failed = (context: Context, error: TextError.TextError | ClientError.ClientError): ServerError =>
-  failure(context)(error)
+export const failed = (shared: Shared, error: TextError.TextError | ClientError.ClientError): ServerError =>
+  failure(shared, error)
 
 /**
  * The finished choice of the last part of {@link parts}.

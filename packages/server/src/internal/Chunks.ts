@@ -12,42 +12,10 @@
  * @since 0.1.0
  */
 import type { TextGeneration } from "@mcore-effect/text"
-import type * as Choice from "./Choice.ts"
-import type { ChoiceReader, Format, Meta } from "./Generation.ts"
 import type { Usage } from "../OpenAiSchema.ts"
+import type { ChoiceReader, Finished, Format, Meta, Prompt, Records } from "./Plan.ts"
 import * as Sse from "./Sse.ts"
 import { body, type ServerError } from "../ServerError.ts"
-
-/**
- * The records of one stream.
- *
- * @since 0.1.0
- */
-export interface Chunks {
-  /** The record opening choice `index`, if the endpoint sends one. */
-  readonly opening: (index: number, prompt: Choice.Prompt) => string | undefined
-  /** The record carrying `text` for choice `index`. */
-  readonly delta: (index: number, text: string) => string
-  /**
-   * The record carrying a delta's text and its tokens' log probs, when the delta has them and the
-   * endpoint streams them per chunk; `undefined` otherwise (then {@link delta}).
-   */
-  readonly deltaLogprobs: (index: number, part: TextGeneration.TextDelta) => string | undefined
-  /** The record closing choice `index`. */
-  readonly closing: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => string
-  /** Why choice `index` cannot be closed (its reader's refusal), if it cannot; asked before {@link closing}. */
-  readonly refusal: (index: number, finished: Choice.Finished) => ServerError | undefined
-  /**
-   * The records that end a stream whose choices all closed, given the request's usage: with
-   * `stream_options.include_usage`, a chunk with no choices and the usage; then `data: [DONE]`.
-   */
-  readonly end: (usage: Usage) => string
-  /**
-   * The record of a failure after the headers went out (too late for a status): OpenAI's error
-   * object, what its SDKs raise as an `APIError`. Nothing follows it.
-   */
-  readonly failure: (error: ServerError) => string
-}
 
 /**
  * A stand-in text whose JSON form cannot come out of serializing anything else in a chunk by
@@ -71,7 +39,7 @@ const split = (record: string): readonly [string, string] | undefined => {
  * The records of one stream, as one object: a `make` returning closures held five closures and
  * their contexts per open stream (~0.6 KB, heap snapshot).
  */
-class Records implements Chunks {
+class FormatRecords implements Records {
   // Per choice index: the text around the delta, or null when it cannot be split.
   private readonly templates: Array<readonly [string, string] | null | undefined> = []
   private readonly object: string
@@ -92,7 +60,7 @@ class Records implements Chunks {
     ))
   }
 
-  opening(index: number, prompt: Choice.Prompt): string | undefined {
+  opening(index: number, prompt: Prompt): string | undefined {
     const opening = this.format.opening
     return opening === undefined ? undefined : this.record(opening(index, prompt))
   }
@@ -122,13 +90,13 @@ class Records implements Chunks {
     return this.record(format(index, part.text, part.tokenIds, logprobs))
   }
 
-  closing(index: number, finished: Choice.Finished, prompt: Choice.Prompt): string {
+  closing(index: number, finished: Finished, prompt: Prompt): string {
     const reader = this.reader(index)
     if (reader !== undefined) return reader.closing(finished, prompt).map((choice) => this.record(choice)).join("")
     return this.record(this.format.closing(index, finished, prompt))
   }
 
-  refusal(index: number, finished: Choice.Finished): ServerError | undefined {
+  refusal(index: number, finished: Finished): ServerError | undefined {
     return this.reader(index)?.refusal?.(finished)
   }
 
@@ -145,8 +113,8 @@ class Records implements Chunks {
 
 /**
  * The records of a stream of `format`'s chunks under `meta`; with `includeUsage`, every chunk
- * carries `usage: null` and {@link Chunks.end} the total.
+ * carries `usage: null` and `end` the total.
  *
  * @since 0.1.0
  */
-export const make = (format: Format, meta: Meta, includeUsage: boolean): Chunks => new Records(format, meta, includeUsage)
+export const make = (format: Format, meta: Meta, includeUsage: boolean): Records => new FormatRecords(format, meta, includeUsage)

@@ -12,14 +12,14 @@ import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import * as Choice from "./Choice.ts"
 import * as CommonShape from "./CommonShape.ts"
 import * as ContextLength from "./ContextLength.ts"
-import * as Generation from "./Generation.ts"
+import type { Handler } from "./Handler.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
+import * as Plan from "./Plan.ts"
 import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { readRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
-import type * as Routes from "./Routes.ts"
+import { respond } from "./Respond.ts"
 import * as Sampling from "./Sampling.ts"
 import * as TopLogprobs from "./TopLogprobs.ts"
 import * as VllmParams from "./VllmParams.ts"
@@ -37,13 +37,13 @@ const prompts = (
   tokenizer: Tokenizer.Service,
   input: OpenAiSchema.CompletionRequest["prompt"],
   addSpecialTokens: boolean
-): Result.Result<Array<Choice.Prompt>, ServerError> => {
+): Result.Result<Array<Plan.Prompt>, ServerError> => {
   if (typeof input === "string") return Result.map(tokenizePrompt(tokenizer, input, "prompt", addSpecialTokens), (p) => [p])
   const first = input[0]
   if (typeof first === "number") {
     return Result.map(tokenPrompt(tokenizer, input as ReadonlyArray<number>, "prompt"), (p) => [p])
   }
-  const out: Array<Choice.Prompt> = []
+  const out: Array<Plan.Prompt> = []
   for (let i = 0; i < input.length; i++) {
     const item = input[i]!
     const prompt = typeof item === "string"
@@ -103,8 +103,8 @@ const padded = <A>(list: ReadonlyArray<A> | undefined, length: number): Array<A 
  */
 const choiceLogprobs = (
   tokenizer: Tokenizer.Service,
-  finished: Choice.Finished,
-  prompt: Choice.Prompt,
+  finished: Plan.Finished,
+  prompt: Plan.Prompt,
   echo: boolean,
   k: number,
   offset = 0
@@ -122,20 +122,21 @@ const choiceLogprobs = (
 }
 
 /**
- * The route's handler: plain code up to the generation (see `ChatCompletions.handle`).
+ * The route's handler: plain code up to the generation (see `ChatCompletions.handle`): the
+ * request's plan made, then answered (`Respond`).
  *
  * @since 0.1.0
  */
 export const handle = (
-  generation: Routes.Generation
+  handler: Handler
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
-  const { state, text } = generation
-  const decoded = readRequest(generation, fieldPolicy, decode)
+  const { state, text } = handler.shared
+  const decoded = readRequest(handler, fieldPolicy, decode)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
   if (request.suffix != null && request.suffix !== "") return Effect.fail(badRequest("suffix", "not supported"))
-  const refused = VllmParams.refusal(request, false)
-  if (refused !== undefined) return Effect.fail(refused)
+  const vllm = VllmParams.read(request, false)
+  if (Result.isFailure(vllm)) return Effect.fail(vllm.failure)
   const n = request.n ?? 1
   if (request.best_of != null && request.best_of > n) {
     return Effect.fail(badRequest("best_of", "only best_of <= n is supported (the engines do not rank choices)"))
@@ -143,28 +144,23 @@ export const handle = (
   const echo = request.echo === true
   const logprobs = request.logprobs ?? undefined
   const maxTokens = request.max_tokens ?? DEFAULT_MAX_TOKENS
-  const planned = Sampling.plan(request, {
-    maxTokens,
-    logprobs,
-    promptLogprobs: echo && logprobs !== undefined
-  })
-  if (Result.isFailure(planned)) return Effect.fail(planned.failure)
-  const plan = VllmParams.applyTo(planned.success, request)
+  const sampling = Sampling.read(request, logprobs, echo && logprobs !== undefined)
+  if (Result.isFailure(sampling)) return Effect.fail(sampling.failure)
   const tokenizer = text.tokenizer
-  const tokenized = prompts(tokenizer, request.prompt, VllmParams.addSpecialTokens(request))
+  const tokenized = prompts(tokenizer, request.prompt, vllm.success.addSpecialTokens)
   if (Result.isFailure(tokenized)) return Effect.fail(tokenized.failure)
   const all = tokenized.success
   if (all.length * n > OpenAiSchema.MAX_CHOICES) {
     return Effect.fail(badRequest("n", `n times the prompts must be at most ${OpenAiSchema.MAX_CHOICES}`))
   }
   const single = typeof request.prompt === "string" || typeof request.prompt[0] === "number"
-  const fitted = ContextLength.fit(plan, state.maxModelLen, all.map((p) => p.ids.length), maxTokens, (i) => ({
+  const tokens = ContextLength.tokensToGenerate(state.maxModelLen, all.map((p) => p.ids.length), maxTokens, (i) => ({
     prompt: single ? "prompt" : `prompt[${i}]`,
     maxTokens: "max_tokens"
   }))
-  if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
-  const endpoint = VllmParams.endpointFor(endpointOf(tokenizer, logprobs, echo), request)
-  return Generation.respond(generation, Choice.context(text, state, fitted.success), all, fitted.success, endpoint)
+  if (Result.isFailure(tokens)) return Effect.fail(tokens.failure)
+  const endpoint = endpointOf(tokenizer, logprobs, echo)
+  return respond(handler, Plan.make(sampling.success, vllm.success, tokens.success, all, undefined, endpoint))
 }
 
 /**
@@ -172,14 +168,14 @@ export const handle = (
  * response holds its format until the last chunk, and closures made in `handle` would hold
  * everything of `handle` they share a context with (the request, its body and plan).
  */
-const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined, echo: boolean): Generation.Endpoint => {
+const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined, echo: boolean): Plan.Endpoint => {
   // Streamed per chunk where the engines' partials carry them: not with top log probs (partials
   // carry no top tokens) nor with echo (the prompt's come with the final reply); then all of
   // them come with the closing chunk, as before.
   const perChunk = logprobs === 0 && !echo
   // Per choice, where the next streamed token's text starts in the completion (`text_offset`).
   const offsets: Array<number> = []
-  const logprobsFor = (finished: Choice.Finished, prompt: Choice.Prompt, index?: number) =>
+  const logprobsFor = (finished: Plan.Finished, prompt: Plan.Prompt, index?: number) =>
     logprobs === undefined
       ? null
       : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs, index === undefined ? 0 : offsets[index] ?? 0)

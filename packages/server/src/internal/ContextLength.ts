@@ -14,7 +14,6 @@
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Result from "effect/Result"
-import type * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "../ServerError.ts"
 
 /**
@@ -140,27 +139,24 @@ export const budget = (
 }
 
 /**
- * `plan` checked against `limit` for prompts of `promptLengths` tokens (every prompt of a list;
- * each of its choices asks the same), with `num_tokens_to_generate` set: `maxTokens` as asked,
- * or when it is `null` (omitted) the rest of the context of the one prompt. `params` names the
- * fields of prompt `i` in a refusal.
+ * The tokens each choice may generate under `limit`, for prompts of `promptLengths` tokens (every
+ * prompt of a list; each of its choices asks the same): `maxTokens` as asked, or when it is `null`
+ * (omitted) the shortest room any prompt leaves, so that one plan serves every prompt. `params`
+ * names the fields of prompt `i` in a refusal.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const fit = (
-  plan: Sampling.Plan,
+export const tokensToGenerate = (
   limit: number,
   promptLengths: ReadonlyArray<number>,
   maxTokens: number | null,
   params: (index: number) => Params
-): Result.Result<Sampling.Plan, ServerError> => {
+): Result.Result<number | null, ServerError> => {
   let tokens = maxTokens
   for (let i = 0; i < promptLengths.length; i++) {
     const fits = budget(limit, promptLengths[i]!, maxTokens, params(i))
     if (Result.isFailure(fits)) return Result.fail(fits.failure)
-    // Omitted with several prompts: the shortest room, so one plan serves every prompt.
     if (maxTokens === null) tokens = tokens === null ? fits.success : Math.min(tokens, fits.success)
   }
-  if (tokens === plan.samplingParams.num_tokens_to_generate) return Result.succeed(plan)
-  return Result.succeed({ ...plan, samplingParams: { ...plan.samplingParams, num_tokens_to_generate: tokens } })
+  return Result.succeed(tokens)
 }

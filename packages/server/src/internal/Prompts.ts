@@ -7,9 +7,9 @@
  */
 import type { Tokenizer } from "@mcore-effect/text"
 import * as Result from "effect/Result"
-import type * as Choice from "./Choice.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
-import type * as Routes from "./Routes.ts"
+import type { Handler } from "./Handler.ts"
+import type { Prompt } from "./Plan.ts"
 import { badRequest, ModelNotFound, serverError, type ServerError } from "../ServerError.ts"
 import type { State } from "./ServerState.ts"
 
@@ -47,13 +47,14 @@ export const decodeRequest = <A extends { readonly model?: string | undefined }>
  * @since 0.2.0
  */
 export const readRequest = <A extends { readonly model?: string | undefined }>(
-  generation: Routes.Generation,
+  handler: Handler,
   policy: IgnoredFields.Policy,
   decode: (input: unknown) => Result.Result<A, ServerError>
 ): Result.Result<A, ServerError> => {
-  const sifted = IgnoredFields.sift(policy, generation.state, generation.request, generation.body)
+  const { state } = handler.shared
+  const sifted = IgnoredFields.sift(policy, state, handler.request, handler.body)
   if (Result.isFailure(sifted)) return Result.fail(sifted.failure)
-  return decodeRequest(generation.state, decode, sifted.success)
+  return decodeRequest(state, decode, sifted.success)
 }
 
 /**
@@ -67,7 +68,7 @@ export const tokenizePrompt = (
   text: string,
   param: string,
   addSpecialTokens = true
-): Result.Result<Choice.Prompt, ServerError> => {
+): Result.Result<Prompt, ServerError> => {
   let ids: Array<number>
   try {
     ids = addSpecialTokens ? tokenizer.encode(text) : tokenizer.encode(text, { addSpecialTokens: false })
@@ -88,7 +89,7 @@ export const tokenPrompt = (
   tokenizer: Tokenizer.Service,
   ids: ReadonlyArray<number>,
   param: string
-): Result.Result<Choice.Prompt, ServerError> => {
+): Result.Result<Prompt, ServerError> => {
   if (ids.length === 0) return Result.fail(badRequest(param, "must not be empty"))
   const size = tokenizer.vocabSize
   for (let i = 0; i < ids.length; i++) {

@@ -19,7 +19,7 @@ import * as ChatMessages from "./ChatMessages.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
 import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { readRequest } from "./Prompts.ts"
-import type * as Routes from "./Routes.ts"
+import type { Handler } from "./Handler.ts"
 import type { ServerError } from "../ServerError.ts"
 import * as AssistantReply from "./tools/AssistantReply.ts"
 import { ResponseEvents } from "./responses/ResponseEvents.ts"
@@ -78,11 +78,11 @@ const shape: ChatAnswer.Shape<ResponsesInput.Read> = {
  * @since 0.2.0
  */
 export const handle = (
-  generation: Routes.Generation
+  handler: Handler
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
-  const decoded = readRequest(generation, fieldPolicy, decode)
+  const decoded = readRequest(handler, fieldPolicy, decode)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const read = ResponsesInput.read(decoded.success)
   if (Result.isFailure(read)) return Effect.fail(read.failure)
-  return ChatAnswer.answer(generation, read.success, shape)
+  return ChatAnswer.answer(handler, read.success, shape)
 }

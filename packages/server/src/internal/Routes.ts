@@ -19,6 +19,7 @@ import * as Scope from "effect/Scope"
 import { readJson } from "./Admission.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import type { ServerError } from "../ServerError.ts"
+import type { Handler, Shared } from "./Handler.ts"
 import type { State } from "./ServerState.ts"
 
 /**
@@ -74,30 +75,6 @@ export const authenticated = <R>(
   })
 
 /**
- * What a generation handler is given: the request's JSON body and a way to take its place in
- * flight.
- *
- * @since 0.1.0
- */
-export interface Generation {
-  /** The HTTP request (a streamed answer is written to its Node response). */
-  readonly request: HttpServerRequest.HttpServerRequest
-  readonly body: unknown
-  readonly state: State
-  /** The server's text generation (tokenizer, chat template, client). */
-  readonly text: TextGeneration.Service
-  /** `performance.now()` when the request arrived. */
-  readonly startedAt: number
-  /**
-   * Takes a place among the requests in flight (429 or 503 when there is none), given back when
-   * the request's scope closes: after the last byte of its response, streamed or not.
-   */
-  readonly admit: Effect.Effect<void, ServerError, Scope.Scope>
-  /** {@link admit}, then `then` (in fewer steps of the runtime than `Effect.flatMap`). */
-  readonly admitThen: <A, E, R>(then: () => Effect.Effect<A, E, R>) => Effect.Effect<A, E | ServerError, R | Scope.Scope>
-}
-
-/**
  * A `POST` generation route of the server with `state` and `text`: admission, then `handler`
  * with the parsed body.
  *
@@ -107,9 +84,10 @@ export const generation = <R>(
   state: State,
   text: TextGeneration.Service,
   path: HttpRouter.PathInput,
-  handler: (generation: Generation) => Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>
-) =>
-  authenticated(state, "POST", path, (request) => {
+  handler: (handler: Handler) => Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, R>
+) => {
+  const shared: Shared = { state, text }
+  return authenticated(state, "POST", path, (request) => {
     const startedAt = performance.now()
     const closed = state.gate.closed()
     if (closed !== undefined) return Effect.fail(closed)
@@ -135,6 +113,7 @@ export const generation = <R>(
     const admit = admitThen(() => Effect.void)
     return Effect.flatMap(
       readJson(request, state.config.maxBodyBytes),
-      (body) => handler({ request, body, state, text, startedAt, admit, admitThen })
+      (body) => handler({ request, body, shared, startedAt, admit, admitThen })
     )
   })
+}

@@ -1,12 +1,11 @@
 /**
- * From OpenAI's sampling fields to Megatron's `SamplingParams`, and the refusals: a parameter
- * that would change the result and that Megatron's engines do not support is a 400 naming it,
- * never silently ignored (a penalty, a logit bias, a seed with sampling on, a combination the
- * engine refuses).
+ * OpenAI's sampling fields read for Megatron's `SamplingParams` (`Plan.make` writes them), and
+ * the refusals: a parameter that would change the result and that Megatron's engines do not
+ * support is a 400 naming it, never silently ignored (a penalty, a logit bias, a seed with
+ * sampling on, a combination the engine refuses).
  *
  * @since 0.1.0
  */
-import type { SamplingParams } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import type * as OpenAiSchema from "../OpenAiSchema.ts"
 import { badRequest, type ServerError } from "../ServerError.ts"
@@ -28,11 +27,12 @@ type Common = Pick<
 >
 
 /**
- * What a request asks of generation, whichever endpoint it came through.
+ * A request's sampling fields, read and checked: what `Plan.make` turns into the engine's
+ * `SamplingParams` once the tokens to generate are known.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export interface Plan {
+export interface Asked {
   /** Choices per prompt. */
   readonly n: number
   readonly stream: boolean
@@ -43,8 +43,10 @@ export interface Plan {
   readonly logprobs: number | undefined
   /** The prompt's log probs too (`echo` with `logprobs`). */
   readonly promptLogprobs: boolean
-  /** What is sent to the engine (without `streaming`, which the client sets). */
-  readonly samplingParams: SamplingParams.SamplingParamsInput
+  /** The engine's `temperature`, `top_k` and `top_p` (greedy as Megatron's own server does it). */
+  readonly temperature: number
+  readonly topK: number
+  readonly topP: number
 }
 
 const stopList = (stop: OpenAiSchema.CompletionRequest["stop"]): ReadonlyArray<string> => {
@@ -54,28 +56,16 @@ const stopList = (stop: OpenAiSchema.CompletionRequest["stop"]): ReadonlyArray<s
 }
 
 /**
- * The plan of a request's sampling fields, or the 400 for the first one that cannot be honoured.
- * `maxTokens` is the endpoint's reading of `max_tokens` (null: the engine's default);
+ * A request's sampling fields, or the 400 for the first one that cannot be honoured.
  * `promptLogprobs` asks for the prompt's log probs too (`echo` with `logprobs`).
  *
- * @example
- * ```ts
- * import { Sampling } from "@mcore-effect/server"
- *
- * Sampling.plan({ temperature: 0 }, { maxTokens: 16, logprobs: undefined, promptLogprobs: false })
- * // Success: top_k 1 (greedy), num_tokens_to_generate 16
- * ```
- *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const plan = (
+export const read = (
   request: Common,
-  options: {
-    readonly maxTokens: number | null
-    readonly logprobs: number | undefined
-    readonly promptLogprobs: boolean
-  }
-): Result.Result<Plan, ServerError> => {
+  logprobs: number | undefined,
+  promptLogprobs: boolean
+): Result.Result<Asked, ServerError> => {
   const fail = (param: string, why: string) => Result.fail(badRequest(param, why))
   if (nonZero(request.presence_penalty)) return fail("presence_penalty", "not supported by the engines (only 0)")
   if (nonZero(request.frequency_penalty)) return fail("frequency_penalty", "not supported by the engines (only 0)")
@@ -96,29 +86,17 @@ export const plan = (
   if (request.stream_options?.continuous_usage_stats === true) {
     return fail("stream_options.continuous_usage_stats", "not supported")
   }
-  const stop = stopList(request.stop)
-  const logprobs = options.logprobs
-  const topN = logprobs ?? 0
-  const samplingParams: SamplingParams.SamplingParamsInput = {
-    // Greedy as Megatron's own server does it: top-1 and no nucleus.
-    temperature: greedy ? 0 : temperature,
-    top_k: greedy ? 1 : topK,
-    top_p: greedy ? 0 : topP,
-    num_tokens_to_generate: options.maxTokens,
-    return_log_probs: logprobs !== undefined,
-    top_n_logprobs: topN,
-    skip_prompt_log_probs: !options.promptLogprobs,
-    return_prompt_top_n_logprobs: topN > 0 && options.promptLogprobs,
-    stop_words: stop.length > 0 ? stop : null
-  }
   return Result.succeed({
     n: request.n ?? 1,
     stream: request.stream === true,
     includeUsage: request.stream_options?.include_usage === true,
-    stop,
+    stop: stopList(request.stop),
     logprobs,
-    promptLogprobs: options.promptLogprobs,
-    samplingParams
+    promptLogprobs,
+    // Greedy as Megatron's own server does it: top-1 and no nucleus.
+    temperature: greedy ? 0 : temperature,
+    topK: greedy ? 1 : topK,
+    topP: greedy ? 0 : topP
   })
 }
 

@@ -1,8 +1,8 @@
 /**
- * A streamed response's records: each choice's parts shaped as records by the endpoint's `Chunks`
- * (for chat and completions, chunks of its `Generation.Format`), framed as server-sent events,
+ * A streamed response's records: each choice's parts shaped as records by the endpoint's `Records`
+ * (for chat and completions, `Chunks` of its `Plan.Format`), framed as server-sent events,
  * pulled by the route's writer (`Sse.write`). Each choice ends with its closing records (a chunk
- * carrying its `finish_reason`), the stream with its end records (`Chunks.end`: with
+ * carrying its `finish_reason`), the stream with its end records (`Records.end`: with
  * `stream_options.include_usage` a chunk with no choices and the usage, then `data: [DONE]`). A
  * failure after the headers went out is written as one error record, and the stream ends.
  *
@@ -18,8 +18,9 @@ import * as Pull from "effect/Pull"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as Chunks from "./Chunks.ts"
 import * as Choice from "./Choice.ts"
+import type { Shared } from "./Handler.ts"
+import type { Finished, Plan, Prompt, Records } from "./Plan.ts"
 import { Internal, serverError, type ServerError } from "../ServerError.ts"
 
 /**
@@ -33,17 +34,17 @@ import { Internal, serverError, type ServerError } from "../ServerError.ts"
  * @since 0.1.0
  */
 export const recordsAll = (
-  context: Choice.Context,
-  prompts: ReadonlyArray<Choice.Prompt>,
-  n: number,
+  shared: Shared,
+  plan: Plan,
   options: StreamOptions
 ): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>>, never, Scope.Scope> => {
-  if (prompts.length !== 1 || n !== 1) return Stream.toPull(streamMany(context, prompts, n, options))
+  const prompts = plan.prompts
+  if (prompts.length !== 1 || plan.n !== 1) return Stream.toPull(streamMany(shared, plan, options))
   const prompt = prompts[0]!
   return Effect.flatMap(Effect.scope, (scope) =>
     Effect.flatMap(
-      Channel.toPullScoped(Stream.toChannel(Choice.parts(context, prompt)), scope),
-      (pull) => recordsOne(context, prompt, options)(pull, scope)
+      Channel.toPullScoped(Stream.toChannel(Choice.parts(shared, plan, prompt)), scope),
+      (pull) => recordsOne(shared, prompt, options)(pull, scope)
     ))
 }
 
@@ -54,7 +55,7 @@ export const recordsAll = (
  */
 export interface StreamOptions {
   /** The records of this stream (its own: a reader keeps what it read so far). */
-  readonly chunks: Chunks.Chunks
+  readonly chunks: Records
   /** `performance.now()` when the request arrived (time to first token). */
   readonly startedAt: number
 }
@@ -63,8 +64,8 @@ const bytes = (records: string): Arr.NonEmptyReadonlyArray<Uint8Array> => [Buffe
 
 /** The record a failure after the headers becomes (they went out with 200: too late for a status). */
 const failureRecord = (
-  context: Choice.Context,
-  chunks: Chunks.Chunks,
+  shared: Shared,
+  chunks: Records,
   cause: Cause.Cause<TextError.TextError | ClientError.ClientError | ServerError>
 ): string => {
   const error = Cause.findErrorOption(cause)
@@ -72,12 +73,12 @@ const failureRecord = (
     ? serverError(new Internal({ why: `the stream failed: ${Cause.pretty(cause)}` }))
     : error.value._tag === "ServerError"
     ? error.value
-    : Choice.failed(context, error.value)
+    : Choice.failed(shared, error.value)
   return chunks.failure(failure)
 }
 
-const countAborted = (context: Choice.Context): void =>
-  context.state.metrics.aborted(context.state.gate.isClosing ? "shutdown" : "disconnect")
+const countAborted = (shared: Shared): void =>
+  shared.state.metrics.aborted(shared.state.gate.isClosing ? "shutdown" : "disconnect")
 
 /**
  * One choice: the pull of its records over its parts' pull, no fiber or queue of its own (they
@@ -86,12 +87,12 @@ const countAborted = (context: Choice.Context): void =>
  * headers and the role chunk go out before any token. The scope's exit tells an abort (the writer
  * stopped pulling first) from an end.
  */
-const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: StreamOptions) =>
+const recordsOne = (shared: Shared, prompt: Prompt, options: StreamOptions) =>
   (
     pull: Pull.Pull<Arr.NonEmptyReadonlyArray<TextGeneration.StreamPart>, TextError.TextError | ClientError.ClientError, void>,
     scope: Scope.Scope
   ): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>>> => {
-    const { metrics } = context.state
+    const { metrics } = shared.state
     const chunks = options.chunks
     let opened = false
     let firstContent = true
@@ -133,7 +134,7 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
     const onCause = (cause: Cause.Cause<TextError.TextError | ClientError.ClientError | Cause.Done>): Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>> => {
       if (Pull.isDoneCause(cause) || Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<Cause.Done>)
       over = true
-      return Effect.succeed(bytes(failureRecord(context, chunks, cause as Cause.Cause<TextError.TextError | ClientError.ClientError>)))
+      return Effect.succeed(bytes(failureRecord(shared, chunks, cause as Cause.Cause<TextError.TextError | ClientError.ClientError>)))
     }
     // Built once and run for every pull: no closures per token.
     const pullRecords = Effect.catchCause(Effect.flatMap(pull, onParts), onCause)
@@ -148,7 +149,7 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
     })
     return Effect.as(
       Scope.addFinalizer(scope, Effect.sync(() => {
-        if (!over) countAborted(context)
+        if (!over) countAborted(shared)
       })),
       next
     )
@@ -159,24 +160,24 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
  * fills, running every choice's stream at once; the records waiting are taken together.
  */
 const streamMany = (
-  context: Choice.Context,
-  prompts: ReadonlyArray<Choice.Prompt>,
-  n: number,
+  shared: Shared,
+  plan: Plan,
   options: StreamOptions
 ): Stream.Stream<Uint8Array> =>
   Stream.callback<Uint8Array>((queue) => {
-    const { metrics } = context.state
+    const { n, prompts } = plan
+    const { metrics } = shared.state
     const chunks = options.chunks
     const offer = (records: string) => Queue.offerUnsafe(queue, Buffer.from(records, "utf8"))
     const count = prompts.length * n
-    const finished: Array<Choice.Finished | undefined> = new Array(count)
+    const finished: Array<Finished | undefined> = new Array(count)
     let firstContent = true
     const choice = (index: number) => {
       const prompt = prompts[Math.floor(index / n)]!
       let sent = 0
       const opening = chunks.opening(index, prompt)
       if (opening !== undefined) offer(opening)
-      return Stream.runForEach(Choice.parts(context, prompt), (part) => {
+      return Stream.runForEach(Choice.parts(shared, plan, prompt), (part) => {
         if (part._tag === "TextDelta") {
           if (firstContent) {
             firstContent = false
@@ -205,7 +206,7 @@ const streamMany = (
       concurrency: "unbounded",
       discard: true
     })
-    return Effect.forkScoped(Effect.matchCause(Effect.onInterrupt(all, () => Effect.sync(() => countAborted(context))), {
+    return Effect.forkScoped(Effect.matchCause(Effect.onInterrupt(all, () => Effect.sync(() => countAborted(shared))), {
       onSuccess: () => {
         const total = Choice.usage(finished, n)
         metrics.tokens(total.prompt_tokens, total.completion_tokens)
@@ -214,7 +215,7 @@ const streamMany = (
       },
       onFailure: (cause) => {
         if (Cause.hasInterruptsOnly(cause)) return
-        offer(failureRecord(context, chunks, cause))
+        offer(failureRecord(shared, chunks, cause))
         Queue.endUnsafe(queue)
       }
     }))

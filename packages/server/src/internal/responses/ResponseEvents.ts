@@ -16,9 +16,7 @@
  */
 import type { Tokenizer } from "@mcore-effect/text"
 import { notMet } from "../ChatAnswer.ts"
-import type * as Choice from "../Choice.ts"
-import type * as Chunks from "../Chunks.ts"
-import type { Meta } from "../Generation.ts"
+import type { Finished, Meta, Records } from "../Plan.ts"
 import type { Usage } from "../../OpenAiSchema.ts"
 import { body, type ServerError } from "../../ServerError.ts"
 import * as AssistantReply from "../tools/AssistantReply.ts"
@@ -47,7 +45,7 @@ interface ChatDelta {
  *
  * @since 0.2.0
  */
-export class ResponseEvents implements Chunks.Chunks {
+export class ResponseEvents implements Records {
   private sequence = 0
   /** The items done, in order (the output of the last event). */
   private readonly items: Array<unknown> = []
@@ -55,7 +53,7 @@ export class ResponseEvents implements Chunks.Chunks {
   private readonly calls = new Map<number, { readonly outputIndex: number; readonly id: string }>()
   private open: Open | undefined = undefined
   private readonly deltas: AssistantReply.Deltas | undefined
-  private finished: Choice.Finished | undefined = undefined
+  private finished: Finished | undefined = undefined
 
   constructor(
     private readonly meta: Meta,
@@ -182,7 +180,7 @@ export class ResponseEvents implements Chunks.Chunks {
     return records
   }
 
-  closing(_index: number, finished: Choice.Finished): string {
+  closing(_index: number, finished: Finished): string {
     this.finished = finished
     let records = ""
     if (this.deltas !== undefined) for (const delta of this.deltas.end()) records += this.onDelta(delta as ChatDelta)
@@ -191,7 +189,7 @@ export class ResponseEvents implements Chunks.Chunks {
     return records + this.close(finished.finishReason === "length" ? "incomplete" : "completed")
   }
 
-  refusal(_index: number, finished: Choice.Finished): ServerError | undefined {
+  refusal(_index: number, finished: Finished): ServerError | undefined {
     if (this.reading.forced === undefined || this.deltas === undefined) return undefined
     return notMet(this.reading, this.deltas.final(), finished)
   }

@@ -10,8 +10,7 @@
  */
 import type { Tokenizer } from "@mcore-effect/text"
 import { randomBytes } from "node:crypto"
-import type * as Choice from "../Choice.ts"
-import type { Meta } from "../Generation.ts"
+import type { Finished, Meta, Records } from "../Plan.ts"
 import type { Usage } from "../../OpenAiSchema.ts"
 import * as AssistantReply from "../tools/AssistantReply.ts"
 import type { ResponsesRequest } from "../../ResponsesRequest.ts"
@@ -36,7 +35,7 @@ export type Status = "completed" | "incomplete" | "cancelled" | "in_progress" | 
  *
  * @since 0.2.0
  */
-export const statusOf = (finished: Choice.Finished): Status =>
+export const statusOf = (finished: Finished): Status =>
   finished.finishReason === "length" ? "incomplete" : finished.finishReason === "abort" ? "cancelled" : "completed"
 
 /**
@@ -100,7 +99,7 @@ export const hasMessage = (reply: Pick<AssistantReply.Reply, "content" | "reason
  *
  * @since 0.2.0
  */
-export const output = (reading: AssistantReply.Reading, finished: Choice.Finished): Array<unknown> => {
+export const output = (reading: AssistantReply.Reading, finished: Finished): Array<unknown> => {
   const reply = AssistantReply.read(reading, finished.text, true)
   const items: Array<unknown> = []
   if (reply.reasoning !== "") items.push(reasoningItem(itemId("rs"), reply.reasoning))
@@ -122,7 +121,7 @@ export const output = (reading: AssistantReply.Reading, finished: Choice.Finishe
 export const reasoningTokens = (
   tokenizer: Tokenizer.Service,
   reading: AssistantReply.Reading,
-  finished: Choice.Finished
+  finished: Finished
 ): number => {
   const parser = reading.reasoning
   if (parser === undefined) return 0

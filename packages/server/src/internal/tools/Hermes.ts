@@ -8,7 +8,7 @@
  * @since 0.1.0
  */
 import { scanBlocks, withoutObjectEnd, withoutPartialTag } from "./Tags.ts"
-import type { Call, Parsed, Tool } from "./ToolCallParser.ts"
+import type { Call, Parsed, Tool } from "./ToolCall.ts"
 
 const OPEN = "<tool_call>"
 const CLOSE = "</tool_call>"

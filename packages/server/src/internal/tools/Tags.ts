@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 
-import type { Call, Parsed } from "./ToolCallParser.ts"
+import type { Call, Parsed } from "./ToolCall.ts"
 
 /**
  * The length of the longest end of `text` that is a proper start of `tag` (0 when none).
