@@ -19,6 +19,7 @@ import * as ToolSchema from "./internal/tools/ToolSchema.ts"
  * "Expected an integer" of `2**53`, which is one; out of range, this names the bound.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const intBetween = (min: number, max: number) =>
   Schema.Number.check(Schema.makeFilter((n: number) =>
@@ -29,26 +30,42 @@ export const intBetween = (min: number, max: number) =>
       : true
   ))
 
-/** Largest `top_k`: Megatron's engines hold it in an int32 tensor. */
+/**
+ * Largest `top_k`: Megatron's engines hold it in an int32 tensor.
+ *
+ * @since 0.1.0
+ * @category limits
+ */
 export const MAX_TOP_K = 2 ** 31 - 1
 
 const SafeInt = intBetween(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
-/** A token count: exact as a JSON number; the context length (`ContextLength.fit`) bounds it after. */
+/** A token count: exact as a JSON number; the context length (`ContextLength.tokensToGenerate`) bounds it after. */
 const TokenCount = intBetween(0, Number.MAX_SAFE_INTEGER)
 const PositiveInt = intBetween(1, Number.MAX_SAFE_INTEGER)
 const optionalNullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-/** Most choices one request may ask for (`n`, times the prompts of a completions request). */
+/**
+ * Most choices one request may ask for (`n`, times the prompts of a completions request).
+ *
+ * @since 0.1.0
+ * @category limits
+ */
 export const MAX_CHOICES = 128
 
-/** Most stop strings (OpenAI allows 4; engines cope with more). */
+/**
+ * Most stop strings (OpenAI allows 4; engines cope with more).
+ *
+ * @since 0.1.0
+ * @category limits
+ */
 export const MAX_STOP = 16
 
 /**
  * `stop`: one string or a list of them.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Stop = Schema.Union([
   Schema.String,
@@ -59,6 +76,7 @@ export const Stop = Schema.Union([
  * `stream_options`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const StreamOptions = Schema.Struct({
   include_usage: optionalNullable(Schema.Boolean),
@@ -71,6 +89,7 @@ export const StreamOptions = Schema.Struct({
  * honour, and refuses the rest by name.
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const vllmFields = {
   repetition_penalty: optionalNullable(Schema.Finite.check(Schema.isGreaterThan(0))),
@@ -97,6 +116,7 @@ export const vllmFields = {
  * vLLM's extension parameters as a request holds them.
  *
  * @since 0.2.0
+ * @category models
  */
 export type VllmFields = Schema.Struct<typeof vllmFields>["Type"]
 
@@ -126,6 +146,7 @@ const sampling = {
  * as vLLM does: the engine's image preprocessing decides the resolution.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ImageUrl = Schema.Struct({
   url: Schema.String,
@@ -138,6 +159,7 @@ export const ImageUrl = Schema.Struct({
  * video, files) is refused by name, saying what it is.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ContentPart = Schema.Struct({
   type: Schema.String,
@@ -156,6 +178,7 @@ export const ContentPart = Schema.Struct({
  * One chat message. `content` may be null for an assistant turn that made tool calls.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ChatMessage = Schema.Struct({
   role: Schema.Literals(["system", "developer", "user", "assistant", "tool"]),
@@ -178,6 +201,7 @@ export const ChatMessage = Schema.Struct({
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type ChatMessage = typeof ChatMessage.Type
 
@@ -185,6 +209,7 @@ export type ChatMessage = typeof ChatMessage.Type
  * The body of `POST /v1/chat/completions`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ChatCompletionRequest = Schema.Struct({
   ...sampling,
@@ -210,6 +235,7 @@ export const ChatCompletionRequest = Schema.Struct({
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
@@ -218,6 +244,7 @@ export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
  * lists.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PromptInput = Schema.Union([
   Schema.String,
@@ -233,6 +260,7 @@ export const PromptInput = Schema.Union([
  * The body of `POST /v1/completions`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const CompletionRequest = Schema.Struct({
   ...sampling,
@@ -246,6 +274,7 @@ export const CompletionRequest = Schema.Struct({
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type CompletionRequest = typeof CompletionRequest.Type
 
@@ -274,6 +303,7 @@ const pathName = (path: ReadonlyArray<PropertyKey>): string | null => {
  * ```
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(
   schema: S,
@@ -305,6 +335,7 @@ export const decode = <S extends Schema.Top & { readonly DecodingServices: never
  * `finish_reason`.
  *
  * @since 0.1.0
+ * @category models
  */
 export type FinishReason = "stop" | "length" | "abort" | "tool_calls"
 
@@ -312,6 +343,7 @@ export type FinishReason = "stop" | "length" | "abort" | "tool_calls"
  * `usage`, with cached prompt tokens.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Usage {
   readonly prompt_tokens: number
@@ -324,6 +356,7 @@ export interface Usage {
  * A chat log prob entry (`choices[].logprobs.content[]`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ChatLogprob {
   readonly token: string
@@ -336,6 +369,7 @@ export interface ChatLogprob {
  * The log probs of a completions choice.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface CompletionLogprobs {
   readonly tokens: ReadonlyArray<string>

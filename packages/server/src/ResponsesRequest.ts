@@ -20,6 +20,7 @@ const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
  * The body of `POST /v1/responses`.
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const ResponsesRequest = Schema.Struct({
   model: Schema.optionalKey(Schema.String),
@@ -61,6 +62,7 @@ export const ResponsesRequest = Schema.Struct({
 
 /**
  * @since 0.2.0
+ * @category models
  */
 export type ResponsesRequest = typeof ResponsesRequest.Type
 
@@ -74,6 +76,7 @@ const Part = JsonObject
  * A message item: `type` may be left out (the easy input message).
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const MessageItem = Schema.Struct({
   type: Schema.optionalKey(Schema.Literal("message")),
@@ -88,6 +91,7 @@ export const MessageItem = Schema.Struct({
  * A text part (`input_text` of any role; `output_text` of the assistant's, as a response gave it).
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const TextPart = Schema.Struct({
   type: Schema.Literals(["input_text", "output_text"]),
@@ -100,6 +104,7 @@ export const TextPart = Schema.Struct({
  * A function call the model made (a response's output item, sent back with its result).
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const FunctionCallItem = Schema.Struct({
   type: Schema.Literal("function_call"),
@@ -114,6 +119,7 @@ export const FunctionCallItem = Schema.Struct({
  * The result of a function call: a text, or text parts.
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const FunctionCallOutputItem = Schema.Struct({
   type: Schema.Literal("function_call_output"),
@@ -128,6 +134,7 @@ export const FunctionCallOutputItem = Schema.Struct({
  * back to the template with the assistant turn it preceded.
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const ReasoningItem = Schema.Struct({
   type: Schema.Literal("reasoning"),
@@ -142,6 +149,7 @@ export const ReasoningItem = Schema.Struct({
  * A function tool, in the Responses shape (`name` at the top, not under `function`).
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const FunctionTool = Schema.Struct({
   type: Schema.Literal("function"),
@@ -155,6 +163,7 @@ export const FunctionTool = Schema.Struct({
  * `tool_choice` naming a function.
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const FunctionChoice = Schema.Struct({
   type: Schema.Literal("function"),

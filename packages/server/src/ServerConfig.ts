@@ -17,6 +17,7 @@ import * as ToolCallParser from "./internal/tools/ToolCallParser.ts"
  * Options of `Server.layer`.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ServerOptions {
   /** The model name served (`/v1/models`, and what requests must name when they name one). */
@@ -80,6 +81,7 @@ export interface ServerOptions {
  * How chat `image_url` parts are taken (see `media/`), resolved.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface MediaConfig {
   /** Lower case, without a final dot. */
@@ -97,6 +99,7 @@ export interface MediaConfig {
  * The options with defaults applied, as plain numbers.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Resolved {
   readonly model: string
@@ -117,6 +120,7 @@ export interface Resolved {
 
 /**
  * @since 0.1.0
+ * @category config
  */
 export const defaults = {
   host: "127.0.0.1",
@@ -161,6 +165,7 @@ const millis = (input: Duration.Input | undefined, fallback: number): number =>
  * ```
  *
  * @since 0.1.0
+ * @category config
  */
 export const resolve = (options: ServerOptions): Resolved | string => {
   if (typeof options.model !== "string" || options.model.length === 0) return "model: must be a non-empty name"

@@ -32,7 +32,7 @@ const digest = (text: string): Buffer => createHash("sha256").update(text).diges
  *
  * @example
  * ```ts
- * import { Admission } from "@mcore-effect/server"
+ * import * as Admission from "./Admission.ts"
  * import { Redacted } from "effect"
  *
  * const check = Admission.apiKeyCheck(Redacted.make("secret"))
@@ -71,7 +71,8 @@ const isNodeBody = (source: object): source is NodeBody =>
  */
 const parse = (text: string): Effect.Effect<unknown, ServerError> => {
   if (text.length === 0) return Effect.fail(badRequest(null, "the request body is empty; expected a JSON object"))
-  // A long body is scanned before its parse (which takes ~1 µs a level), a short one walked after.
+  // A long body is scanned before its parse (slow on deep nesting), a short one walked after
+  // (PERFORMANCE.md#json-depth).
   const long = text.length > JsonDepth.SCAN_TEXT_FROM
   const early = long ? JsonDepth.tooDeepText(text) : undefined
   if (early !== undefined) return Effect.fail(tooDeep(early))
@@ -96,12 +97,10 @@ const tooLarge = (maxBytes: number): ServerError => serverError(new BodyTooLarge
 
 /**
  * A Node request's body read from its events and parsed: the platform's reader builds an Effect
- * stream per request for a body that nearly always arrives in one chunk (the difference did not
- * rise clearly above the noise of the shared machine it was measured on; it allocates less). The
+ * stream per request for a body that nearly always arrives in one chunk; this allocates less. The
  * fiber resumes with the parsed body, not straight into the handler: a handler run inside this
  * callback's resumption keeps the callback's canceler, listeners and chunks (the body's bytes)
- * for as long as the request runs, 0.9 KB of every open stream (heap snapshots, `pnpm bench
- * server --heap`), for one step of the runtime saved.
+ * for as long as the request runs, for one step of the runtime saved (PERFORMANCE.md#admission).
  */
 const readNode = (body: NodeBody, maxBytes: number): Effect.Effect<unknown, ServerError> =>
   Effect.callback<unknown, ServerError>((resume) => {

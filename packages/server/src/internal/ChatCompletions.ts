@@ -79,8 +79,8 @@ const plainEndpoints = new WeakMap<Tokenizer.Service, Plan.Endpoint>()
 /**
  * The endpoint's shapes, made outside `handle`: a streamed response holds its format until the
  * last chunk, and closures made in `handle` would hold everything of `handle` they share a
- * context with (the request, its body and plan: ~0.9 KB per open stream, heap snapshot). Without
- * log probs, the same for every request (~0.3 KB less per open stream).
+ * context with (the request, its body and plan). Without log probs, the same for every request
+ * (PERFORMANCE.md#endpoint-shapes).
  */
 const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined): Plan.Endpoint => {
   if (logprobs !== undefined) return makeEndpoint(tokenizer, logprobs)

@@ -104,7 +104,7 @@ const notForTemplate: ReadonlySet<string> = new Set([
  *
  * @example
  * ```ts
- * import { ChatMessages } from "@mcore-effect/server"
+ * import * as ChatMessages from "./ChatMessages.ts"
  *
  * const read = ChatMessages.templateMessages([{
  *   role: "user",

@@ -73,8 +73,8 @@ export const generate = (shared: Shared, plan: Plan, prompt: Prompt): Effect.Eff
 /**
  * One choice as a stream of the text package's parts (text deltas, then `Finish`). Ending
  * consumption early (the HTTP client went away) aborts the request on the coordinator. Not
- * mapped here: the server consumes it in one place, and every stream combinator costs about 1 KB
- * per open stream (measured).
+ * mapped here: the server consumes it in one place, and every stream combinator costs heap per
+ * open stream (PERFORMANCE.md#choice-parts).
  *
  * @since 0.1.0
  */

@@ -3,9 +3,8 @@
  * before it only in its text, so its fixed parts (id, object, created, model, the choice's other
  * fields) are serialized once per choice and only the text is escaped per token: one
  * `JSON.stringify` of a short string and two concatenations instead of building and serializing
- * the whole object (a benchmark chat chunk: 0.2 µs instead of 1.85, microbenchmark on the
- * benchmark's words). Records are strings so that a writer encodes all those of a pull at once,
- * with `Buffer.from` (about 0.9 µs a record, where `TextEncoder.encode` took 2.3).
+ * the whole object. Records are strings so that a writer encodes all those of a pull at once,
+ * with `Buffer.from`. Measurements: PERFORMANCE.md#stream-records.
  * The bytes are those of `Sse.record` of the whole chunk, for any text (a property test holds
  * them to that).
  *
@@ -37,7 +36,7 @@ const split = (record: string): readonly [string, string] | undefined => {
 
 /**
  * The records of one stream, as one object: a `make` returning closures held five closures and
- * their contexts per open stream (~0.6 KB, heap snapshot).
+ * their contexts per open stream (PERFORMANCE.md#stream-records).
  */
 class FormatRecords implements Records {
   // Per choice index: the text around the delta, or null when it cannot be split.

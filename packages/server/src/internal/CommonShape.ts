@@ -8,8 +8,8 @@
  * (`tools`, `logit_bias`, `metadata`...), a value of an unexpected type, or an object that is not
  * plain sends the body to Schema.
  *
- * Why: the Schema decode of the benchmark's chat body cost about 5.5% of the server's CPU per
- * request under load (profiled; ~25 µs); this check costs about 1 µs. A fast-check property
+ * Why: the Schema decode of the benchmark's chat body is a visible share of the server's CPU per
+ * request under load, this check a small part of it (PERFORMANCE.md#common-shape). A fast-check property
  * (`test/CommonShape.test.ts`) holds its verdicts and results to the Schema decode's.
  *
  * @since 0.1.0
@@ -91,7 +91,7 @@ const message = struct({
  *
  * @example
  * ```ts
- * import { CommonShape } from "@mcore-effect/server"
+ * import * as CommonShape from "./CommonShape.ts"
  *
  * CommonShape.isChatCompletionRequest({ model: "m", messages: [{ role: "user", content: "hi" }] }) // true
  * CommonShape.isChatCompletionRequest({ messages: [], tools: [] }) // false: left to Schema

@@ -64,7 +64,7 @@ const ropeFactor = (config: Record<string, unknown>): number => {
  *
  * @example
  * ```ts
- * import { ContextLength } from "@mcore-effect/server"
+ * import * as ContextLength from "./ContextLength.ts"
  *
  * const limit = ContextLength.fromDirectory("./Qwen3-8B") ?? ContextLength.FALLBACK
  * ```
@@ -105,7 +105,7 @@ export interface Params {
  *
  * @example
  * ```ts
- * import { ContextLength } from "@mcore-effect/server"
+ * import * as ContextLength from "./ContextLength.ts"
  *
  * ContextLength.budget(4096, 100, null, { prompt: "messages", maxTokens: "max_tokens" }) // Success: 3996
  * ContextLength.budget(4096, 100, 1e15, { prompt: "messages", maxTokens: "max_tokens" }) // Failure: 400, param max_tokens

@@ -64,7 +64,7 @@ const asSystem = (messages: Array<ChatTemplate.Message>): Array<ChatTemplate.Mes
  *
  * @example
  * ```ts
- * import { DeveloperRole } from "@mcore-effect/server"
+ * import * as DeveloperRole from "./DeveloperRole.ts"
  * import { ChatTemplate } from "@mcore-effect/text"
  * import { Effect } from "effect"
  *

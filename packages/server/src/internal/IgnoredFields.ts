@@ -169,7 +169,7 @@ const MAX_NAME_LENGTH = 64
  *
  * @example
  * ```ts
- * import { IgnoredFields } from "@mcore-effect/server"
+ * import * as IgnoredFields from "./IgnoredFields.ts"
  *
  * IgnoredFields.headerValue(["user", "x\r\nSet-Cookie: a"]) // "user, x__Set-Cookie__a"
  * ```
@@ -260,7 +260,7 @@ export const report = (
  *
  * @example
  * ```ts
- * import { IgnoredFields } from "@mcore-effect/server"
+ * import * as IgnoredFields from "./IgnoredFields.ts"
  * import { Result } from "effect"
  *
  * const policy = IgnoredFields.policy(["model", "input"], IgnoredFields.chatFields)

@@ -2,28 +2,24 @@
  * The nesting limit of request bodies: a body nested deeper than {@link MAX_DEPTH} levels is
  * refused with a 400 naming the field where the limit is passed, before anything else reads it.
  *
- * Why: `JSON.parse` itself takes any depth (V8's parser is iterative: 1,000,000 nested arrays
- * parse, measured on Node 20), but what reads the value afterwards recurses: Schema's decode,
- * the chat template's variables, `JSON.stringify` (which overflows the stack at 5,000 levels).
+ * Why: `JSON.parse` itself takes any depth (V8's parser is iterative), but what reads the value
+ * afterwards recurses: Schema's decode, the chat template's variables, `JSON.stringify` (which
+ * overflows the stack a few thousand levels down; PERFORMANCE.md#json-depth).
  * A `chat_template_kwargs` array nested 5,000 deep, or a tool's `parameters` nested 10,000 deep,
  * answered a bare 500 with an empty body before this check. No real request comes near 128
  * levels (a tool's JSON schema is a handful deep); vLLM's own limit on a tool schema is lower.
  *
  * Two ways to find it, with the same answer (a property test holds them to it):
  *
- * - {@link tooDeep} walks the parsed value (65 ns for the benchmark's chat body). It recurses,
+ * - {@link tooDeep} walks the parsed value. It recurses,
  *   but never more than {@link MAX_DEPTH} + 1 frames: it stops at the first container past the
  *   limit.
  * - {@link tooDeepText} scans the text before it is parsed, iteratively: `JSON.parse` does not
- *   overflow on deep nesting, but it is slow on it, about 1 µs a level (Node 20: 100,000 nested
- *   arrays 95 ms, 1,000,000 1.24 s, where a flat 4 MB body parses in 12 to 29 ms), so a 4 MiB
- *   body of nested arrays would hold the event loop for seconds. The scan stops at the first
- *   container past the limit (1,000,000 levels: 0.6 µs) and jumps over strings with `indexOf`
- *   (a 4 MB body that is mostly a base64 image: 84 µs against 12 ms for its parse; a body of
- *   400,000 token ids, no strings: 22 ms against 36 ms). The server scans bodies longer than
- *   {@link SCAN_TEXT_FROM} characters; a shorter one is at most half as deep as it is long, whose
- *   parse costs at most ~2 ms, and is walked after its parse (the scan of the benchmark's body
- *   costs 0.9 µs, the walk 65 ns).
+ *   overflow on deep nesting, but it is slow on it, so a 4 MiB body of nested arrays would hold
+ *   the event loop for seconds. The scan stops at the first container past the limit and jumps
+ *   over strings with `indexOf`. The server scans bodies longer than {@link SCAN_TEXT_FROM}
+ *   characters; a shorter one is at most half as deep as it is long, parses quickly, and is
+ *   walked after its parse. Measurements: PERFORMANCE.md#json-depth.
  *
  * @since 0.1.0
  */
@@ -92,7 +88,7 @@ export const pathName = (path: ReadonlyArray<PropertyKey>): string => {
  *
  * @example
  * ```ts
- * import { JsonDepth } from "@mcore-effect/server"
+ * import * as JsonDepth from "./JsonDepth.ts"
  *
  * JsonDepth.tooDeep({ a: [[1]] }, 3) // undefined: 3 levels
  * JsonDepth.tooDeep({ a: [[[1]]] }, 3) // "a[0][0]"
@@ -123,7 +119,7 @@ const keyOf = (text: string): string => {
  *
  * @example
  * ```ts
- * import { JsonDepth } from "@mcore-effect/server"
+ * import * as JsonDepth from "./JsonDepth.ts"
  *
  * JsonDepth.tooDeepText(`{"a": [1, [[2]]]}`, 3) // "a[1][0]"
  * ```

@@ -14,7 +14,7 @@ const contentType = "application/json"
  *
  * @example
  * ```ts
- * import { JsonResponse } from "@mcore-effect/server"
+ * import * as JsonResponse from "./JsonResponse.ts"
  *
  * const response = JsonResponse.json({ ok: true })
  * response.status // 200

@@ -37,8 +37,8 @@ export const respond = (
   plan.stream
     // `admit`, then a continuation the fiber lets go of once it ran: `admitThen`'s closure stays
     // reachable while what it leads to runs, which kept the request's handler, body and plan
-    // alive as long as its stream was open (0.5 KB of each open stream, heap snapshots, `pnpm
-    // bench server --heap`). A plain answer is short-lived, and takes the fewer steps.
+    // alive as long as its stream was open (PERFORMANCE.md#admission). A plain answer is
+    // short-lived, and takes the fewer steps.
     ? Effect.flatMap(handler.admit, () => streamed(handler, plan))
     : handler.admitThen(() => answered(handler.shared, plan, RequestId.of(handler.request)))
 

@@ -93,7 +93,7 @@ export const generation = <R>(
     if (closed !== undefined) return Effect.fail(closed)
     // The finalizer goes on the request's scope first, the place is taken after it in one
     // synchronous step: no interruption can fall between taking the place and the finalizer that
-    // gives it back. Three steps of the runtime; `Effect.addFinalizer` in a `suspend` was seven.
+    // gives it back, in fewer steps of the runtime than `Effect.addFinalizer` (PERFORMANCE.md#admission).
     const admitThen = <A, E, R>(then: () => Effect.Effect<A, E, R>): Effect.Effect<A, E | ServerError, R | Scope.Scope> =>
       Effect.withFiber((fiber) => {
         let entered = false

@@ -22,7 +22,7 @@ const encoder = new TextEncoder()
  *
  * @example
  * ```ts
- * import { Sse } from "@mcore-effect/server"
+ * import * as Sse from "./Sse.ts"
  *
  * new TextDecoder().decode(Sse.record({ a: 1 })) // 'data: {"a":1}\n\n'
  * ```
@@ -36,7 +36,7 @@ export const record = (value: unknown): Uint8Array => encoder.encode(recordText(
  *
  * @example
  * ```ts
- * import { Sse } from "@mcore-effect/server"
+ * import * as Sse from "./Sse.ts"
  *
  * Sse.recordText({ a: 1 }) // 'data: {"a":1}\n\n'
  * ```
@@ -105,10 +105,9 @@ const drained = (node: Http.ServerResponse): Effect.Effect<void> =>
  * answers with a response that `NodeHttpServer` does not write again (the response is ended). An
  * interruption (the client went away, or shutdown) stops the pulls.
  *
- * Why not a `HttpServerResponse.stream` body: with it, each open stream held 2.8 KB more heap
- * (22.0 against 19.1 KB per open stream, `pnpm bench server --heap`): the response object and
- * its headers, and `NodeHttpServer`'s writer (a stream run over the body, a latch and a listener
- * for backpressure) over our own stage.
+ * Why not a `HttpServerResponse.stream` body: with it, each open stream held more heap (the
+ * response object and its headers, and `NodeHttpServer`'s writer over our own stage;
+ * PERFORMANCE.md#sse-write).
  *
  * @since 0.1.0
  */

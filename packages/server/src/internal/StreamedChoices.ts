@@ -82,8 +82,7 @@ const countAborted = (shared: Shared): void =>
 
 /**
  * One choice: the pull of its records over its parts' pull, no fiber or queue of its own (they
- * cost a fiber hand-off per pull, and this change took an open stream from 33.6 to 30.1 KB of
- * heap, measured through tsx). The first pull answers with the opening record at once, so the
+ * cost a fiber hand-off per pull, and heap per open stream: PERFORMANCE.md#one-choice-pull). The first pull answers with the opening record at once, so the
  * headers and the role chunk go out before any token. The scope's exit tells an abort (the writer
  * stopped pulling first) from an end.
  */

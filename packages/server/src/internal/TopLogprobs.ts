@@ -19,7 +19,7 @@
  *
  * @example
  * ```ts
- * import { TopLogprobs } from "@mcore-effect/server"
+ * import * as TopLogprobs from "./TopLogprobs.ts"
  *
  * TopLogprobs.entries(" fox", -0.5, { " fox": -0.5, " dog": -1.2 }, 2) // [[" fox", -0.5], [" dog", -1.2]]
  * TopLogprobs.entries(" fox", -0.5, undefined, 2) // [[" fox", -0.5]]

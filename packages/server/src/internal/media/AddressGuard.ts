@@ -61,7 +61,7 @@ for (const [network, prefix] of ipv6) blocked.addSubnet(network, prefix, "ipv6")
  *
  * @example
  * ```ts
- * import { AddressGuard } from "@mcore-effect/server"
+ * import * as AddressGuard from "./AddressGuard.ts"
  *
  * AddressGuard.refuses("169.254.169.254") // true
  * AddressGuard.refuses("::ffff:10.0.0.1") // true

@@ -31,7 +31,7 @@ const decodedLength = (payload: string): number => {
  *
  * @example
  * ```ts
- * import { DataUrl } from "@mcore-effect/server"
+ * import * as DataUrl from "./DataUrl.ts"
  *
  * DataUrl.decode("data:image/gif;base64,R0lGODlhAQABAAAAACw=", 1024) // Result.succeed(<the GIF's bytes>)
  * DataUrl.decode("data:text/plain;base64,aGk=", 1024) // Result.fail("the media type \"text/plain\" is not an image's ...")

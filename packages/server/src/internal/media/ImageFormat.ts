@@ -24,7 +24,7 @@ const stillBrands: ReadonlySet<string> = new Set(["avif", "avis", "heic", "heix"
  *
  * @example
  * ```ts
- * import { ImageFormat } from "@mcore-effect/server"
+ * import * as ImageFormat from "./ImageFormat.ts"
  *
  * ImageFormat.sniff(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) // "png"
  * ImageFormat.sniff(new TextEncoder().encode("<html>")) // undefined

@@ -128,7 +128,8 @@ const get = (
  *
  * @example
  * ```ts
- * import { RemoteImage, ServerConfig } from "@mcore-effect/server"
+ * import * as RemoteImage from "./RemoteImage.ts"
+ * import * as ServerConfig from "../../ServerConfig.ts"
  *
  * const config = ServerConfig.resolve({ model: "m", allowedMediaDomains: ["images.example.com"] })
  * if (typeof config !== "string") {

@@ -57,7 +57,9 @@ export interface Reply {
  *
  * @example
  * ```ts
- * import { AssistantReply, ReasoningParser, ToolCallParser } from "@mcore-effect/server"
+ * import * as AssistantReply from "./AssistantReply.ts"
+ * import * as ReasoningParser from "./ReasoningParser.ts"
+ * import * as ToolCallParser from "./ToolCallParser.ts"
  *
  * const reply = AssistantReply.read({
  *   reasoning: ReasoningParser.parsers.get("qwen3"),
@@ -93,7 +95,8 @@ export const read = (reading: Reading, generated: string, final: boolean): Reply
  *
  * @example
  * ```ts
- * import { AssistantReply, ToolCallParser } from "@mcore-effect/server"
+ * import * as AssistantReply from "./AssistantReply.ts"
+ * import * as ToolCallParser from "./ToolCallParser.ts"
  *
  * const reading = {
  *   reasoning: undefined,
@@ -159,16 +162,15 @@ export class Deltas {
   /**
    * The part a text without `<` extends, when the last reading says (its `extends`) and all of
    * it was sent: every tag the parsers read starts with `<`, so such a text is more of that part,
-   * and is sent without reading the whole text again. Reading it all per token costs the length of the text: 50 µs
-   * a token at 4,000 tokens of content, where this costs one `includes` of the new text.
+   * and is sent without reading the whole text again: reading it all per token costs the length
+   * of the text, this one `includes` of the new text (PERFORMANCE.md#tool-arguments).
    */
   private plain: "content" | "reasoning" | undefined = undefined
   /**
    * The call whose arguments a text without `<` extends, and what its text holds back, when the
    * last reading ended in it with everything sent (see `ToolCallParser.Call.held`): reading it all
-   * per token costs the length of the text (14.6 µs a token at 16,000 characters of Hermes
-   * arguments, `pnpm bench toolArguments`), this 0.11 (one `includes` and one trailing match of
-   * the new text).
+   * per token costs the length of the text, this one `includes` and one trailing match of the new
+   * text (PERFORMANCE.md#tool-arguments).
    */
   private plainArguments: { readonly index: number; held: string } | undefined = undefined
   /** The last reading ended in a call that text without `<` leaves as it is (`Call.quiet`). */

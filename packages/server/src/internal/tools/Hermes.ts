@@ -74,7 +74,7 @@ export const parse = (text: string, _tools: ReadonlyArray<Tool>, final: boolean)
  *
  * @example
  * ```ts
- * import { Hermes } from "@mcore-effect/server"
+ * import * as Hermes from "./Hermes.ts"
  *
  * Hermes.opening("get_weather") // '<tool_call>\n{"name": "get_weather", "arguments":'
  * ```

@@ -106,7 +106,7 @@ export const parse = (text: string, tools: ReadonlyArray<Tool>, final: boolean):
  *
  * @example
  * ```ts
- * import { Qwen3Coder } from "@mcore-effect/server"
+ * import * as Qwen3Coder from "./Qwen3Coder.ts"
  *
  * Qwen3Coder.opening("get_weather") // "<tool_call>\n<function=get_weather>\n"
  * ```

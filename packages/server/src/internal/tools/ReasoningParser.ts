@@ -72,7 +72,7 @@ const splitAt = (text: string, startsInside: boolean, final: boolean): Split => 
  *
  * @example
  * ```ts
- * import { ReasoningParser } from "@mcore-effect/server"
+ * import * as ReasoningParser from "./ReasoningParser.ts"
  *
  * ReasoningParser.parsers.get("qwen3")!.split("<think>hm</think>42", true) // { reasoning: "hm", content: "42" }
  * ```

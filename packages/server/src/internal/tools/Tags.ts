@@ -12,7 +12,7 @@ import type { Call, Parsed } from "./ToolCall.ts"
  *
  * @example
  * ```ts
- * import { Tags } from "@mcore-effect/server"
+ * import * as Tags from "./Tags.ts"
  *
  * Tags.partialTagAtEnd("hello <tool", "<tool_call>") // 5
  * ```
@@ -40,7 +40,7 @@ export const withoutPartialTag = (text: string, tag: string, final: boolean): st
  *
  * @example
  * ```ts
- * import { Tags } from "@mcore-effect/server"
+ * import * as Tags from "./Tags.ts"
  *
  * Tags.withoutObjectEnd('{"a": {"b": 1} }') // '{"a": {"b": 1'
  * ```

@@ -18,7 +18,7 @@ export type { Call, Parsed, Tool, ToolCallParser } from "./ToolCall.ts"
  *
  * @example
  * ```ts
- * import { ToolCallParser } from "@mcore-effect/server"
+ * import * as ToolCallParser from "./ToolCallParser.ts"
  *
  * const parsed = ToolCallParser.parsers.get("hermes")!.parse(
  *   '<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>', [], true
