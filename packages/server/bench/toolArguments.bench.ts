@@ -6,7 +6,9 @@
  * qwen3_coder, at 1,000, 4,000 and 16,000 characters of arguments, tokens of 9 characters.
  * Medians of 7 samples of process CPU time.
  */
-import { AssistantReply, ReasoningParser, ToolCallParser } from "../src/index.ts"
+import * as AssistantReply from "../src/internal/tools/AssistantReply.ts"
+import * as ReasoningParser from "../src/internal/tools/ReasoningParser.ts"
+import * as ToolCallParser from "../src/internal/tools/ToolCallParser.ts"
 
 const PIECE = "abc def, "
 const SAMPLES = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1" ? 3 : 7

@@ -10,16 +10,16 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaParser from "effect/SchemaParser"
-import * as JsonDepth from "./JsonDepth.ts"
+import * as JsonDepth from "./internal/JsonDepth.ts"
 import { badRequest, type ServerError } from "./ServerError.ts"
-import * as ToolSchema from "./tools/ToolSchema.ts"
-import * as VllmParams from "./VllmParams.ts"
+import * as ToolSchema from "./internal/tools/ToolSchema.ts"
 
 /**
  * An integer from `min` to `max`. Not `Schema.Int`: it takes only safe integers and says
  * "Expected an integer" of `2**53`, which is one; out of range, this names the bound.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const intBetween = (min: number, max: number) =>
   Schema.Number.check(Schema.makeFilter((n: number) =>
@@ -30,25 +30,42 @@ export const intBetween = (min: number, max: number) =>
       : true
   ))
 
-/** Largest `top_k`: Megatron's engines hold it in an int32 tensor. */
+/**
+ * Largest `top_k`: Megatron's engines hold it in an int32 tensor.
+ *
+ * @since 0.1.0
+ * @category limits
+ */
 export const MAX_TOP_K = 2 ** 31 - 1
 
 const SafeInt = intBetween(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
-/** A token count: exact as a JSON number; the context length (`ContextLength.fit`) bounds it after. */
+/** A token count: exact as a JSON number; the context length (`ContextLength.tokensToGenerate`) bounds it after. */
 const TokenCount = intBetween(0, Number.MAX_SAFE_INTEGER)
 const PositiveInt = intBetween(1, Number.MAX_SAFE_INTEGER)
 const optionalNullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-/** Most choices one request may ask for (`n`, times the prompts of a completions request). */
+/**
+ * Most choices one request may ask for (`n`, times the prompts of a completions request).
+ *
+ * @since 0.1.0
+ * @category limits
+ */
 export const MAX_CHOICES = 128
 
-/** Most stop strings (OpenAI allows 4; engines cope with more). */
+/**
+ * Most stop strings (OpenAI allows 4; engines cope with more).
+ *
+ * @since 0.1.0
+ * @category limits
+ */
 export const MAX_STOP = 16
 
 /**
  * `stop`: one string or a list of them.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Stop = Schema.Union([
   Schema.String,
@@ -59,11 +76,49 @@ export const Stop = Schema.Union([
  * `stream_options`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const StreamOptions = Schema.Struct({
   include_usage: optionalNullable(Schema.Boolean),
   continuous_usage_stats: optionalNullable(Schema.Boolean)
 })
+
+/**
+ * vLLM's extension parameters (what vLLM's OpenAI server takes beyond OpenAI's fields), spread
+ * into both request schemas; the server takes each at its neutral value, maps those it can
+ * honour, and refuses the rest by name.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const vllmFields = {
+  repetition_penalty: optionalNullable(Schema.Finite.check(Schema.isGreaterThan(0))),
+  length_penalty: optionalNullable(Schema.Finite),
+  min_p: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }))),
+  min_tokens: optionalNullable(NonNegativeInt),
+  use_beam_search: optionalNullable(Schema.Boolean),
+  skip_special_tokens: optionalNullable(Schema.Boolean),
+  spaces_between_special_tokens: optionalNullable(Schema.Boolean),
+  truncate_prompt_tokens: optionalNullable(Schema.Int),
+  allowed_token_ids: optionalNullable(Schema.Array(NonNegativeInt)),
+  bad_words: optionalNullable(Schema.Array(Schema.String)),
+  stop_token_ids: optionalNullable(Schema.Array(NonNegativeInt)),
+  prompt_logprobs: optionalNullable(NonNegativeInt),
+  priority: optionalNullable(Schema.Int),
+  ignore_eos: optionalNullable(Schema.Boolean),
+  include_stop_str_in_output: optionalNullable(Schema.Boolean),
+  stream_interval: optionalNullable(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))),
+  add_special_tokens: optionalNullable(Schema.Boolean),
+  return_token_ids: optionalNullable(Schema.Boolean)
+}
+
+/**
+ * vLLM's extension parameters as a request holds them.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type VllmFields = Schema.Struct<typeof vllmFields>["Type"]
 
 /** Fields both endpoints take, with OpenAI's ranges. */
 const sampling = {
@@ -82,8 +137,8 @@ const sampling = {
   frequency_penalty: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: -2, maximum: 2 }))),
   logit_bias: optionalNullable(Schema.Record(Schema.String, Schema.Finite)),
   // `user`, `metadata`, `store`... are accepted and ignored before the decode (IgnoredFields).
-  // vLLM's extension parameters (VllmParams).
-  ...VllmParams.fields
+  // vLLM's extension parameters (`VllmParams` reads them).
+  ...vllmFields
 }
 
 /**
@@ -91,6 +146,7 @@ const sampling = {
  * as vLLM does: the engine's image preprocessing decides the resolution.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ImageUrl = Schema.Struct({
   url: Schema.String,
@@ -103,6 +159,7 @@ export const ImageUrl = Schema.Struct({
  * video, files) is refused by name, saying what it is.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ContentPart = Schema.Struct({
   type: Schema.String,
@@ -121,6 +178,7 @@ export const ContentPart = Schema.Struct({
  * One chat message. `content` may be null for an assistant turn that made tool calls.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ChatMessage = Schema.Struct({
   role: Schema.Literals(["system", "developer", "user", "assistant", "tool"]),
@@ -143,6 +201,7 @@ export const ChatMessage = Schema.Struct({
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type ChatMessage = typeof ChatMessage.Type
 
@@ -150,6 +209,7 @@ export type ChatMessage = typeof ChatMessage.Type
  * The body of `POST /v1/chat/completions`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const ChatCompletionRequest = Schema.Struct({
   ...sampling,
@@ -175,6 +235,7 @@ export const ChatCompletionRequest = Schema.Struct({
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
 
@@ -183,6 +244,7 @@ export type ChatCompletionRequest = typeof ChatCompletionRequest.Type
  * lists.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PromptInput = Schema.Union([
   Schema.String,
@@ -198,6 +260,7 @@ export const PromptInput = Schema.Union([
  * The body of `POST /v1/completions`.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const CompletionRequest = Schema.Struct({
   ...sampling,
@@ -211,6 +274,7 @@ export const CompletionRequest = Schema.Struct({
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type CompletionRequest = typeof CompletionRequest.Type
 
@@ -239,6 +303,7 @@ const pathName = (path: ReadonlyArray<PropertyKey>): string | null => {
  * ```
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const decode = <S extends Schema.Top & { readonly DecodingServices: never }>(
   schema: S,
@@ -270,6 +335,7 @@ export const decode = <S extends Schema.Top & { readonly DecodingServices: never
  * `finish_reason`.
  *
  * @since 0.1.0
+ * @category models
  */
 export type FinishReason = "stop" | "length" | "abort" | "tool_calls"
 
@@ -277,6 +343,7 @@ export type FinishReason = "stop" | "length" | "abort" | "tool_calls"
  * `usage`, with cached prompt tokens.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Usage {
   readonly prompt_tokens: number
@@ -289,6 +356,7 @@ export interface Usage {
  * A chat log prob entry (`choices[].logprobs.content[]`).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ChatLogprob {
   readonly token: string
@@ -301,6 +369,7 @@ export interface ChatLogprob {
  * The log probs of a completions choice.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface CompletionLogprobs {
   readonly tokens: ReadonlyArray<string>

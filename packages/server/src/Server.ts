@@ -28,18 +28,18 @@ import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
 import * as Scheduler from "effect/Scheduler"
 import { createServer, type IncomingMessage, type Server as Http, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
-import * as ChatCompletions from "./ChatCompletions.ts"
-import * as Cors from "./Cors.ts"
-import * as Completions from "./Completions.ts"
-import * as JsonResponse from "./JsonResponse.ts"
-import { answer, authenticated, generation } from "./Routes.ts"
-import * as RequestId from "./RequestId.ts"
-import * as Responses from "./Responses.ts"
+import * as ChatCompletions from "./internal/ChatCompletions.ts"
+import * as Cors from "./internal/Cors.ts"
+import * as Completions from "./internal/Completions.ts"
+import * as JsonResponse from "./internal/JsonResponse.ts"
+import { answer, authenticated, generation } from "./internal/Routes.ts"
+import * as RequestId from "./internal/RequestId.ts"
+import * as Responses from "./internal/Responses.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 import { Internal, ModelNotFound, NotFound, serverError } from "./ServerError.ts"
-import * as ServerState from "./ServerState.ts"
-import * as Tokenize from "./Tokenize.ts"
-import { version } from "./Version.ts"
+import * as ServerState from "./internal/ServerState.ts"
+import * as Tokenize from "./internal/Tokenize.ts"
+import { version } from "./internal/Version.ts"
 
 const modelObject = (state: ServerState.State) => ({
   id: state.config.model,
@@ -111,10 +111,8 @@ const notFound = (state: ServerState.State) =>
 /**
  * Every route, registered on the current `HttpRouter`, with the server's state and text
  * generation read once, here.
- *
- * @since 0.1.0
  */
-export const routes = HttpRouter.addAll(Effect.map(
+const routes = HttpRouter.addAll(Effect.map(
   Effect.all([Effect.service(ServerState.ServerState), Effect.service(TextGeneration.TextGeneration)]),
   ([state, text]) => [
     generation(state, text, "/v1/chat/completions", ChatCompletions.handle),
@@ -155,6 +153,7 @@ export const routes = HttpRouter.addAll(Effect.map(
  * ```
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   options: ServerConfig.ServerOptions
@@ -195,9 +194,8 @@ export const layer = (
   // Acquired after the listener and the routes, so released before them: the first thing
   // shutdown does is refuse new generation requests. Node's `close` closes the connections idle
   // at that moment only, and not one opened but not yet used (clients open spares): either would
-  // stay open until its keep-alive timeout and hold the shutdown up (measured: 2.8 s after an
-  // SDK's aborted request), so every connection without a response in progress is closed, now
-  // and as more come.
+  // stay open until its keep-alive timeout and hold the shutdown up (PERFORMANCE.md#shutdown),
+  // so every connection without a response in progress is closed, now and as more come.
   const closeGate = Layer.effectDiscard(
     Effect.flatMap(
       Effect.service(ServerState.ServerState),
@@ -231,7 +229,7 @@ export const layer = (
 /**
  * Effect's default scheduler with one task queue for every fiber it runs, where the default
  * gives each fiber that schedules a task (every request's, for its stream's queue) a queue of its
- * own, which it keeps while it runs: ~0.25 KB of every open stream's heap (heap snapshot). One
+ * own, which it keeps while it runs (PERFORMANCE.md#shared-dispatch). One
  * queue is what Node's event loop is anyway: the tasks of one turn run in one `setImmediate`, in
  * priority order, then in the order they came, as within a fiber's own queue.
  */

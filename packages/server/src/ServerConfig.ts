@@ -10,13 +10,14 @@
 import * as Duration from "effect/Duration"
 import * as Redacted from "effect/Redacted"
 import * as Net from "node:net"
-import * as ReasoningParser from "./tools/ReasoningParser.ts"
-import * as ToolCallParser from "./tools/ToolCallParser.ts"
+import * as ReasoningParser from "./internal/tools/ReasoningParser.ts"
+import * as ToolCallParser from "./internal/tools/ToolCallParser.ts"
 
 /**
  * Options of `Server.layer`.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ServerOptions {
   /** The model name served (`/v1/models`, and what requests must name when they name one). */
@@ -80,6 +81,7 @@ export interface ServerOptions {
  * How chat `image_url` parts are taken (see `media/`), resolved.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface MediaConfig {
   /** Lower case, without a final dot. */
@@ -97,6 +99,7 @@ export interface MediaConfig {
  * The options with defaults applied, as plain numbers.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Resolved {
   readonly model: string
@@ -117,6 +120,7 @@ export interface Resolved {
 
 /**
  * @since 0.1.0
+ * @category config
  */
 export const defaults = {
   host: "127.0.0.1",
@@ -129,6 +133,22 @@ export const defaults = {
   maxImagesPerRequest: 16,
   mediaFetchTimeoutMillis: 5_000
 } as const
+
+/**
+ * The names `toolCallParser` takes (vLLM's `--tool-call-parser`).
+ *
+ * @since 0.2.0
+ * @category config
+ */
+export const toolCallParsers: ReadonlyArray<string> = [...ToolCallParser.parsers.keys()]
+
+/**
+ * The names `reasoningParser` takes (vLLM's `--reasoning-parser`).
+ *
+ * @since 0.2.0
+ * @category config
+ */
+export const reasoningParsers: ReadonlyArray<string> = [...ReasoningParser.parsers.keys()]
 
 const millis = (input: Duration.Input | undefined, fallback: number): number =>
   input === undefined ? fallback : Duration.toMillis(Duration.fromInputUnsafe(input))
@@ -145,6 +165,7 @@ const millis = (input: Duration.Input | undefined, fallback: number): number =>
  * ```
  *
  * @since 0.1.0
+ * @category config
  */
 export const resolve = (options: ServerOptions): Resolved | string => {
   if (typeof options.model !== "string" || options.model.length === 0) return "model: must be a non-empty name"

@@ -13,6 +13,7 @@ import * as Schema from "effect/Schema"
  * that would change the result and is not supported. `param` names the field (dotted path).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class BadRequest extends Schema.Class<BadRequest>("@mcore-effect/server/BadRequest")({
   _tag: Schema.tag("BadRequest"),
@@ -28,6 +29,7 @@ export class BadRequest extends Schema.Class<BadRequest>("@mcore-effect/server/B
  * The request names a model this server does not serve.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ModelNotFound extends Schema.Class<ModelNotFound>("@mcore-effect/server/ModelNotFound")({
   _tag: Schema.tag("ModelNotFound"),
@@ -43,6 +45,7 @@ export class ModelNotFound extends Schema.Class<ModelNotFound>("@mcore-effect/se
  * No API key, or the wrong one, while the server requires one.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class Unauthorized extends Schema.Class<Unauthorized>("@mcore-effect/server/Unauthorized")({
   _tag: Schema.tag("Unauthorized"),
@@ -59,6 +62,7 @@ export class Unauthorized extends Schema.Class<Unauthorized>("@mcore-effect/serv
  * The request body is larger than the server accepts.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class BodyTooLarge extends Schema.Class<BodyTooLarge>("@mcore-effect/server/BodyTooLarge")({
   _tag: Schema.tag("BodyTooLarge"),
@@ -73,6 +77,7 @@ export class BodyTooLarge extends Schema.Class<BodyTooLarge>("@mcore-effect/serv
  * No such route (or no such method on it).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class NotFound extends Schema.Class<NotFound>("@mcore-effect/server/NotFound")({
   _tag: Schema.tag("NotFound"),
@@ -88,6 +93,7 @@ export class NotFound extends Schema.Class<NotFound>("@mcore-effect/server/NotFo
  * More requests in flight than the server's limit: try again later (429).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class Overloaded extends Schema.Class<Overloaded>("@mcore-effect/server/Overloaded")({
   _tag: Schema.tag("Overloaded"),
@@ -103,6 +109,7 @@ export class Overloaded extends Schema.Class<Overloaded>("@mcore-effect/server/O
  * down (503).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class Unavailable extends Schema.Class<Unavailable>("@mcore-effect/server/Unavailable")({
   _tag: Schema.tag("Unavailable"),
@@ -117,6 +124,7 @@ export class Unavailable extends Schema.Class<Unavailable>("@mcore-effect/server
  * The request did not finish within its deadline; it was aborted on the coordinator (504).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class DeadlineExceeded extends Schema.Class<DeadlineExceeded>("@mcore-effect/server/DeadlineExceeded")({
   _tag: Schema.tag("DeadlineExceeded"),
@@ -134,6 +142,7 @@ export class DeadlineExceeded extends Schema.Class<DeadlineExceeded>("@mcore-eff
  * valid, so not a 4xx). The SDKs retry a 500 by default, which samples anew.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ToolChoiceNotMet extends Schema.Class<ToolChoiceNotMet>("@mcore-effect/server/ToolChoiceNotMet")({
   _tag: Schema.tag("ToolChoiceNotMet"),
@@ -151,6 +160,7 @@ export class ToolChoiceNotMet extends Schema.Class<ToolChoiceNotMet>("@mcore-eff
  * full; the client sees it too, since it names no secret.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class Internal extends Schema.Class<Internal>("@mcore-effect/server/Internal")({
   _tag: Schema.tag("Internal"),
@@ -165,6 +175,7 @@ export class Internal extends Schema.Class<Internal>("@mcore-effect/server/Inter
  * Every reason a request can be refused or fail.
  *
  * @since 0.1.0
+ * @category errors
  */
 export const ServerErrorReason = Schema.Union([
   BadRequest,
@@ -181,6 +192,7 @@ export const ServerErrorReason = Schema.Union([
 
 /**
  * @since 0.1.0
+ * @category errors
  */
 export type ServerErrorReason = typeof ServerErrorReason.Type
 
@@ -197,6 +209,7 @@ export type ServerErrorReason = typeof ServerErrorReason.Type
  * ```
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ServerError extends Schema.TaggedError<ServerError>("@mcore-effect/server/ServerError")(
   "ServerError",
@@ -252,6 +265,7 @@ const CODE: Partial<Record<ServerErrorReason["_tag"], string>> = {
  * OpenAI's error object.
  *
  * @since 0.1.0
+ * @category errors
  */
 export interface ErrorBody {
   readonly error: {
@@ -266,6 +280,7 @@ export interface ErrorBody {
  * The JSON body of an error response (and of the error record that ends a broken stream).
  *
  * @since 0.1.0
+ * @category formatting
  */
 export const body = (error: ServerError): ErrorBody => ({
   error: {
@@ -280,6 +295,7 @@ export const body = (error: ServerError): ErrorBody => ({
  * Wraps a reason in a {@link ServerError}.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const serverError = (reason: ServerErrorReason): ServerError => new ServerError({ reason })
 
@@ -287,6 +303,7 @@ export const serverError = (reason: ServerErrorReason): ServerError => new Serve
  * A 400 naming `param`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const badRequest = (param: string | null, why: string): ServerError =>
   serverError(new BadRequest({ param, why }))
@@ -297,6 +314,7 @@ export const badRequest = (param: string | null, why: string): ServerError =>
  * prompt or parameter), 500 for the rest.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const fromClientError = (error: ClientError.ClientError): ServerError => {
   const reason = error.reason

@@ -19,6 +19,7 @@ import cluster, { type Worker } from "node:cluster"
  * True in a worker forked by {@link fork}.
  *
  * @since 0.1.0
+ * @category workers
  */
 export const isWorker = (): boolean => cluster.isWorker
 
@@ -35,6 +36,7 @@ const isListening = (message: unknown): message is Listening =>
  * In a worker: tells the primary the server listens at `url`.
  *
  * @since 0.1.0
+ * @category workers
  */
 export const reportListening = (url: string): Effect.Effect<void> =>
   Effect.sync(() => {
@@ -45,6 +47,7 @@ export const reportListening = (url: string): Effect.Effect<void> =>
  * Options of {@link fork}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ForkOptions {
   readonly count: number
@@ -62,6 +65,7 @@ export interface ForkOptions {
  * Closing the scope stops them (SIGTERM, then SIGKILL after the grace period plus 5 s).
  *
  * @since 0.1.0
+ * @category workers
  */
 export const fork = (options: ForkOptions): Effect.Effect<string, string, Scope.Scope> =>
   Effect.gen(function*() {

@@ -1,53 +1,58 @@
 /**
- * An OpenAI-compatible HTTP server on the inference client.
+ * An OpenAI-compatible HTTP server on the inference client: the server as a `Layer`
+ * ({@link Server}), its options ({@link ServerConfig}), its one error type ({@link ServerError}),
+ * the request bodies it takes as Schema ({@link OpenAiSchema}, {@link ResponsesRequest}), and the
+ * `--workers` processes ({@link Workers}). Everything else is under `src/internal/`: not part of
+ * the package's API.
  *
  * @since 0.1.0
  */
-export * as Admission from "./Admission.ts"
-export * as ChatAnswer from "./ChatAnswer.ts"
-export * as ChatCompletions from "./ChatCompletions.ts"
-export * as ChatMessages from "./ChatMessages.ts"
-export * as Choice from "./Choice.ts"
-export * as Chunks from "./Chunks.ts"
-export * as CommonShape from "./CommonShape.ts"
-export * as Completions from "./Completions.ts"
-export * as ContextLength from "./ContextLength.ts"
-export * as DeveloperRole from "./DeveloperRole.ts"
-export * as Generation from "./Generation.ts"
-export * as IgnoredFields from "./IgnoredFields.ts"
-export * as JsonDepth from "./JsonDepth.ts"
-export * as JsonResponse from "./JsonResponse.ts"
-export * as Metrics from "./Metrics.ts"
+
+/**
+ * The request bodies of `/v1/chat/completions` and `/v1/completions` as Schema, and the shapes of
+ * the answers.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export * as OpenAiSchema from "./OpenAiSchema.ts"
-export * as Prompts from "./Prompts.ts"
-export * as Responses from "./Responses.ts"
-export * as Routes from "./Routes.ts"
-export * as Sampling from "./Sampling.ts"
+
+/**
+ * The request body of `/v1/responses` (OpenAI's Responses API, as vLLM serves it) as Schema.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export * as ResponsesRequest from "./ResponsesRequest.ts"
+
+/**
+ * The server as a `Layer` over an `InferenceClient` and a `Tokenizer`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export * as Server from "./Server.ts"
+
+/**
+ * The server's options, their defaults and their validation.
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export * as ServerConfig from "./ServerConfig.ts"
+
+/**
+ * The server's one error type (a reason union) and OpenAI's error body.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export * as ServerError from "./ServerError.ts"
-export * as ServerState from "./ServerState.ts"
-export * as Sse from "./Sse.ts"
-export * as StreamedChoices from "./StreamedChoices.ts"
-export * as Tokenize from "./Tokenize.ts"
-export * as TopLogprobs from "./TopLogprobs.ts"
-export * as Version from "./Version.ts"
-export * as VllmParams from "./VllmParams.ts"
+
+/**
+ * Several server processes on one port (`--workers`), Node's `cluster`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export * as Workers from "./Workers.ts"
-export * as AddressGuard from "./media/AddressGuard.ts"
-export * as ChatImages from "./media/ChatImages.ts"
-export * as DataUrl from "./media/DataUrl.ts"
-export * as ImageFormat from "./media/ImageFormat.ts"
-export * as RemoteImage from "./media/RemoteImage.ts"
-export * as ResponseEvents from "./responses/ResponseEvents.ts"
-export * as ResponseObject from "./responses/ResponseObject.ts"
-export * as ResponsesInput from "./responses/ResponsesInput.ts"
-export * as ResponsesRequest from "./responses/ResponsesRequest.ts"
-export * as AssistantReply from "./tools/AssistantReply.ts"
-export * as Hermes from "./tools/Hermes.ts"
-export * as Qwen3Coder from "./tools/Qwen3Coder.ts"
-export * as ReasoningParser from "./tools/ReasoningParser.ts"
-export * as Tags from "./tools/Tags.ts"
-export * as ToolCallParser from "./tools/ToolCallParser.ts"
-export * as ToolRequest from "./tools/ToolRequest.ts"
-export * as ToolSchema from "./tools/ToolSchema.ts"

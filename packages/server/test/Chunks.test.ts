@@ -1,15 +1,17 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { Chunks, type Generation, Sse } from "../src/index.ts"
+import * as Chunks from "../src/internal/Chunks.ts"
+import type * as Plan from "../src/internal/Plan.ts"
+import * as Sse from "../src/internal/Sse.ts"
 
 // The two endpoints' content chunks (ChatCompletions.ts, Completions.ts).
-const chat: Generation.Format = {
+const chat: Plan.Format = {
   chunkObject: "chat.completion.chunk",
   opening: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
   delta: (index, content) => ({ index, delta: { content }, logprobs: null, finish_reason: null }),
   closing: (index) => ({ index, delta: {}, logprobs: null, finish_reason: "stop" })
 }
-const completion: Generation.Format = {
+const completion: Plan.Format = {
   chunkObject: "text_completion",
   opening: undefined,
   delta: (index, text) => ({ index, text, logprobs: null, finish_reason: null }),
@@ -17,7 +19,7 @@ const completion: Generation.Format = {
 }
 
 /** What a record must be: the whole chunk serialized. */
-const whole = (format: Generation.Format, meta: Generation.Meta, includeUsage: boolean, choice: unknown) =>
+const whole = (format: Plan.Format, meta: Plan.Meta, includeUsage: boolean, choice: unknown) =>
   Sse.recordText(
     includeUsage
       ? { id: meta.id, object: format.chunkObject, created: meta.created, model: meta.model, choices: [choice], usage: null }

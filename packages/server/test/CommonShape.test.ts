@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import * as CommonShape from "../src/CommonShape.ts"
+import * as CommonShape from "../src/internal/CommonShape.ts"
 import * as OpenAiSchema from "../src/OpenAiSchema.ts"
 import { body } from "../src/ServerError.ts"
 

@@ -10,7 +10,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import OpenAI from "openai"
-import { ContextLength } from "../src/index.ts"
+import * as ContextLength from "../src/internal/ContextLength.ts"
 import { isolated, qwen3Directory, refusal, sdk, serve } from "./support/Serve.ts"
 
 const user = (content: string) => [{ role: "user" as const, content }]

@@ -9,7 +9,8 @@ import { describe, expect, it } from "@effect/vitest"
 import type { TestCluster } from "@mcore-effect/testkit"
 import { Effect } from "effect"
 import * as Http from "node:http"
-import { IgnoredFields, JsonDepth } from "../src/index.ts"
+import * as IgnoredFields from "../src/internal/IgnoredFields.ts"
+import * as JsonDepth from "../src/internal/JsonDepth.ts"
 import { isolated, post, refusal, request, sdk, serve, submissions } from "./support/Serve.ts"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)

@@ -6,7 +6,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
-import { AssistantReply, OpenAiSchema, ServerConfig, ToolRequest } from "../src/index.ts"
+import { OpenAiSchema, ServerConfig } from "../src/index.ts"
+import * as AssistantReply from "../src/internal/tools/AssistantReply.ts"
+import * as ToolRequest from "../src/internal/tools/ToolRequest.ts"
 
 const tools = [
   { type: "function" as const, function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } },

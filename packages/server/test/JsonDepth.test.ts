@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { JsonDepth } from "../src/index.ts"
+import * as JsonDepth from "../src/internal/JsonDepth.ts"
 
 // Keys that are not array indices: an object's integer-like keys are visited first by the walk
 // (JavaScript's property order), not in the text's order, so with two paths past the limit the

@@ -8,7 +8,9 @@ import { Result } from "effect"
 import { readFileSync } from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
-import { AddressGuard, DataUrl, ImageFormat } from "../src/index.ts"
+import * as AddressGuard from "../src/internal/media/AddressGuard.ts"
+import * as DataUrl from "../src/internal/media/DataUrl.ts"
+import * as ImageFormat from "../src/internal/media/ImageFormat.ts"
 
 const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 const pngBytes = Buffer.from(png, "base64")

@@ -8,7 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest } from "effect/http"
 import { createServer } from "node:http"
-import { Sse } from "../src/index.ts"
+import * as Sse from "../src/internal/Sse.ts"
 
 const CHUNKS = 400
 const CHUNK_BYTES = 64 * 1024

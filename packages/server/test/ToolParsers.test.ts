@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { AssistantReply, ReasoningParser, ToolCallParser } from "../src/index.ts"
+import * as AssistantReply from "../src/internal/tools/AssistantReply.ts"
+import * as ReasoningParser from "../src/internal/tools/ReasoningParser.ts"
+import * as ToolCallParser from "../src/internal/tools/ToolCallParser.ts"
 
 const hermes = ToolCallParser.parsers.get("hermes")!
 const coder = ToolCallParser.parsers.get("qwen3_coder")!

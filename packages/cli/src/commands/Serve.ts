@@ -13,7 +13,7 @@
  */
 import { InferenceClient } from "@mcore-effect/client"
 import type { Dialect } from "@mcore-effect/protocol"
-import { ReasoningParser, Server, ServerConfig, ToolCallParser, Workers } from "@mcore-effect/server"
+import { Server, ServerConfig, Workers } from "@mcore-effect/server"
 import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
 import { Tokenizer } from "@mcore-effect/text"
 import * as Config from "effect/Config"
@@ -84,11 +84,11 @@ const flags = {
     Flag.withDescription("A Jinja chat template to use instead of the tokenizer's"),
     Flag.optional
   ),
-  toolCallParser: Flag.Literals("tool-call-parser", [...ToolCallParser.parsers.keys()]).pipe(
+  toolCallParser: Flag.Literals("tool-call-parser", ServerConfig.toolCallParsers).pipe(
     Flag.withDescription("How tool calls are read from generated text (without one, requests with tools get 400)"),
     Flag.optional
   ),
-  reasoningParser: Flag.Literals("reasoning-parser", [...ReasoningParser.parsers.keys()]).pipe(
+  reasoningParser: Flag.Literals("reasoning-parser", ServerConfig.reasoningParsers).pipe(
     Flag.withDescription("Split <think> reasoning into reasoning_content"),
     Flag.optional
   ),

@@ -14,24 +14,6 @@ export const knownCircles: ReadonlyArray<ReadonlyArray<string>> = [
     "packages/client/src/InferenceClient.ts",
     "packages/client/src/RequestEffects.ts",
     "packages/client/src/SubmitAll.ts"
-  ],
-  [
-    "packages/server/src/Choice.ts",
-    "packages/server/src/Chunks.ts",
-    "packages/server/src/ContextLength.ts",
-    "packages/server/src/Generation.ts",
-    "packages/server/src/OpenAiSchema.ts",
-    "packages/server/src/Routes.ts",
-    "packages/server/src/Sampling.ts",
-    "packages/server/src/ServerState.ts",
-    "packages/server/src/StreamedChoices.ts",
-    "packages/server/src/VllmParams.ts"
-  ],
-  [
-    "packages/server/src/tools/Hermes.ts",
-    "packages/server/src/tools/Qwen3Coder.ts",
-    "packages/server/src/tools/Tags.ts",
-    "packages/server/src/tools/ToolCallParser.ts"
   ]
 ]
 

@@ -1,0 +1,147 @@
+/**
+ * The one responder of the generation endpoints: it consumes a request's `Plan` once the request
+ * is known to be valid, runs its choices (`n` per prompt, all at once), and answers with one JSON
+ * body or with an event stream, shaped by the plan's endpoint.
+ *
+ * Streamed, the records are `StreamedChoices`': the choices' events merged as they come. A failure
+ * after the headers went out (the coordinator lost, the deadline) is written as one error record,
+ * and the stream ends: the client sees an error, never a hang. A client that goes away interrupts
+ * the response, which ends every choice's stream, which aborts each request on the coordinator.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import type * as Scope from "effect/Scope"
+import { randomBytes } from "node:crypto"
+import type { ServerError } from "../ServerError.ts"
+import * as Choice from "./Choice.ts"
+import * as Chunks from "./Chunks.ts"
+import type { Handler, Shared } from "./Handler.ts"
+import * as JsonResponse from "./JsonResponse.ts"
+import { type Endpoint, type Finished, isWhole, type Meta, type Plan, type Prompt } from "./Plan.ts"
+import * as RequestId from "./RequestId.ts"
+import * as Sse from "./Sse.ts"
+import { recordsAll } from "./StreamedChoices.ts"
+
+/**
+ * Answers a valid request: takes its place in flight, then streams its choices or waits for them
+ * all and answers with one JSON body.
+ *
+ * @since 0.2.0
+ */
+export const respond = (
+  handler: Handler,
+  plan: Plan
+): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> =>
+  plan.stream
+    // `admit`, then a continuation the fiber lets go of once it ran: `admitThen`'s closure stays
+    // reachable while what it leads to runs, which kept the request's handler, body and plan
+    // alive as long as its stream was open (PERFORMANCE.md#admission). A plain answer is
+    // short-lived, and takes the fewer steps.
+    ? Effect.flatMap(handler.admit, () => streamed(handler, plan))
+    : handler.admitThen(() => answered(handler.shared, plan, RequestId.of(handler.request)))
+
+/** The choices written to the response as server-sent events, as they come. */
+const streamed = (handler: Handler, plan: Plan) => {
+  const { shared, startedAt } = handler
+  const endpoint = plan.endpoint
+  const meta = makeMeta(endpoint.idPrefix, shared.state.config.model, RequestId.of(handler.request))
+  return Sse.write(handler.request, recordsAll(shared, plan, {
+    chunks: isWhole(endpoint) ? endpoint.records(meta) : Chunks.make(endpoint.format, meta, plan.includeUsage),
+    startedAt
+  }))
+}
+
+/** The choices, all of them finished, as one JSON body. */
+const answered = (shared: Shared, plan: Plan, requestId: string | undefined) => {
+  const { endpoint, n, prompts } = plan
+  const meta = makeMeta(endpoint.idPrefix, shared.state.config.model, requestId)
+  const reply = (finished: Array<Finished>) => {
+    const total = Choice.usage(finished, n)
+    shared.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
+    if (isWhole(endpoint)) return JsonResponse.json(endpoint.body(meta, finished, total))
+    return JsonResponse.json({
+      id: meta.id,
+      object: endpoint.object,
+      created: meta.created,
+      model: meta.model,
+      choices: finished.map((choice, index) => choiceOf(plan, endpoint, index, choice, prompts[Math.floor(index / n)]!)),
+      usage: total,
+      system_fingerprint: null
+    })
+  }
+  const refusal = endpoint.refusal
+  // One choice (the usual request): one step from its generation to the response.
+  if (refusal === undefined) {
+    return countAbort(shared)(
+      prompts.length === 1 && n === 1
+        ? Effect.map(Choice.generate(shared, plan, prompts[0]!), (one) => reply([one]))
+        : Effect.map(runAll(shared, plan), reply)
+    )
+  }
+  return countAbort(shared)(Effect.flatMap(runAll(shared, plan), (finished) => {
+    for (const choice of finished) {
+      const refused = refusal(choice)
+      if (refused === undefined) continue
+      const total = Choice.usage(finished, n)
+      shared.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
+      return Effect.fail(refused)
+    }
+    return Effect.succeed(reply(finished))
+  }))
+}
+
+/**
+ * A choice of a plain answer, as the plan's vLLM fields ask: `include_stop_str_in_output` puts
+ * the stop string that ended it back at its end; `return_token_ids` adds its `token_ids` and, as
+ * vLLM writes them, `prompt_token_ids` (a completions choice's own prompt's; for a chat, on every
+ * choice, its one prompt).
+ */
+const choiceOf = (plan: Plan, endpoint: Endpoint, index: number, finished: Finished, prompt: Prompt): unknown => {
+  if (!plan.includeStopString && !plan.returnTokenIds) return endpoint.choice(index, finished, prompt)
+  const shown: Finished = plan.includeStopString && finished.stopString !== undefined
+    ? { ...finished, text: finished.text + finished.stopString }
+    : finished
+  const choice = endpoint.choice(index, shown, prompt) as Record<string, unknown>
+  return plan.returnTokenIds ? { ...choice, prompt_token_ids: prompt.ids, token_ids: finished.tokens } : choice
+}
+
+/** Ids are this process's random prefix and a counter: unique, and no system call per response. */
+const idPrefix = randomBytes(6).toString("hex")
+let nextId = 0
+
+/**
+ * A response id with `prefix` (`chatcmpl-`, `cmpl-`): the prefix and the request's `x-request-id`
+ * when the server gave it one (`RequestId`), else the prefix and an id made here.
+ *
+ * @since 0.1.0
+ */
+const makeMeta = (prefix: string, model: string, requestId?: string | undefined): Meta => ({
+  id: requestId === undefined ? `${prefix}${idPrefix}${(nextId++).toString(16).padStart(8, "0")}` : `${prefix}${requestId}`,
+  created: Math.floor(Date.now() / 1000),
+  model
+})
+
+/**
+ * Runs every choice at once and waits for all (the first failure interrupts the rest, which
+ * aborts them). Choice `p * n + j` is the `j`th of prompt `p`.
+ *
+ * @since 0.1.0
+ */
+const runAll = (shared: Shared, plan: Plan): Effect.Effect<Array<Finished>, ServerError> => {
+  const { n, prompts } = plan
+  if (prompts.length === 1 && n === 1) return Effect.map(Choice.generate(shared, plan, prompts[0]!), (one) => [one])
+  const all: Array<Prompt> = []
+  for (const prompt of prompts) for (let j = 0; j < n; j++) all.push(prompt)
+  return Effect.forEach(all, (prompt) => Choice.generate(shared, plan, prompt), { concurrency: "unbounded" })
+}
+
+/**
+ * Counts an interrupted generation as an abort: by the client (it went away) or by shutdown.
+ *
+ * @since 0.1.0
+ */
+const countAbort = (shared: Shared) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.onInterrupt(effect, () =>
+    Effect.sync(() => shared.state.metrics.aborted(shared.state.gate.isClosing ? "shutdown" : "disconnect")))
