@@ -22,7 +22,7 @@
  * @example
  * ```ts
  * import { Messages } from "@mcore-effect/protocol"
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import { Result } from "effect"
  * import * as fc from "fast-check"
  *
@@ -48,7 +48,7 @@ import {
   samplingParams,
   submittedMedia,
   tokenId
-} from "./FieldArbitraries.ts"
+} from "../internal/fieldArbitraries.ts"
 
 export {
   blockHash,
@@ -64,7 +64,7 @@ export {
   submittedMedia,
   tokenId,
   tokenIds
-} from "./FieldArbitraries.ts"
+} from "../internal/fieldArbitraries.ts"
 
 type ClientSpecs = (typeof Messages.Client.specs)[number]
 type CoordinatorSpecs = (typeof Messages.Coordinator.specs)[number]
@@ -154,7 +154,7 @@ const special: Partial<Record<string, (options?: Options) => fc.Arbitrary<unknow
  * @example
  * ```ts
  * import { Messages } from "@mcore-effect/protocol"
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * const [submit] = fc.sample(Arbitraries.message(Messages.SubmitRequest), 1)
@@ -177,7 +177,7 @@ const byTag = <Specs extends MessageSpec.Any>(specs: ReadonlyArray<Specs>, optio
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.clientMessages().AbortRequest, 1) // [{ _tag: "AbortRequest", requestId: ... }]
@@ -193,7 +193,7 @@ export const clientMessages = (options?: Options): ByTag<ClientSpecs> => byTag(M
  * @example
  * ```ts
  * import { Messages } from "@mcore-effect/protocol"
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import { Result } from "effect"
  * import * as fc from "fast-check"
  *
@@ -210,7 +210,7 @@ export const clientMessage = (options?: Options): fc.Arbitrary<Messages.ClientMe
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.coordinatorMessages().EngineReply, 1)
@@ -225,7 +225,7 @@ export const coordinatorMessages = (options?: Options): ByTag<CoordinatorSpecs> 
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.coordinatorMessage(), 3)
@@ -241,7 +241,7 @@ export const coordinatorMessage = (options?: Options): fc.Arbitrary<Messages.Coo
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.engineMessages().EngineReplyBatch, 1)
@@ -256,7 +256,7 @@ export const engineMessages = (options?: Options): ByTag<EngineSpecs> => byTag(M
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.engineMessage(), 3)
@@ -428,7 +428,7 @@ const interleave = (requests: ReadonlyArray<Track>, controls: ReadonlyArray<Trac
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.assert(fc.property(Arbitraries.conversation({ maxRequests: 4 }), ({ events }) => {

@@ -12,7 +12,7 @@ import { Media, Messages, type MessageSpec, Msgpack, Reply, SamplingParams } fro
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as fc from "fast-check"
-import * as SchemaArbitrary from "./SchemaArbitrary.ts"
+import * as SchemaArbitrary from "../arbitraries/SchemaArbitrary.ts"
 
 /**
  * Size limits.
@@ -61,7 +61,7 @@ const TWO_53 = 1n << 53n
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.tokenId(), 5).every((id) => Number.isSafeInteger(id) && id >= 0) // true
@@ -78,7 +78,7 @@ export const tokenId = (): fc.Arbitrary<number> =>
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.tokenIds({ maxTokens: 4 }), 3)
@@ -115,7 +115,7 @@ export type PromptBody = MessageSpec.Type<typeof Messages.SubmitRequest>["prompt
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.prompt(), 3)
@@ -139,7 +139,7 @@ export const prompt = (options?: Options): fc.Arbitrary<PromptBody> => {
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.blockHash(), 5).every((h) => h >= 1n && h < 2n ** 63n) // true
@@ -161,7 +161,7 @@ export const blockHash = (): fc.Arbitrary<bigint> =>
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.blockHashes(), 3)
@@ -184,7 +184,7 @@ const RESERVED_PARAM_KEYS: ReadonlySet<string> = new Set([...KNOWN_PARAMS, "seri
  * @example
  * ```ts
  * import { SamplingParams } from "@mcore-effect/protocol"
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import { Result } from "effect"
  * import * as fc from "fast-check"
  *
@@ -290,7 +290,7 @@ const videoTensors = fc.record(
  * @example
  * ```ts
  * import { Media } from "@mcore-effect/protocol"
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import { Result } from "effect"
  * import * as fc from "fast-check"
  *
@@ -323,7 +323,7 @@ const decodeMediaWire = Schema.decodeUnknownSync(Media.MediaWire)
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * const [m] = fc.sample(Arbitraries.submittedMedia(), 1)
@@ -352,7 +352,7 @@ const TENSOR_FIELDS = ["prompt_tokens", "generated_tokens", "generated_log_probs
  * @example
  * ```ts
  * import { Reply } from "@mcore-effect/protocol"
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import { Result } from "effect"
  * import * as fc from "fast-check"
  *
@@ -384,7 +384,7 @@ export const replyMap = (requestId?: number, options?: Options): fc.Arbitrary<Re
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.partialReply(3), 2).every((p) => p.request_id === 3) // true

@@ -49,10 +49,10 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import * as fc from "fast-check"
-import { collectChecks, type MutableConstraint } from "./SchemaConstraints.ts"
-import { entriesToObject, mapKey, SMALL_INT, unknownValue } from "./UnknownValue.ts"
+import { collectChecks, type MutableConstraint } from "../internal/schemaConstraints.ts"
+import { entriesToObject, mapKey, SMALL_INT, unknownValue } from "../internal/unknownValue.ts"
 
-export { unknownValue } from "./UnknownValue.ts"
+export { unknownValue } from "../internal/unknownValue.ts"
 
 /**
  * The annotation key under which a schema carries its own fast-check arbitrary factory.
@@ -148,7 +148,7 @@ const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
  *
  * @example
  * ```ts
- * import { SchemaArbitrary } from "@mcore-effect/testkit"
+ * import { SchemaArbitrary } from "@mcore-effect/testkit/arbitraries"
  * import { Schema } from "effect"
  * import * as fc from "fast-check"
  *
@@ -172,7 +172,7 @@ export const annotate =
  *
  * @example
  * ```ts
- * import { SchemaArbitrary } from "@mcore-effect/testkit"
+ * import { SchemaArbitrary } from "@mcore-effect/testkit/arbitraries"
  * import { Schema } from "effect"
  * import * as fc from "fast-check"
  *
@@ -195,7 +195,7 @@ export const make = <S extends Schema.Top>(schema: S, options?: Options): fc.Arb
  *
  * @example
  * ```ts
- * import { SchemaArbitrary } from "@mcore-effect/testkit"
+ * import { SchemaArbitrary } from "@mcore-effect/testkit/arbitraries"
  * import { Schema } from "effect"
  * import * as fc from "fast-check"
  *
