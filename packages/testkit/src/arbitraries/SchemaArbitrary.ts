@@ -79,6 +79,7 @@ export { unknownValue } from "../internal/unknownValue.ts"
  * fc.assert(fc.property(SchemaArbitrary.make(PointSchema), (p) => p instanceof Point))
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const annotate =
@@ -105,6 +106,7 @@ export const annotate =
  * fc.assert(fc.property(SchemaArbitrary.make(Request, { maxLength: 5 }), (r) => Schema.is(Request)(r)))
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = <S extends Schema.Top>(schema: S, options?: Options): fc.Arbitrary<S["Type"]> =>
@@ -123,6 +125,7 @@ export const make = <S extends Schema.Top>(schema: S, options?: Options): fc.Arb
  * fc.sample(ints, 3).every(Number.isSafeInteger) // true
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const fromAST = (ast: SchemaAST.AST, options?: Options): fc.Arbitrary<unknown> =>

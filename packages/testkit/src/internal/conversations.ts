@@ -17,6 +17,7 @@ import { message, submitRequest } from "./messageArbitraries.ts"
 /**
  * One message of a conversation, with the side that sent it.
  *
+ * @category models
  * @since 0.1.0
  */
 export type ConversationEvent =
@@ -26,6 +27,7 @@ export type ConversationEvent =
 /**
  * How a request ends in a conversation.
  *
+ * @category models
  * @since 0.1.0
  */
 export type RequestOutcome = "completed" | "streamed" | "aborted" | "abortedAfterReply" | "unanswered"
@@ -33,6 +35,7 @@ export type RequestOutcome = "completed" | "streamed" | "aborted" | "abortedAfte
 /**
  * A client's session with the coordinator, in the order the messages travel.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Conversation {
@@ -44,6 +47,7 @@ export interface Conversation {
 /**
  * Options of {@link conversation}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ConversationOptions extends Options {
@@ -182,6 +186,7 @@ const interleave = (requests: ReadonlyArray<Track>, controls: ReadonlyArray<Trac
  * }))
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const conversation = (options?: ConversationOptions): fc.Arbitrary<Conversation> => {

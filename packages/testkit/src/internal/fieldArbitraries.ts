@@ -17,6 +17,7 @@ import * as SchemaArbitrary from "../arbitraries/SchemaArbitrary.ts"
 /**
  * Size limits.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -67,6 +68,7 @@ const TWO_53 = 1n << 53n
  * fc.sample(Arbitraries.tokenId(), 5).every((id) => Number.isSafeInteger(id) && id >= 0) // true
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const tokenId = (): fc.Arbitrary<number> =>
@@ -84,6 +86,7 @@ export const tokenId = (): fc.Arbitrary<number> =>
  * fc.sample(Arbitraries.tokenIds({ maxTokens: 4 }), 3)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const tokenIds = (
@@ -106,6 +109,7 @@ export const tokenIds = (
 /**
  * What a submission's prompt body holds: text, token ids, or a typed array of token ids.
  *
+ * @category models
  * @since 0.1.0
  */
 export type PromptBody = MessageSpec.Type<typeof Messages.SubmitRequest>["prompt"]
@@ -121,6 +125,7 @@ export type PromptBody = MessageSpec.Type<typeof Messages.SubmitRequest>["prompt
  * fc.sample(Arbitraries.prompt(), 3)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const prompt = (options?: Options): fc.Arbitrary<PromptBody> => {
@@ -145,6 +150,7 @@ export const prompt = (options?: Options): fc.Arbitrary<PromptBody> => {
  * fc.sample(Arbitraries.blockHash(), 5).every((h) => h >= 1n && h < 2n ** 63n) // true
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const blockHash = (): fc.Arbitrary<bigint> =>
@@ -167,6 +173,7 @@ export const blockHash = (): fc.Arbitrary<bigint> =>
  * fc.sample(Arbitraries.blockHashes(), 3)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const blockHashes = (options?: Options): fc.Arbitrary<BigUint64Array> =>
@@ -191,6 +198,7 @@ const RESERVED_PARAM_KEYS: ReadonlySet<string> = new Set([...KNOWN_PARAMS, "seri
  * fc.assert(fc.property(Arbitraries.samplingParams(), (p) => Result.isSuccess(SamplingParams.make(p))))
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const samplingParams = (options?: Options): fc.Arbitrary<SamplingParams.SamplingParams> =>
@@ -233,6 +241,7 @@ const buildSamplingParams = (options: Options): fc.Arbitrary<SamplingParams.Samp
 /**
  * What a submission carries about its media: the descriptor (frame 0) and the body (frame 3).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface SubmittedMedia {
@@ -297,6 +306,7 @@ const videoTensors = fc.record(
  * fc.assert(fc.property(Arbitraries.multiModalData(), (data) => Result.isSuccess(Media.prepare(data))))
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const multiModalData = (): fc.Arbitrary<Media.MultiModalData> => memo("multiModalData", undefined, buildMultiModalData)
@@ -330,6 +340,7 @@ const decodeMediaWire = Schema.decodeUnknownSync(Media.MediaWire)
  * m!.mediaDescriptor.media_cache_key.length // 64
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const submittedMedia = (): fc.Arbitrary<SubmittedMedia> =>
@@ -362,6 +373,7 @@ const TENSOR_FIELDS = ["prompt_tokens", "generated_tokens", "generated_log_probs
  * }))
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const replyMap = (requestId?: number, options?: Options): fc.Arbitrary<Reply.ReplyMap> => {
@@ -390,6 +402,7 @@ export const replyMap = (requestId?: number, options?: Options): fc.Arbitrary<Re
  * fc.sample(Arbitraries.partialReply(3), 2).every((p) => p.request_id === 3) // true
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const partialReply = (requestId?: number, options?: Options): fc.Arbitrary<Reply.PartialReply> =>

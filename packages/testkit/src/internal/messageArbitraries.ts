@@ -27,6 +27,7 @@ type EngineSpecs = (typeof Messages.Engine.specs)[number]
 /**
  * The message type of a tag, in one direction.
  *
+ * @category models
  * @since 0.1.0
  */
 export type MessageOf<Specs extends MessageSpec.Any, Tag extends Specs["tag"]> = MessageSpec.Type<
@@ -36,6 +37,7 @@ export type MessageOf<Specs extends MessageSpec.Any, Tag extends Specs["tag"]> =
 /**
  * One arbitrary per message tag of a direction.
  *
+ * @category models
  * @since 0.1.0
  */
 export type ByTag<Specs extends MessageSpec.Any> = { readonly [Tag in Specs["tag"]]: fc.Arbitrary<MessageOf<Specs, Tag>> }
@@ -116,6 +118,7 @@ const special: Partial<Record<string, (options?: Options) => fc.Arbitrary<unknow
  * submit!._tag // "SubmitRequest"
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const message = <S extends MessageSpec.Any>(spec: S, options?: Options): fc.Arbitrary<MessageSpec.Type<S>> =>
@@ -138,6 +141,7 @@ const byTag = <Specs extends MessageSpec.Any>(specs: ReadonlyArray<Specs>, optio
  * fc.sample(Arbitraries.clientMessages().AbortRequest, 1) // [{ _tag: "AbortRequest", requestId: ... }]
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const clientMessages = (options?: Options): ByTag<ClientSpecs> => byTag(Messages.Client.specs, options)
@@ -155,6 +159,7 @@ export const clientMessages = (options?: Options): ByTag<ClientSpecs> => byTag(M
  * fc.assert(fc.property(Arbitraries.clientMessage(), (m) => Result.isSuccess(Messages.Client.encode(m))))
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const clientMessage = (options?: Options): fc.Arbitrary<Messages.ClientMessage> =>
@@ -171,6 +176,7 @@ export const clientMessage = (options?: Options): fc.Arbitrary<Messages.ClientMe
  * fc.sample(Arbitraries.coordinatorMessages().EngineReply, 1)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const coordinatorMessages = (options?: Options): ByTag<CoordinatorSpecs> => byTag(Messages.Coordinator.specs, options)
@@ -186,6 +192,7 @@ export const coordinatorMessages = (options?: Options): ByTag<CoordinatorSpecs> 
  * fc.sample(Arbitraries.coordinatorMessage(), 3)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const coordinatorMessage = (options?: Options): fc.Arbitrary<Messages.CoordinatorMessage> =>
@@ -202,6 +209,7 @@ export const coordinatorMessage = (options?: Options): fc.Arbitrary<Messages.Coo
  * fc.sample(Arbitraries.engineMessages().EngineReplyBatch, 1)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const engineMessages = (options?: Options): ByTag<EngineSpecs> => byTag(Messages.Engine.specs, options)
@@ -217,6 +225,7 @@ export const engineMessages = (options?: Options): ByTag<EngineSpecs> => byTag(M
  * fc.sample(Arbitraries.engineMessage(), 3)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const engineMessage = (options?: Options): fc.Arbitrary<Messages.EngineMessage> =>

@@ -12,6 +12,7 @@ import type * as fc from "fast-check"
 /**
  * The annotation key under which a schema carries its own fast-check arbitrary factory.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const ArbitraryAnnotationId = "@mcore-effect/testkit/SchemaArbitrary" as const
@@ -20,6 +21,7 @@ export const ArbitraryAnnotationId = "@mcore-effect/testkit/SchemaArbitrary" as 
  * Bounds that the schema's checks put on a node, as read from Effect's `arbitraryConstraint`
  * annotations. Handed to {@link ArbitraryFactory} so an attached arbitrary can honour them.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Constraint {
@@ -38,6 +40,7 @@ export interface Constraint {
  * parameters (e.g. the element of a custom collection), the constraint its checks describe, and the
  * options the derivation runs with.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface FactoryContext {
@@ -49,6 +52,7 @@ export interface FactoryContext {
 /**
  * An arbitrary factory attached to a schema with `SchemaArbitrary.annotate`.
  *
+ * @category models
  * @since 0.1.0
  */
 export type ArbitraryFactory<A> = (context: FactoryContext) => fc.Arbitrary<A>
@@ -56,6 +60,7 @@ export type ArbitraryFactory<A> = (context: FactoryContext) => fc.Arbitrary<A>
 /**
  * Derivation options.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -78,6 +83,7 @@ export interface Options {
 /**
  * Thrown while building an arbitrary for a schema node that cannot be derived.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class UnsupportedSchema extends globalThis.Error {

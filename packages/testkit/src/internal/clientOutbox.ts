@@ -8,7 +8,7 @@
  * @internal
  */
 import type { FrameSocket } from "@mcore-effect/protocol"
-import type { FaultedWriter } from "./internal/faultedWriter.ts"
+import type { FaultedWriter } from "./faultedWriter.ts"
 
 /** Which request a message answers: the client (its identity key) and the client's own id. */
 export interface Addressee {
