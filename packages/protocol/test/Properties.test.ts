@@ -3,7 +3,7 @@
  * (`@mcore-effect/testkit`'s `Arbitraries`).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Arbitraries } from "@mcore-effect/testkit"
+import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { type Frames, Headers, Messages, type MessageSpec, Msgpack, ProtocolError } from "../src/index.ts"

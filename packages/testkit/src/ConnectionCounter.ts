@@ -13,6 +13,7 @@ import { createServer, connect, type Socket } from "node:net"
 /**
  * A running listener.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Handle {
@@ -42,6 +43,7 @@ export interface Handle {
  * }).pipe(Effect.scoped)
  * ```
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const make: Effect.Effect<Handle, never, Scope.Scope> = Effect.gen(function*() {

@@ -14,6 +14,7 @@
 /**
  * The continuation of a prompt (its token ids), or `undefined` for the deterministic stream.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Script = (promptTokens: ReadonlyArray<number>) => ReadonlyArray<number> | undefined
@@ -42,6 +43,7 @@ const holds = (ids: ReadonlyArray<number>, needle: ReadonlyArray<number>): boole
  * const cluster = TestCluster.make({ engine: { continuations: script } })
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const whenPromptHolds = (

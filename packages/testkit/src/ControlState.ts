@@ -12,11 +12,13 @@ import * as Schema from "effect/Schema"
 /**
  * The coordinator's control state.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const State = Schema.Literals(["RUNNING", "PAUSED", "SUSPENDED"])
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type State = typeof State.Type
@@ -25,11 +27,13 @@ export type State = typeof State.Type
  * The signals the state machine governs (profiler signals are not among them: they are
  * broadcast in any state).
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Signal = Schema.Literals(["PAUSE", "UNPAUSE", "SUSPEND", "RESUME", "STOP", "SET_GENERATION_EPOCH"])
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Signal = typeof Signal.Type
@@ -37,6 +41,7 @@ export type Signal = typeof Signal.Type
 /**
  * One row of the table.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Transition {
@@ -54,6 +59,7 @@ const ALL: ReadonlyArray<State> = State.literals
  * The table. STOP moves Megatron's coordinator to a transient STOPPING and back to RUNNING once
  * broadcast (so engines started later find it running); here that is one step to RUNNING.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const transitions: { readonly [S in Signal]: Transition } = {
@@ -72,6 +78,7 @@ export const transitions: { readonly [S in Signal]: Transition } = {
  * - `Idempotent`: drop it silently (the state already says what the signal asks).
  * - `Rejected`: drop it with a warning (not allowed in this state).
  *
+ * @category models
  * @since 0.1.0
  */
 export type Outcome =
@@ -91,6 +98,7 @@ export type Outcome =
  * ControlState.apply("RUNNING", "SUSPEND") // { _tag: "Rejected" }
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const apply = (state: State, signal: Signal): Outcome => {
@@ -104,6 +112,7 @@ const byHeader: ReadonlyMap<number, Signal> = new Map(Signal.literals.map((s) =>
 /**
  * The signal a header carries, if the state machine governs it.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const signalOf = (header: number): Signal | undefined => byHeader.get(header)

@@ -24,6 +24,7 @@ import * as Schema from "effect/Schema"
 const Count = Schema.Number.check(Schema.isGreaterThanOrEqualTo(1))
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export class DelayReplies extends Schema.TaggedClass<DelayReplies>()("DelayReplies", {
@@ -31,16 +32,19 @@ export class DelayReplies extends Schema.TaggedClass<DelayReplies>()("DelayRepli
 }) {}
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export class DropReplies extends Schema.TaggedClass<DropReplies>()("DropReplies", { count: Count }) {}
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export class DuplicateReplies extends Schema.TaggedClass<DuplicateReplies>()("DuplicateReplies", { count: Count }) {}
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export class ReorderPartials extends Schema.TaggedClass<ReorderPartials>()("ReorderPartials", {
@@ -48,16 +52,19 @@ export class ReorderPartials extends Schema.TaggedClass<ReorderPartials>()("Reor
 }) {}
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export class SendGarbage extends Schema.TaggedClass<SendGarbage>()("SendGarbage", { count: Count }) {}
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export class SendWrongArity extends Schema.TaggedClass<SendWrongArity>()("SendWrongArity", { count: Count }) {}
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export class SendMessages extends Schema.TaggedClass<SendMessages>()("SendMessages", {
@@ -67,6 +74,7 @@ export class SendMessages extends Schema.TaggedClass<SendMessages>()("SendMessag
 }) {}
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export class Hang extends Schema.TaggedClass<Hang>()("Hang", {}) {}
@@ -74,6 +82,7 @@ export class Hang extends Schema.TaggedClass<Hang>()("Hang", {}) {}
 /**
  * Any fault.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Fault = Schema.Union([
@@ -88,11 +97,13 @@ export const Fault = Schema.Union([
 ])
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Fault = typeof Fault.Type
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type FaultTag = Fault["_tag"]
@@ -100,6 +111,7 @@ export type FaultTag = Fault["_tag"]
 /**
  * Replies and partials leave `millis` late.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const delayReplies = (millis: number): Fault => new DelayReplies({ millis })
@@ -118,6 +130,7 @@ export const delayReplies = (millis: number): Fault => new DelayReplies({ millis
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const dropReplies = (count = 1): Fault => new DropReplies({ count })
@@ -125,6 +138,7 @@ export const dropReplies = (count = 1): Fault => new DropReplies({ count })
 /**
  * The next `count` final replies are sent twice (default 1).
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const duplicateReplies = (count = 1): Fault => new DuplicateReplies({ count })
@@ -132,6 +146,7 @@ export const duplicateReplies = (count = 1): Fault => new DuplicateReplies({ cou
 /**
  * Partials leave in reverse order, `window` at a time (default 2).
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const reorderPartials = (window = 2): Fault => new ReorderPartials({ window })
@@ -139,6 +154,7 @@ export const reorderPartials = (window = 2): Fault => new ReorderPartials({ wind
 /**
  * The next `count` replies are each preceded by a malformed message (default 1).
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const sendGarbage = (count = 1): Fault => new SendGarbage({ count })
@@ -146,6 +162,7 @@ export const sendGarbage = (count = 1): Fault => new SendGarbage({ count })
 /**
  * The next `count` replies are sent with a frame missing (default 1).
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const sendWrongArity = (count = 1): Fault => new SendWrongArity({ count })
@@ -166,6 +183,7 @@ export const sendWrongArity = (count = 1): Fault => new SendWrongArity({ count }
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const sendMessages = (messages: ReadonlyArray<ReadonlyArray<Uint8Array>>, perReply = 1): Fault =>
@@ -174,6 +192,7 @@ export const sendMessages = (messages: ReadonlyArray<ReadonlyArray<Uint8Array>>,
 /**
  * Stop answering until the fault is cleared.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const hang: Fault = new Hang({})
@@ -183,6 +202,7 @@ export const hang: Fault = new Hang({})
  * msgpack, a header nobody knows, a metadata frame that is not an array, an empty frame, a reply
  * header with no request id, and a reply whose request id is a string.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const garbageMessages: ReadonlyArray<ReadonlyArray<Uint8Array>> = [
@@ -198,6 +218,7 @@ export const garbageMessages: ReadonlyArray<ReadonlyArray<Uint8Array>> = [
  * The faults active on one coordinator or engine, and how much of each is left. Components read
  * it on their send paths; tests switch it through the component's `injectFault` / `clearFaults`.
  *
+ * @category models
  * @since 0.1.0
  */
 export class Switchboard {

@@ -11,6 +11,7 @@ import * as Vocabulary from "./Vocabulary.ts"
 /**
  * The seed of a prompt's stream: a 32-bit FNV-1a over its token ids.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const seedOf = (promptTokens: ReadonlyArray<number>): number => {
@@ -41,6 +42,7 @@ const mix = (x: number): number => {
  * The token at position `index` of the stream of `seed`; always a vocabulary word, never the
  * end-of-document token (id 0).
  *
+ * @category utils
  * @since 0.1.0
  */
 export const tokenAt = (seed: number, index: number): number =>
@@ -58,6 +60,7 @@ export const tokenAt = (seed: number, index: number): number =>
  * // use expected[2] as termination_id to stop after three tokens
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const tokens = (promptTokens: ReadonlyArray<number>, count: number): Array<number> => {
@@ -71,6 +74,7 @@ export const tokens = (promptTokens: ReadonlyArray<number>, count: number): Arra
  * A deterministic log probability for a token (test engines report these when
  * `return_log_probs` is set): a negative float that depends on the token only.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const logProbOf = (token: number): number => -((token % 7) + 1) / 8

@@ -15,6 +15,7 @@
  * Loopback.isLoopback("tcp://0.0.0.0:5555") // false
  * ```
  *
+ * @category guards
  * @since 0.1.0
  */
 export const isLoopback = (address: string): boolean =>

@@ -17,11 +17,13 @@ import { PrefixHashing } from "@mcore-effect/protocol"
 /**
  * The routing policies (Megatron's `PrefixCachingCoordinatorPolicy`).
  *
+ * @category constants
  * @since 0.1.0
  */
 export const Policy = PrefixHashing.PrefixCachingPolicy
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Policy = PrefixHashing.PrefixCachingPolicy
@@ -29,6 +31,7 @@ export type Policy = PrefixHashing.PrefixCachingPolicy
 /**
  * The default weight of the load term.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const defaultBeta = 0.5
@@ -36,6 +39,7 @@ export const defaultBeta = 0.5
 /**
  * An engine's load measured against the fleet's mean, the mean floored at 1.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const relativeLoad = (load: number, mean: number): number => (load - mean) / Math.max(1, mean)
@@ -52,6 +56,7 @@ export const relativeLoad = (load: number, mean: number): number => (load - mean
  * Routing.affinityScore(2 / 3, 4, 2, 0.5) // 0.6667 - 0.5 * 1 = 0.1667
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const affinityScore = (matchedFraction: number, load: number, mean: number, beta: number): number =>
@@ -60,6 +65,7 @@ export const affinityScore = (matchedFraction: number, load: number, mean: numbe
 /**
  * The index of the engine with the fewest requests in flight; ties go to the lowest index.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const leastLoaded = (loads: ReadonlyArray<number>): number => {
@@ -71,6 +77,7 @@ export const leastLoaded = (loads: ReadonlyArray<number>): number => {
 /**
  * A routing decision.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Decision {
@@ -86,6 +93,7 @@ export interface Decision {
  * The hashes a policy routes on: none for `load_balanced`, the first for `first_prefix_block`,
  * all of them for `longest_prefix`.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const routingHashes = (policy: Policy, hashes: ReadonlyArray<bigint>): ReadonlyArray<bigint> =>
@@ -104,6 +112,7 @@ export const routingHashes = (policy: Policy, hashes: ReadonlyArray<bigint>): Re
  * // { engine: 0, reason: "affinity", scores: [0.75, 0.25] }
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const choose = (input: {
@@ -134,6 +143,7 @@ export const choose = (input: {
  * Which engine holds which block hashes: a hash is held by an engine while at least one request
  * routed there with it is in flight, and released when the last such request completes.
  *
+ * @category models
  * @since 0.1.0
  */
 export class HashOwnership {

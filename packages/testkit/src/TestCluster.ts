@@ -16,6 +16,7 @@ import { InvalidOption, testkitError, type TestkitError } from "./TestkitError.t
 /**
  * How to start a cluster.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -41,6 +42,7 @@ export interface Options {
 /**
  * A running cluster.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Handle {
@@ -59,6 +61,7 @@ export interface Handle {
 /**
  * The cluster as a service, for `layer`.
  *
+ * @category services
  * @since 0.1.0
  */
 export class TestCluster extends Context.Service<TestCluster, Handle>()("@mcore-effect/testkit/TestCluster") {}
@@ -82,6 +85,7 @@ export class TestCluster extends Context.Service<TestCluster, Handle>()("@mcore-
  * }).pipe(Effect.scoped)
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Scope.Scope> = Effect.fn("TestCluster.make")(
@@ -121,6 +125,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
 /**
  * The cluster as a layer.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options?: Options): Layer.Layer<TestCluster, TestkitError> => Layer.effect(TestCluster, make(options))

@@ -19,23 +19,24 @@ import * as References from "effect/References"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as ControlState from "./ControlState.ts"
-import type { CoordinatorConfig, Counters, Log } from "./CoordinatorConfig.ts"
-import { CoordinatorCore } from "./CoordinatorCore.ts"
-import * as CoordinatorSocket from "./CoordinatorSocket.ts"
-import type { Delivery, Rejection } from "./CoordinatorRecords.ts"
-import * as DialectWire from "./DialectWire.ts"
+import type { CoordinatorConfig, Counters, Log } from "./internal/coordinatorConfig.ts"
+import { CoordinatorCore } from "./internal/coordinatorCore.ts"
+import * as CoordinatorSocket from "./internal/coordinatorSocket.ts"
+import type { Delivery, Rejection } from "./internal/coordinatorRecords.ts"
+import * as DialectWire from "./internal/dialectWire.ts"
 import type * as Faults from "./Faults.ts"
 import { isLoopback } from "./Loopback.ts"
 import * as Routing from "./Routing.ts"
 import { BindFailed, InvalidOption, NotLoopback, testkitError, type TestkitError } from "./TestkitError.ts"
-import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
+import { defaultTimeoutMillis, waitUntil } from "./internal/waiting.ts"
 
-export type { Counters } from "./CoordinatorConfig.ts"
-export type { Delivery, Rejection } from "./CoordinatorRecords.ts"
+export type { Counters } from "./internal/coordinatorConfig.ts"
+export type { Delivery, Rejection } from "./internal/coordinatorRecords.ts"
 
 /**
  * How to start a test coordinator. Every field is optional.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -75,6 +76,7 @@ export interface Options {
 /**
  * One engine as the coordinator sees it.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface EngineView {
@@ -90,6 +92,7 @@ export interface EngineView {
 /**
  * Everything a test may want to know about the coordinator at one moment.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Snapshot {
@@ -132,6 +135,7 @@ export interface Snapshot {
 /**
  * A running test coordinator.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Handle {
@@ -174,6 +178,7 @@ export interface Handle {
 /**
  * The test coordinator as a service, for `layer`.
  *
+ * @category services
  * @since 0.1.0
  */
 export class TestCoordinator extends Context.Service<TestCoordinator, Handle>()("@mcore-effect/testkit/TestCoordinator") {}
@@ -274,6 +279,7 @@ const bind = (
  * }).pipe(Effect.scoped)
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Scope.Scope> = Effect.fn(
@@ -385,6 +391,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
  * }).pipe(Effect.provide(TestCoordinator.layer({ policy: "load_balanced" })))
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options?: Options): Layer.Layer<TestCoordinator, TestkitError> =>

@@ -16,21 +16,22 @@ import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as Continuations from "./Continuations.ts"
-import type { Log } from "./CoordinatorConfig.ts"
-import * as DialectWire from "./DialectWire.ts"
-import type { CurveClientKeys, EngineConfig, EngineCounters, EngineState, KvHandoff, Received } from "./EngineConfig.ts"
-import { EngineCore } from "./EngineCore.ts"
-import * as EngineSocket from "./EngineSocket.ts"
+import type { Log } from "./internal/coordinatorConfig.ts"
+import * as DialectWire from "./internal/dialectWire.ts"
+import type { CurveClientKeys, EngineConfig, EngineCounters, EngineState, KvHandoff, Received } from "./internal/engineConfig.ts"
+import { EngineCore } from "./internal/engineCore.ts"
+import * as EngineSocket from "./internal/engineSocket.ts"
 import type * as Faults from "./Faults.ts"
-import * as ReplyShapes from "./ReplyShapes.ts"
+import * as ReplyShapes from "./internal/replyShapes.ts"
 import { ConnectFailed, InvalidOption, testkitError, type TestkitError } from "./TestkitError.ts"
-import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
+import { defaultTimeoutMillis, waitUntil } from "./internal/waiting.ts"
 
-export type { CurveClientKeys, EngineCounters, EngineState, KvHandoff, Received } from "./EngineConfig.ts"
+export type { CurveClientKeys, EngineCounters, EngineState, KvHandoff, Received } from "./internal/engineConfig.ts"
 
 /**
  * How to start a test engine.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -82,6 +83,7 @@ export interface Options {
 /**
  * Everything a test may want to know about an engine at one moment.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Snapshot {
@@ -118,6 +120,7 @@ export interface Snapshot {
 /**
  * A running test engine.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Handle {
@@ -137,6 +140,7 @@ export interface Handle {
 /**
  * The test engine as a service, for `layer`.
  *
+ * @category services
  * @since 0.1.0
  */
 export class TestEngine extends Context.Service<TestEngine, Handle>()("@mcore-effect/testkit/TestEngine") {}
@@ -166,6 +170,7 @@ const nonNegativeInt = (v: number) => Number.isSafeInteger(v) && v >= 0
  * // with a coordinator (and clients) speaking it too.
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Scope.Scope> = Effect.fn("TestEngine.make")(
@@ -259,6 +264,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
 /**
  * A test engine as a layer.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: Options): Layer.Layer<TestEngine, TestkitError> => Layer.effect(TestEngine, make(options))

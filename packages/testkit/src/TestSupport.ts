@@ -30,6 +30,7 @@ import * as Tracer from "effect/Tracer"
  * const test = Effect.void.pipe(TestSupport.withRegistry)
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -39,6 +40,7 @@ export const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Ef
  * Runs `effect` with warnings and lower left out of the logs: for tests that provoke them on
  * purpose (a passing run stays quiet).
  *
+ * @category utils
  * @since 0.1.0
  */
 export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -47,6 +49,7 @@ export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A,
 /**
  * {@link withRegistry} and {@link quiet}.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const isolated = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => quiet(withRegistry(effect))
@@ -66,6 +69,7 @@ export const isolated = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect
  * // after running it: spans[0].name === "work"
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const recordingTracer = (): { readonly spans: Array<Tracer.NativeSpan>; readonly tracer: Tracer.Tracer } => {
@@ -94,6 +98,7 @@ export const recordingTracer = (): { readonly spans: Array<Tracer.NativeSpan>; r
  * )
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const withLogs = <A, E, R>(
@@ -123,6 +128,7 @@ export const withLogs = <A, E, R>(
  * const guarded = Effect.never.pipe(TestSupport.bounded("the reply", "5 seconds"))
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const bounded = (what: string, limit: Duration.Input) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -137,6 +143,7 @@ export const bounded = (what: string, limit: Duration.Input) => <A, E, R>(effect
  * Every message a socket receives, in a queue, until the scope closes (the socket's own release
  * belongs to whoever opened it). The socket's one reader: nothing else may receive on it.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const inbox = (socket: FrameSocket.Readable): Effect.Effect<Queue.Dequeue<Array<Buffer>>, never, Scope.Scope> =>
@@ -154,6 +161,7 @@ export const inbox = (socket: FrameSocket.Readable): Effect.Effect<Queue.Dequeue
  * A raw socket driven the way every peer drives one ({@link FrameSocket}): its one writer and its
  * one reader.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Peer {
@@ -171,6 +179,7 @@ export interface Peer {
  * Drives `socket` as a {@link Peer} until the scope closes (the socket's own release belongs to
  * whoever opened it; open it before this, so that it closes after).
  *
+ * @category utils
  * @since 0.1.0
  */
 export const peer = (socket: FrameSocket.Readable & FrameSocket.Writable, name = "peer"): Effect.Effect<Peer, never, Scope.Scope> =>
@@ -236,6 +245,7 @@ export const peer = (socket: FrameSocket.Readable & FrameSocket.Writable, name =
 /**
  * How a program run by {@link runProgram} ended.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ProgramExit {
@@ -255,6 +265,7 @@ export interface ProgramExit {
  * has not exited after `limit` (default 30 s) is killed: that is how "it exits on its own" (no
  * socket, loop or timer left behind) is tested.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const runProgram = (
@@ -305,6 +316,7 @@ export const runProgram = (
  * const program = Effect.map(TestSupport.refusedAddress, (address) => address.startsWith("tcp://127.0.0.2:"))
  * ```
  *
+ * @category utils
  * @since 0.2.0
  */
 export const refusedAddress: Effect.Effect<string> = Effect.promise(async () => {

@@ -9,6 +9,7 @@ import * as Schema from "effect/Schema"
 /**
  * A test coordinator binds only on loopback (`tcp://127.x.x.x`, `tcp://[::1]`, `ipc://`).
  *
+ * @category models
  * @since 0.1.0
  */
 export class NotLoopback extends Schema.TaggedClass<NotLoopback>()("NotLoopback", { address: Schema.String }) {
@@ -20,6 +21,7 @@ export class NotLoopback extends Schema.TaggedClass<NotLoopback>()("NotLoopback"
 /**
  * Binding the ROUTER failed (address in use, bad path).
  *
+ * @category models
  * @since 0.1.0
  */
 export class BindFailed extends Schema.TaggedClass<BindFailed>()("BindFailed", {
@@ -34,6 +36,7 @@ export class BindFailed extends Schema.TaggedClass<BindFailed>()("BindFailed", {
 /**
  * Connecting a DEALER failed (a malformed address).
  *
+ * @category models
  * @since 0.1.0
  */
 export class ConnectFailed extends Schema.TaggedClass<ConnectFailed>()("ConnectFailed", {
@@ -48,6 +51,7 @@ export class ConnectFailed extends Schema.TaggedClass<ConnectFailed>()("ConnectF
 /**
  * An option out of range.
  *
+ * @category models
  * @since 0.1.0
  */
 export class InvalidOption extends Schema.TaggedClass<InvalidOption>()("InvalidOption", {
@@ -62,6 +66,7 @@ export class InvalidOption extends Schema.TaggedClass<InvalidOption>()("InvalidO
 /**
  * Waiting for the coordinator or an engine to reach a condition took longer than allowed.
  *
+ * @category models
  * @since 0.1.0
  */
 export class WaitTimedOut extends Schema.TaggedClass<WaitTimedOut>()("WaitTimedOut", {
@@ -74,11 +79,13 @@ export class WaitTimedOut extends Schema.TaggedClass<WaitTimedOut>()("WaitTimedO
 }
 
 /**
+ * @category schemas
  * @since 0.1.0
  */
 export const TestkitErrorReason = Schema.Union([NotLoopback, BindFailed, ConnectFailed, InvalidOption, WaitTimedOut])
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type TestkitErrorReason = typeof TestkitErrorReason.Type
@@ -96,6 +103,7 @@ export type TestkitErrorReason = typeof TestkitErrorReason.Type
  * )
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class TestkitError extends Schema.TaggedError<TestkitError>("@mcore-effect/testkit/TestkitError")(
@@ -108,6 +116,7 @@ export class TestkitError extends Schema.TaggedError<TestkitError>("@mcore-effec
 }
 
 /**
+ * @category utils
  * @since 0.1.0
  */
 export const testkitError = (reason: TestkitErrorReason): TestkitError => new TestkitError({ reason })

@@ -12,6 +12,7 @@ import { BindFailed, ConnectFailed, NotLoopback, WaitTimedOut } from "./TestkitE
  * A trace file (or text) that is not a trace: bad JSON, a missing or ill-typed field, a line
  * that is neither the header nor a message. `line` counts from 1.
  *
+ * @category models
  * @since 0.1.0
  */
 export class InvalidTrace extends Schema.TaggedClass<InvalidTrace>()("InvalidTrace", {
@@ -26,6 +27,7 @@ export class InvalidTrace extends Schema.TaggedClass<InvalidTrace>()("InvalidTra
 /**
  * A trace written by a later, incompatible major version of the format.
  *
+ * @category models
  * @since 0.1.0
  */
 export class UnsupportedVersion extends Schema.TaggedClass<UnsupportedVersion>()("UnsupportedVersion", {
@@ -40,6 +42,7 @@ export class UnsupportedVersion extends Schema.TaggedClass<UnsupportedVersion>()
 /**
  * Reading or writing a trace file failed.
  *
+ * @category models
  * @since 0.1.0
  */
 export class TraceIoFailed extends Schema.TaggedClass<TraceIoFailed>()("TraceIoFailed", {
@@ -59,6 +62,7 @@ export class TraceIoFailed extends Schema.TaggedClass<TraceIoFailed>()("TraceIoF
  * `expected` and `actual` are the decoded messages (raw frames when a side does not decode);
  * `path` locates the first difference inside them.
  *
+ * @category models
  * @since 0.1.0
  */
 export class ReplayMismatch extends Schema.TaggedClass<ReplayMismatch>()("ReplayMismatch", {
@@ -79,6 +83,7 @@ export class ReplayMismatch extends Schema.TaggedClass<ReplayMismatch>()("Replay
  * A replay waited longer than allowed for a message the trace says comes next (the peer under
  * test went quiet, or never connected).
  *
+ * @category models
  * @since 0.1.0
  */
 export class ReplayTimedOut extends Schema.TaggedClass<ReplayTimedOut>()("ReplayTimedOut", {
@@ -92,6 +97,7 @@ export class ReplayTimedOut extends Schema.TaggedClass<ReplayTimedOut>()("Replay
 }
 
 /**
+ * @category schemas
  * @since 0.1.0
  */
 export const TraceErrorReason = Schema.Union([
@@ -107,6 +113,7 @@ export const TraceErrorReason = Schema.Union([
 ])
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type TraceErrorReason = typeof TraceErrorReason.Type
@@ -125,6 +132,7 @@ export type TraceErrorReason = typeof TraceErrorReason.Type
  * )
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class TraceError extends Schema.TaggedError<TraceError>("@mcore-effect/testkit/TraceError")(
@@ -137,6 +145,7 @@ export class TraceError extends Schema.TaggedError<TraceError>("@mcore-effect/te
 }
 
 /**
+ * @category utils
  * @since 0.1.0
  */
 export const traceError = (reason: TraceErrorReason): TraceError => new TraceError({ reason })

@@ -28,6 +28,7 @@ import type { Direction } from "./Trace.ts"
  * (`num_cached_tokens`, `num_matched_prefix_blocks`), which depend on what the engines served
  * before, not on the request.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const volatileReplyKeys: ReadonlyArray<string> = [
@@ -45,6 +46,7 @@ export const volatileReplyKeys: ReadonlyArray<string> = [
  * Where a decoded coordinator message holds an id the coordinator assigned (its own numbering of
  * requests across all clients), not the client's: compared as ids, by default.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const coordinatorIdPaths: ReadonlyArray<string> = [
@@ -56,6 +58,7 @@ export const coordinatorIdPaths: ReadonlyArray<string> = [
 /**
  * How messages are compared.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -74,6 +77,7 @@ export interface Options {
  * The coordinator ids a replay has paired so far, recorded to observed: one-to-one, for the
  * whole replay (the coordinator numbers requests across all its clients). Make one per replay.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Renaming {
@@ -84,6 +88,7 @@ export interface Renaming {
 /**
  * An empty {@link Renaming}.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const renaming = (): Renaming => ({ observedOf: new Map(), recordedOf: new Map() })
@@ -92,6 +97,7 @@ export const renaming = (): Renaming => ({ observedOf: new Map(), recordedOf: ne
  * A message as the replay compares it: decoded (and normalized), or, when the codec refuses it,
  * its frames as hex with the codec's reason.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Decoded =
@@ -101,6 +107,7 @@ export type Decoded =
 /**
  * Where two messages first differ.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Difference {
@@ -134,6 +141,7 @@ const hex = (frame: Uint8Array) => Buffer.from(frame.buffer, frame.byteOffset, f
  * // { _tag: "Message", message: { _tag: "Connect" } }
  * ```
  *
+ * @category codecs
  * @since 0.1.0
  */
 export const decode = (dir: Direction, frames: ReadonlyArray<Uint8Array>, options?: Options): Decoded => {
@@ -151,6 +159,7 @@ export const decode = (dir: Direction, frames: ReadonlyArray<Uint8Array>, option
  * messages keep their order per request id, so replies are grouped by id (`request 3`), the
  * handshake by itself (`ConnectAck`), and anything that does not decode together (`undecodable`).
  *
+ * @category utils
  * @since 0.1.0
  */
 export const groupOf = (decoded: Decoded): string => {
@@ -181,6 +190,7 @@ export const groupOf = (decoded: Decoded): string => {
  * TraceMatch.difference(reply(0), reply(8), ids) // { path: "reply.request_id", why: "expected ... 7 ..., got 8" }
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const difference = (

@@ -23,11 +23,12 @@ import { isLoopback } from "./Loopback.ts"
 import { BindFailed, ConnectFailed, NotLoopback } from "./TestkitError.ts"
 import * as Trace from "./Trace.ts"
 import { traceError, type TraceError } from "./TraceError.ts"
-import { defaultTimeoutMillis, waitUntil } from "./Waiting.ts"
+import { defaultTimeoutMillis, waitUntil } from "./internal/waiting.ts"
 
 /**
  * How to start a recorder.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -51,6 +52,7 @@ export interface Options {
 /**
  * A running recorder.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Handle {
@@ -72,6 +74,7 @@ export interface Handle {
 /**
  * The recorder as a service, for `layer`.
  *
+ * @category services
  * @since 0.1.0
  */
 export class TraceRecorder extends Context.Service<TraceRecorder, Handle>()("@mcore-effect/testkit/TraceRecorder") {}
@@ -227,6 +230,7 @@ const checkUpstream = (upstream: string) =>
  * }).pipe(Effect.scoped)
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make: (options: Options) => Effect.Effect<Handle, TraceError, Scope.Scope> = Effect.fn("TraceRecorder.make")(
@@ -282,6 +286,7 @@ type WaitReason = Extract<TraceError["reason"], { readonly _tag: "WaitTimedOut" 
  * }).pipe(Effect.provide(TraceRecorder.layer({ upstream: "tcp://127.0.0.1:5555", path: "/tmp/s.trace.jsonl" })))
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: Options): Layer.Layer<TraceRecorder, TraceError> => Layer.effect(TraceRecorder, make(options))

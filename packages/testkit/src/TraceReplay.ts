@@ -36,6 +36,7 @@ import * as TraceMatch from "./TraceMatch.ts"
 /**
  * Options shared by both replays.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options extends TraceMatch.Options {
@@ -46,6 +47,7 @@ export interface Options extends TraceMatch.Options {
 /**
  * What a finished replay did.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Report {
@@ -117,6 +119,7 @@ const pump = <A>(socket: FrameSocket.Readable, inbox: Queue.Queue<A>, wrap: (fra
 /**
  * Options of {@link asCoordinator}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface CoordinatorOptions extends Options {
@@ -127,6 +130,7 @@ export interface CoordinatorOptions extends Options {
 /**
  * A scripted coordinator, playing its part of a trace.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ScriptedCoordinator {
@@ -158,6 +162,7 @@ export interface ScriptedCoordinator {
  * }).pipe(Effect.scoped)
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const asCoordinator: (
@@ -285,6 +290,7 @@ const playCoordinator = (
 /**
  * Options of {@link asClients}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ClientsOptions extends Options {
@@ -316,6 +322,7 @@ export interface ClientsOptions extends Options {
  * }).pipe(Effect.scoped)
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const asClients: (trace: Trace.Trace, options: ClientsOptions) => Effect.Effect<Report, TraceError> = Effect.fn(

@@ -11,6 +11,7 @@
 /**
  * The words, by token id. Id 0 is the end-of-document token.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const words: ReadonlyArray<string> = [
@@ -28,6 +29,7 @@ export const words: ReadonlyArray<string> = [
 /**
  * How many words the vocabulary holds; generated token ids lie in `[1, size)`.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const size: number = words.length
@@ -35,6 +37,7 @@ export const size: number = words.length
 /**
  * The end-of-document token id (Megatron's `tokenizer.eod`).
  *
+ * @category constants
  * @since 0.1.0
  */
 export const eod = 0
@@ -65,6 +68,7 @@ const fnv1a = (text: string): number => {
  * Vocabulary.tokenize("the quick fox") // [1, 16, 24]
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const tokenize = (text: string): Array<number> => {
@@ -79,6 +83,7 @@ export const tokenize = (text: string): Array<number> => {
 /**
  * The text of one token id (`<id>` for an id outside the vocabulary).
  *
+ * @category utils
  * @since 0.1.0
  */
 export const word = (id: number): string => words[id] ?? `<${id}>`
@@ -94,6 +99,7 @@ export const word = (id: number): string => words[id] ?? `<${id}>`
  * Vocabulary.detokenize([1, 16, 24, 0], { removeEod: true }) // "the quick fox"
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const detokenize = (

@@ -21,6 +21,7 @@ import * as Vocabulary from "./Vocabulary.ts"
 /**
  * The special tokens after the vocabulary's words, in id order.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const specialTokens: ReadonlyArray<string> = ["<unk>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<|end|>"]
@@ -35,6 +36,7 @@ export const specialTokens: ReadonlyArray<string> = ["<unk>", "<|system|>", "<|u
  * WordTokenizer.idOf("<|assistant|>") // 68
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const idOf = (token: string): number | undefined => {
@@ -48,6 +50,7 @@ export const idOf = (token: string): number | undefined => {
  * The chat template: each message as `<|role|> content <|end|> `, then `<|assistant|>` when a
  * generation prompt is asked for; any other role is refused with `raise_exception`.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const chatTemplate: string = [
@@ -76,6 +79,7 @@ const addedToken = (id: number, content: string) => ({
  * `tokenizer.json`: a `WordLevel` model over the vocabulary and the special tokens, a
  * `WhitespaceSplit` pre-tokenizer, no decoder (tokens joined with spaces).
  *
+ * @category utils
  * @since 0.1.0
  */
 export const tokenizerJson = (): Record<string, unknown> => {
@@ -103,6 +107,7 @@ export const tokenizerJson = (): Record<string, unknown> => {
  * no bos, no clean-up of tokenization spaces (so `fox .` stays as the vocabulary writes it), and
  * {@link chatTemplate}.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const tokenizerConfig = (): Record<string, unknown> => {
@@ -127,6 +132,7 @@ export const tokenizerConfig = (): Record<string, unknown> => {
 /**
  * Writes `tokenizer.json` and `tokenizer_config.json` into `directory` (which must exist).
  *
+ * @category utils
  * @since 0.1.0
  */
 export const write = (directory: string): Effect.Effect<void> =>
@@ -153,6 +159,7 @@ export const write = (directory: string): Effect.Effect<void> =>
  * }).pipe(Effect.scoped)
  * ```
  *
+ * @category utils
  * @since 0.1.0
  */
 export const directory: Effect.Effect<string, never, Scope.Scope> = Effect.acquireRelease(

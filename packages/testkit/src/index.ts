@@ -3,9 +3,11 @@
  * protocol over real ZeroMQ sockets, without a GPU: for testing clients (and services built on
  * them) against something that behaves like the real thing, faults included.
  *
+ * The fast-check arbitraries are a separate entry point, `@mcore-effect/testkit/arbitraries`, so
+ * that this one (which the `mcore` CLI runs) loads no fast-check.
+ *
  * @since 0.1.0
  */
-export * as Arbitraries from "./Arbitraries.ts"
 export * as ConnectionCounter from "./ConnectionCounter.ts"
 export * as Continuations from "./Continuations.ts"
 export * as ControlState from "./ControlState.ts"
@@ -13,7 +15,6 @@ export * as Faults from "./Faults.ts"
 export * as Generation from "./Generation.ts"
 export * as Loopback from "./Loopback.ts"
 export * as Routing from "./Routing.ts"
-export * as SchemaArbitrary from "./SchemaArbitrary.ts"
 export * as TestCluster from "./TestCluster.ts"
 export * as TestCoordinator from "./TestCoordinator.ts"
 export * as TestEngine from "./TestEngine.ts"

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Media, Messages, type MessageSpec, Msgpack, Prompt, Reply, SamplingParams } from "@mcore-effect/protocol"
 import { Result, Schema } from "effect"
 import * as fc from "fast-check"
-import * as Arbitraries from "../src/Arbitraries.ts"
+import * as Arbitraries from "../src/arbitraries/Arbitraries.ts"
 
 const TWO_53 = 1n << 53n
 const UINT63_MAX = (1n << 63n) - 1n

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { RecentLog } from "../src/RecentLog.ts"
+import { RecentLog } from "../src/internal/recentLog.ts"
 
 describe("RecentLog", () => {
   it("keeps the most recent entries, oldest first, and counts them all", () => {

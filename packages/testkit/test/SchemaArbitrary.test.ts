@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Schema, SchemaTransformation } from "effect"
 import * as fc from "fast-check"
-import * as SchemaArbitrary from "../src/SchemaArbitrary.ts"
+import * as SchemaArbitrary from "../src/arbitraries/SchemaArbitrary.ts"
 
 /** Every generated value satisfies the schema it was derived from. */
 const conforms = <S extends Schema.Top>(schema: S, options?: SchemaArbitrary.Options, numRuns = 200) => {

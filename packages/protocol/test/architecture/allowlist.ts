@@ -21,8 +21,6 @@ export const knownCircles: ReadonlyArray<ReadonlyArray<string>> = [
 export const knownLongFiles: ReadonlyArray<{ readonly file: string; readonly lines: number }> = [
   { file: "packages/client/src/ClientConfig.ts", lines: 467 },
   { file: "packages/client/src/InferenceClient.ts", lines: 573 },
-  { file: "packages/testkit/src/Arbitraries.ts", lines: 467 },
-  { file: "packages/testkit/src/CoordinatorCore.ts", lines: 565 },
-  { file: "packages/testkit/src/EngineCore.ts", lines: 557 },
-  { file: "packages/testkit/src/SchemaArbitrary.ts", lines: 579 }
+  { file: "packages/testkit/src/internal/coordinatorCore.ts", lines: 572 },
+  { file: "packages/testkit/src/internal/engineCore.ts", lines: 552 }
 ]

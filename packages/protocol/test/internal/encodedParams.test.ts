@@ -3,7 +3,7 @@
  * fresh validation and encode would give, whatever the caller does to its object in between.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Arbitraries } from "@mcore-effect/testkit"
+import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { Messages, Msgpack, SamplingParams, Submission } from "../../src/index.ts"

@@ -9,7 +9,7 @@
  * malformed ({@link malformedReplyIds}), which fails the request it names if that one is pending.
  */
 import { Headers, Messages, Msgpack, MsgpackScan } from "@mcore-effect/protocol"
-import { Arbitraries } from "@mcore-effect/testkit"
+import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
 import { Result } from "effect"
 import * as fc from "fast-check"
 

@@ -24,7 +24,7 @@
  * @internal
  */
 import { type Dialect, Dialects, type Frames, Headers, type MessageSpec, Msgpack, MsgpackScan } from "@mcore-effect/protocol"
-import * as GeneratedText from "./GeneratedText.ts"
+import * as GeneratedText from "./generatedText.ts"
 
 /** The wire value of a header the dialect has, or `undefined`. */
 const valueIn = (dialect: Dialect.Dialect, name: Headers.HeaderName): number | undefined => dialect.headers.values[name]

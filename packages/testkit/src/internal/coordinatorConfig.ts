@@ -4,8 +4,8 @@
  * @since 0.1.0
  * @internal
  */
-import type { DialectWire } from "./DialectWire.ts"
-import type * as Routing from "./Routing.ts"
+import type { DialectWire } from "./dialectWire.ts"
+import type * as Routing from "../Routing.ts"
 
 /** Severity of a log line from the loop. */
 export type LogLevel = "Debug" | "Info" | "Warn" | "Error"

@@ -10,7 +10,7 @@
  */
 import type { FrameSocket, MemorySocket } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
-import { ConnectionCount } from "./ConnectionCount.ts"
+import { ConnectionCount } from "./connectionCount.ts"
 
 /**
  * A bound socket: identity-prefixed messages in and out, its actual address, its connections.

@@ -9,10 +9,10 @@
  * @internal
  */
 import { Msgpack, SamplingParams } from "@mcore-effect/protocol"
-import type * as Continuations from "./Continuations.ts"
-import * as Generation from "./Generation.ts"
-import type { ReplyShape } from "./ReplyShapes.ts"
-import * as Vocabulary from "./Vocabulary.ts"
+import type * as Continuations from "../Continuations.ts"
+import * as Generation from "../Generation.ts"
+import type { ReplyShape } from "./replyShapes.ts"
+import * as Vocabulary from "../Vocabulary.ts"
 
 /**
  * The Python `SamplingParams` defaults, in dataclass order: the protocol's, plus the two fields the

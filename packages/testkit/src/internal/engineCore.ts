@@ -15,7 +15,8 @@
  * in its layout (main and the releases: `[21, [reply, ...]]` in one frame; core_v0.16: each reply
  * in a record, PAUSE and STOP acknowledged, no control states).
  *
- * Past 400 lines: the read side and the step loop share the active requests, pins and faults;
+ * Past 400 lines: the read side and the step loop share the active requests, pins and faults
+ * (the send path through the faults is `internal/faultedWriter.ts`, shared with the coordinator);
  * decoding is the protocol's (the dialect's codecs), the socket's reader and writer `FrameSocket`'s, its
  * configuration and records `EngineConfig`.
  *
@@ -25,14 +26,15 @@
 import { BlockHashes, FrameSocket, type Frames, Headers, type Media, Messages, Msgpack } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import { randomUUID } from "node:crypto"
-import * as DialectWire from "./DialectWire.ts"
-import * as EngineSocket from "./EngineSocket.ts"
-import type { EngineConfig, EngineCounters, EngineState, KvHandoff, Received } from "./EngineConfig.ts"
-import { EngineRequest } from "./EngineRequest.ts"
-import * as Faults from "./Faults.ts"
-import { RecentLog } from "./RecentLog.ts"
-import * as Vocabulary from "./Vocabulary.ts"
-import { headerOf, isRequestId, NIL, packHeader, requestIdEnd, tryDecode } from "./WireFrames.ts"
+import * as DialectWire from "./dialectWire.ts"
+import * as EngineSocket from "./engineSocket.ts"
+import type { EngineConfig, EngineCounters, EngineState, KvHandoff, Received } from "./engineConfig.ts"
+import { EngineRequest } from "./engineRequest.ts"
+import * as Faults from "../Faults.ts"
+import { FaultedWriter } from "./faultedWriter.ts"
+import { RecentLog } from "./recentLog.ts"
+import * as Vocabulary from "../Vocabulary.ts"
+import { headerOf, isRequestId, packHeader, requestIdEnd, tryDecode } from "./wireFrames.ts"
 
 const H = Headers.values
 
@@ -78,6 +80,7 @@ export class EngineCore {
   readonly signals: Array<Headers.HeaderName> = []
 
   private readonly writer: FrameSocket.Writer
+  private readonly out: FaultedWriter
   private readonly replyWriter = new Msgpack.Writer({ initialSize: 4096 })
   private readonly seenBlocks = new Set<bigint>()
   /** Encoded sampling parameters by the metadata bytes that carried them: a burst shares one. */
@@ -105,6 +108,11 @@ export class EngineCore {
     this.writer = new FrameSocket.Writer(socket, (error) => {
       this.counters.unsent++
       config.log("Warn", `engine ${config.identity}: send failed: ${String(error)}`)
+    })
+    this.out = new FaultedWriter(this.faults, this.writer, {
+      single: config.wire.single,
+      addressFrames: 0,
+      short: (message) => message.slice(0, -1)
     })
   }
 
@@ -142,16 +150,11 @@ export class EngineCore {
   }
 
   injectFault(fault: Faults.Fault): void {
-    this.faults.inject(fault)
-    if (fault._tag === "Hang") this.writer.pause()
+    this.out.inject(fault)
   }
 
   clearFaults(tag?: Faults.FaultTag): void {
-    this.faults.clear(tag)
-    if (!this.faults.hung) {
-      this.writer.resume()
-      this.wake()
-    }
+    if (this.out.clear(tag)) this.wake()
     if (this.faults.reorderWindow === 0) this.flushHeldPartials()
   }
 
@@ -526,11 +529,8 @@ export class EngineCore {
     request.disaggregatedParams = params
   }
 
-  private sendBatch(message: Array<Uint8Array>): void {
-    if (this.faults.take("SendGarbage")) this.emit(this.faults.nextGarbage())
-    for (const extra of this.faults.takeMessages()) this.emit(extra)
-    if (this.faults.take("SendWrongArity")) message = this.config.wire.single ? [...message, NIL] : message.slice(0, -1)
-    this.emit(message)
+  private sendBatch(message: Outgoing): void {
+    this.out.emit(this.out.prepare(message))
   }
 
   private sendPartials(message: Array<Uint8Array>): void {
@@ -546,12 +546,7 @@ export class EngineCore {
   private flushHeldPartials(): void {
     const held = this.heldPartials
     this.heldPartials = []
-    for (let i = held.length - 1; i >= 0; i--) this.sendBatch(held[i]! as Array<Uint8Array>)
+    for (let i = held.length - 1; i >= 0; i--) this.sendBatch(held[i]!)
   }
 
-  private emit(message: Outgoing): void {
-    const delay = this.faults.delayMillis
-    if (delay > 0) this.faults.note("DelayReplies")
-    this.writer.sendAfter(delay, message)
-  }
 }

@@ -8,11 +8,11 @@
  * @internal
  */
 import type { FrameSocket, Headers } from "@mcore-effect/protocol"
-import type { CoordinatorConfig } from "./CoordinatorConfig.ts"
-import type { Delivery, EngineEntry } from "./CoordinatorRecords.ts"
-import { RecentLog } from "./RecentLog.ts"
-import type * as Routing from "./Routing.ts"
-import { identityKey, showIdentity } from "./WireFrames.ts"
+import type { CoordinatorConfig } from "./coordinatorConfig.ts"
+import type { Delivery, EngineEntry } from "./coordinatorRecords.ts"
+import { RecentLog } from "./recentLog.ts"
+import type * as Routing from "../Routing.ts"
+import { identityKey, showIdentity } from "./wireFrames.ts"
 
 /** @internal */
 export class EnginePool {

@@ -6,8 +6,8 @@
  * @internal
  */
 import type { Frames, Headers } from "@mcore-effect/protocol"
-import type { Counters } from "./CoordinatorConfig.ts"
-import type { RecentLog } from "./RecentLog.ts"
+import type { Counters } from "./coordinatorConfig.ts"
+import type { RecentLog } from "./recentLog.ts"
 
 /**
  * A message the coordinator sent to an engine, kept for inspection.

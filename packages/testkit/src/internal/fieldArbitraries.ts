@@ -12,11 +12,12 @@ import { Media, Messages, type MessageSpec, Msgpack, Reply, SamplingParams } fro
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as fc from "fast-check"
-import * as SchemaArbitrary from "./SchemaArbitrary.ts"
+import * as SchemaArbitrary from "../arbitraries/SchemaArbitrary.ts"
 
 /**
  * Size limits.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -61,12 +62,13 @@ const TWO_53 = 1n << 53n
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.tokenId(), 5).every((id) => Number.isSafeInteger(id) && id >= 0) // true
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const tokenId = (): fc.Arbitrary<number> =>
@@ -78,12 +80,13 @@ export const tokenId = (): fc.Arbitrary<number> =>
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.tokenIds({ maxTokens: 4 }), 3)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const tokenIds = (
@@ -106,6 +109,7 @@ export const tokenIds = (
 /**
  * What a submission's prompt body holds: text, token ids, or a typed array of token ids.
  *
+ * @category models
  * @since 0.1.0
  */
 export type PromptBody = MessageSpec.Type<typeof Messages.SubmitRequest>["prompt"]
@@ -115,12 +119,13 @@ export type PromptBody = MessageSpec.Type<typeof Messages.SubmitRequest>["prompt
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.prompt(), 3)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const prompt = (options?: Options): fc.Arbitrary<PromptBody> => {
@@ -139,12 +144,13 @@ export const prompt = (options?: Options): fc.Arbitrary<PromptBody> => {
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.blockHash(), 5).every((h) => h >= 1n && h < 2n ** 63n) // true
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const blockHash = (): fc.Arbitrary<bigint> =>
@@ -161,12 +167,13 @@ export const blockHash = (): fc.Arbitrary<bigint> =>
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.blockHashes(), 3)
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const blockHashes = (options?: Options): fc.Arbitrary<BigUint64Array> =>
@@ -184,13 +191,14 @@ const RESERVED_PARAM_KEYS: ReadonlySet<string> = new Set([...KNOWN_PARAMS, "seri
  * @example
  * ```ts
  * import { SamplingParams } from "@mcore-effect/protocol"
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import { Result } from "effect"
  * import * as fc from "fast-check"
  *
  * fc.assert(fc.property(Arbitraries.samplingParams(), (p) => Result.isSuccess(SamplingParams.make(p))))
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const samplingParams = (options?: Options): fc.Arbitrary<SamplingParams.SamplingParams> =>
@@ -233,6 +241,7 @@ const buildSamplingParams = (options: Options): fc.Arbitrary<SamplingParams.Samp
 /**
  * What a submission carries about its media: the descriptor (frame 0) and the body (frame 3).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface SubmittedMedia {
@@ -290,13 +299,14 @@ const videoTensors = fc.record(
  * @example
  * ```ts
  * import { Media } from "@mcore-effect/protocol"
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import { Result } from "effect"
  * import * as fc from "fast-check"
  *
  * fc.assert(fc.property(Arbitraries.multiModalData(), (data) => Result.isSuccess(Media.prepare(data))))
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const multiModalData = (): fc.Arbitrary<Media.MultiModalData> => memo("multiModalData", undefined, buildMultiModalData)
@@ -323,13 +333,14 @@ const decodeMediaWire = Schema.decodeUnknownSync(Media.MediaWire)
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * const [m] = fc.sample(Arbitraries.submittedMedia(), 1)
  * m!.mediaDescriptor.media_cache_key.length // 64
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const submittedMedia = (): fc.Arbitrary<SubmittedMedia> =>
@@ -352,7 +363,7 @@ const TENSOR_FIELDS = ["prompt_tokens", "generated_tokens", "generated_log_probs
  * @example
  * ```ts
  * import { Reply } from "@mcore-effect/protocol"
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import { Result } from "effect"
  * import * as fc from "fast-check"
  *
@@ -362,6 +373,7 @@ const TENSOR_FIELDS = ["prompt_tokens", "generated_tokens", "generated_log_probs
  * }))
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const replyMap = (requestId?: number, options?: Options): fc.Arbitrary<Reply.ReplyMap> => {
@@ -384,12 +396,13 @@ export const replyMap = (requestId?: number, options?: Options): fc.Arbitrary<Re
  *
  * @example
  * ```ts
- * import { Arbitraries } from "@mcore-effect/testkit"
+ * import { Arbitraries } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(Arbitraries.partialReply(3), 2).every((p) => p.request_id === 3) // true
  * ```
  *
+ * @category arbitraries
  * @since 0.1.0
  */
 export const partialReply = (requestId?: number, options?: Options): fc.Arbitrary<Reply.PartialReply> =>

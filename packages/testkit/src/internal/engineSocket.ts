@@ -9,7 +9,7 @@
  */
 import type { FrameSocket, MemorySocket } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
-import type { EngineConfig } from "./EngineConfig.ts"
+import type { EngineConfig } from "./engineConfig.ts"
 
 /** A connected engine socket. */
 export interface Connected {

@@ -10,9 +10,9 @@
  */
 import { BlockHashes, type Frames, type Media, Messages, type MessageSpec } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
-import * as Routing from "./Routing.ts"
-import * as Vocabulary from "./Vocabulary.ts"
-import { isNil } from "./WireFrames.ts"
+import * as Routing from "../Routing.ts"
+import * as Vocabulary from "../Vocabulary.ts"
+import { isNil } from "./wireFrames.ts"
 
 type Codec = Frames.Codec<ReadonlyArray<MessageSpec.Any>>
 

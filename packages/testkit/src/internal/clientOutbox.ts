@@ -8,8 +8,7 @@
  * @internal
  */
 import type { FrameSocket } from "@mcore-effect/protocol"
-import type * as Faults from "./Faults.ts"
-import { NIL } from "./WireFrames.ts"
+import type { FaultedWriter } from "./faultedWriter.ts"
 
 /** Which request a message answers: the client (its identity key) and the client's own id. */
 export interface Addressee {
@@ -27,20 +26,13 @@ interface HeldPartial {
 export class ClientOutbox {
   private held: Array<HeldPartial> = []
 
-  constructor(
-    private readonly writer: FrameSocket.Writer,
-    private readonly faults: Faults.Switchboard,
-    /** One frame per message (main, the releases): a wrong arity is then a frame too many. */
-    private readonly single = false
-  ) {}
+  constructor(private readonly out: FaultedWriter) {}
 
   /** Sends a final reply or a partial (identity first) for `request`, as the faults say. */
   send(kind: "reply" | "partial", request: Addressee, message: FrameSocket.Message): void {
-    const f = this.faults
+    const f = this.out.faults
     if (kind === "reply" && f.take("DropReplies")) return
-    if (f.take("SendGarbage")) this.emit([message[0]!, ...f.nextGarbage()])
-    for (const extra of f.takeMessages()) this.emit([message[0]!, ...extra])
-    if (f.take("SendWrongArity")) message = this.single ? [...message, NIL] : message.slice(0, 2)
+    message = this.out.prepare(message)
     const window = f.reorderWindow
     if (kind === "partial" && window > 0) {
       this.held.push({ message, client: request.clientKey, requestId: request.clientRequestId })
@@ -73,8 +65,6 @@ export class ClientOutbox {
   }
 
   private emit(message: FrameSocket.Message): void {
-    const delay = this.faults.delayMillis
-    if (delay > 0) this.faults.note("DelayReplies")
-    this.writer.sendAfter(delay, message)
+    this.out.emit(message)
   }
 }

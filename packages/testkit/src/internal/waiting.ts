@@ -7,7 +7,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import { testkitError, type TestkitError, WaitTimedOut } from "./TestkitError.ts"
+import { testkitError, type TestkitError, WaitTimedOut } from "../TestkitError.ts"
 
 /** How long a wait lasts unless told otherwise. */
 export const defaultTimeoutMillis = 5_000

@@ -8,8 +8,8 @@
  * @internal
  */
 import { Msgpack, MsgpackScan, Values } from "@mcore-effect/protocol"
-import * as Vocabulary from "./Vocabulary.ts"
-import { tryDecode } from "./WireFrames.ts"
+import * as Vocabulary from "../Vocabulary.ts"
+import { tryDecode } from "./wireFrames.ts"
 
 const { isPlainObject: isMap } = Values
 

@@ -10,14 +10,14 @@
  * @internal
  */
 import { Messages, MessageSpec } from "@mcore-effect/protocol"
-import type { ClientOutbox } from "./ClientOutbox.ts"
-import type { CoordinatorConfig, Counters } from "./CoordinatorConfig.ts"
-import type { InFlight } from "./CoordinatorRecords.ts"
-import * as DialectWire from "./DialectWire.ts"
-import * as GeneratedText from "./GeneratedText.ts"
-import type { InFlightRequests } from "./InFlightRequests.ts"
-import type * as Routing from "./Routing.ts"
-import { packHeaderInt, showIdentity } from "./WireFrames.ts"
+import type { ClientOutbox } from "./clientOutbox.ts"
+import type { CoordinatorConfig, Counters } from "./coordinatorConfig.ts"
+import type { InFlight } from "./coordinatorRecords.ts"
+import * as DialectWire from "./dialectWire.ts"
+import * as GeneratedText from "./generatedText.ts"
+import type { InFlightRequests } from "./inFlightRequests.ts"
+import type * as Routing from "../Routing.ts"
+import { packHeaderInt, showIdentity } from "./wireFrames.ts"
 
 /** @internal */
 export type EngineReplyMetadata = Pick<MessageSpec.Type<typeof Messages.EngineReplyBatch>, "entries">

@@ -6,7 +6,7 @@
  * @since 0.1.0
  * @internal
  */
-import type { Log } from "./CoordinatorConfig.ts"
+import type { Log } from "./coordinatorConfig.ts"
 
 /** @internal */
 export class UndeliveredReport {

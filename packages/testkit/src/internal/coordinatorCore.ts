@@ -24,7 +24,8 @@
  * in flight, hash ownership, control state); split apart, they would pass it around. What stands
  * on its own lives beside it: decoding is the protocol's (`Messages` codecs), socket handling
  * `FrameSocket`'s, the engines and the way to them `EnginePool`, the way back from them
- * `ReplyRoute`, the way to clients through the faults `ClientOutbox`, the requests in flight
+ * `ReplyRoute`, the way to clients through the faults `ClientOutbox` (its send path through them,
+ * shared with the engines, `internal/faultedWriter.ts`), the requests in flight
  * `InFlightRequests`, the records it keeps `CoordinatorRecords`, the routing hashes
  * `SubmissionHashes`, the warnings about undeliverable messages `UndeliveredReport`.
  *
@@ -33,22 +34,23 @@
  */
 import { FrameSocket, type Frames, Headers, Messages, MessageSpec, Msgpack } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
-import * as ControlState from "./ControlState.ts"
-import { ClientOutbox } from "./ClientOutbox.ts"
-import type { ConnectionCount } from "./ConnectionCount.ts"
-import * as CoordinatorSocket from "./CoordinatorSocket.ts"
-import { type CoordinatorConfig, type Counters, newCounters } from "./CoordinatorConfig.ts"
-import type { InFlight, Rejection, Waiting } from "./CoordinatorRecords.ts"
-import * as DialectWire from "./DialectWire.ts"
-import { EnginePool } from "./EnginePool.ts"
-import * as Faults from "./Faults.ts"
-import { InFlightRequests } from "./InFlightRequests.ts"
-import { RecentLog } from "./RecentLog.ts"
-import * as ReplyRoute from "./ReplyRoute.ts"
-import * as Routing from "./Routing.ts"
-import * as SubmissionHashes from "./SubmissionHashes.ts"
-import { UndeliveredReport } from "./UndeliveredReport.ts"
-import { headerOf, identityKey, NIL, packHeader, packHeaderInt, showIdentity, withRequestId } from "./WireFrames.ts"
+import * as ControlState from "../ControlState.ts"
+import { ClientOutbox } from "./clientOutbox.ts"
+import type { ConnectionCount } from "./connectionCount.ts"
+import * as CoordinatorSocket from "./coordinatorSocket.ts"
+import { type CoordinatorConfig, type Counters, newCounters } from "./coordinatorConfig.ts"
+import type { InFlight, Rejection, Waiting } from "./coordinatorRecords.ts"
+import * as DialectWire from "./dialectWire.ts"
+import { EnginePool } from "./enginePool.ts"
+import * as Faults from "../Faults.ts"
+import { InFlightRequests } from "./inFlightRequests.ts"
+import { FaultedWriter } from "./faultedWriter.ts"
+import { RecentLog } from "./recentLog.ts"
+import * as ReplyRoute from "./replyRoute.ts"
+import * as Routing from "../Routing.ts"
+import * as SubmissionHashes from "./submissionHashes.ts"
+import { UndeliveredReport } from "./undeliveredReport.ts"
+import { headerOf, identityKey, NIL, packHeader, packHeaderInt, showIdentity, withRequestId } from "./wireFrames.ts"
 
 const H = Headers.values
 
@@ -105,6 +107,7 @@ export class CoordinatorCore {
   private readonly inFlight = new InFlightRequests<InFlight>()
   private readonly ownership = new Routing.HashOwnership()
   private backlog: Array<Waiting> = []
+  private readonly out: FaultedWriter
   private readonly toClients: ClientOutbox
   private readonly changeListeners = new Set<() => void>()
   private readonly undelivered: UndeliveredReport
@@ -136,7 +139,13 @@ export class CoordinatorCore {
     this.undelivered = new UndeliveredReport(config.log, UNDELIVERED_WINDOW_MILLIS)
     this.connections.onChange = () => this.notify()
     this.writer = new FrameSocket.Writer(this.router, (error, message) => this.undeliverable(error, message))
-    this.toClients = new ClientOutbox(this.writer, this.faults, config.wire.single)
+    this.out = new FaultedWriter(this.faults, this.writer, {
+      single: config.wire.single,
+      addressFrames: 1,
+      // Identity, header and payload: the payload goes.
+      short: (message) => message.slice(0, 2)
+    })
+    this.toClients = new ClientOutbox(this.out)
     this.pool = new EnginePool(this.writer, this.ownership, config, nameOf)
     this.route = {
       wire: config.wire,
@@ -190,13 +199,11 @@ export class CoordinatorCore {
   }
 
   injectFault(fault: Faults.Fault): void {
-    this.faults.inject(fault)
-    if (fault._tag === "Hang") this.writer.pause()
+    this.out.inject(fault)
   }
 
   clearFaults(tag?: Faults.FaultTag): void {
-    this.faults.clear(tag)
-    if (!this.faults.hung) this.writer.resume()
+    this.out.clear(tag)
     if (this.faults.reorderWindow === 0) this.toClients.flushHeld(undefined)
   }
 

@@ -34,7 +34,7 @@ const unknownLeaf: fc.Arbitrary<unknown> = fc.oneof(
  *
  * @example
  * ```ts
- * import { SchemaArbitrary } from "@mcore-effect/testkit"
+ * import { SchemaArbitrary } from "@mcore-effect/testkit/arbitraries"
  * import * as fc from "fast-check"
  *
  * fc.sample(SchemaArbitrary.unknownValue(), 5)

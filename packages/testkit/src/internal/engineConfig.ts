@@ -7,10 +7,10 @@
  * @internal
  */
 import type { Headers } from "@mcore-effect/protocol"
-import type * as Continuations from "./Continuations.ts"
-import type { Log } from "./CoordinatorConfig.ts"
-import type * as DialectWire from "./DialectWire.ts"
-import type { ReplyShape } from "./ReplyShapes.ts"
+import type * as Continuations from "../Continuations.ts"
+import type { Log } from "./coordinatorConfig.ts"
+import type * as DialectWire from "./dialectWire.ts"
+import type { ReplyShape } from "./replyShapes.ts"
 
 /**
  * An engine's state (Megatron's `EngineState`, without the transient -ING states).
