@@ -27,6 +27,10 @@ export default defineConfig({
   ssr: { resolve: { conditions: ["source"] } },
   test: {
     include: ["packages/*/test/**/*.test.ts"],
+    // eventsource-parser (under the AI SDK, a server test's dev dependency) exports its own
+    // TypeScript sources under "source" too, which Node cannot load when it imports it: Vite
+    // transforms it, and every AI SDK package on the way to it, instead.
+    server: { deps: { inline: ["eventsource-parser", /@ai-sdk\//, "ai"] } },
     testTimeout: 60_000,
     // A passing run is quiet: what a test prints (the Effect logs of tests that inject faults on
     // purpose, ~114 WARN/INFO lines) is kept per test and shown only with that test's failure.

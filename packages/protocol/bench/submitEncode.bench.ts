@@ -13,7 +13,7 @@
  */
 import * as Result from "effect/Result"
 import * as Dialect from "../src/Dialect.ts"
-import * as Dialects from "../src/Dialects.ts"
+import * as DialectCatalog from "../src/DialectCatalog.ts"
 import { Packr } from "msgpackr"
 import * as Messages from "../src/Messages.ts"
 import * as SamplingParams from "../src/SamplingParams.ts"
@@ -71,7 +71,7 @@ export const run = async (): Promise<{
   ]
 
   const inDialect = (name: Dialect.Name) => {
-    const dialect = Dialects.get(name)
+    const dialect = DialectCatalog.get(name)
     return (): ReadonlyArray<Uint8Array> => {
       const message = dialect.submit({ requestId: REQUEST_ID, prompt: tokens, samplingParams: samplingParamsInput }, {})
       if (Result.isFailure(message)) throw new Error(`refused: ${message.failure.message}`)

@@ -15,20 +15,21 @@
  * @since 0.1.0
  */
 import { chainNative } from "./internal/blockHashChainNative.ts"
-import { chainPure } from "./internal/blockHashChainPure.ts"
-import type * as Prompt from "./Prompt.ts"
+import { chainPure, type TokenIds as ChainTokenIds } from "./internal/blockHashChainPure.ts"
 
 /**
  * Token ids, already validated by the caller as non-negative safe integers: a prompt's token ids,
  * or bytes.
  *
+ * @category models
  * @since 0.1.0
  */
-export type TokenIds = Prompt.TokenIds | Uint8Array
+export type TokenIds = ChainTokenIds
 
 /**
  * A block-hash function: one hash per complete block, each in [1, 2^63 - 1].
  *
+ * @category models
  * @since 0.1.0
  */
 export type BlockHasher = (tokens: TokenIds, blockSizeTokens: number, mediaCacheKey?: string | null) => BigUint64Array<ArrayBuffer>
@@ -71,6 +72,7 @@ const hasherOf = (chain: Chain): BlockHasher => (tokens, blockSizeTokens, mediaC
  * BlockHashes.blockHashesPure([1, 2, 3, 4, 5], 2) // two hashes: the fifth token is no complete block
  * ```
  *
+ * @category hashing
  * @since 0.1.0
  */
 export const blockHashesPure: BlockHasher = hasherOf(chainPure)
@@ -86,6 +88,7 @@ export const blockHashesPure: BlockHasher = hasherOf(chainPure)
  * BlockHashes.blockHashesNative?.([0], 1) // BigUint64Array [901630261472408622n], or undefined
  * ```
  *
+ * @category hashing
  * @since 0.1.0
  */
 export const blockHashesNative: BlockHasher | undefined = chainNative === undefined ? undefined : hasherOf(chainNative)
@@ -93,6 +96,7 @@ export const blockHashesNative: BlockHasher | undefined = chainNative === undefi
 /**
  * Which implementation `blockHashes` uses in this process.
  *
+ * @category hashing
  * @since 0.1.0
  */
 export const blockHashImplementation: "native" | "pure" = blockHashesNative === undefined ? "pure" : "native"
@@ -115,6 +119,7 @@ export const blockHashImplementation: "native" | "pure" = blockHashesNative === 
  * hashes.length // 3
  * ```
  *
+ * @category hashing
  * @since 0.1.0
  */
 export const blockHashes: BlockHasher = blockHashesNative ?? blockHashesPure

@@ -6,13 +6,14 @@
  * a framing and the message declarations of each direction; its codecs are derived from them as
  * the reference protocol's are, and the features it has are read off its table.
  *
- * `Dialects` holds the catalog; this module holds what a dialect is and what every one of them
+ * `DialectCatalog` holds the catalog; this module holds what a dialect is and what every one of them
  * does with a message before encoding it: refuse what the dialect cannot carry.
  *
  * @since 0.2.0
  */
 import * as Result from "effect/Result"
 import * as Frames from "./Frames.ts"
+import { floatKeysOf } from "./internal/wireNumbers.ts"
 import type * as Headers from "./Headers.ts"
 import type * as MessageSpec from "./MessageSpec.ts"
 import * as Msgpack from "./Msgpack.ts"
@@ -22,10 +23,11 @@ import * as SamplingParams from "./SamplingParams.ts"
 import type * as Submission from "./Submission.ts"
 
 /**
- * The dialects, by the Megatron-LM version that speaks each (see `Dialects.all` for the refs):
+ * The dialects, by the Megatron-LM version that speaks each (see `DialectCatalog.all` for the refs):
  * newest Megatron-LM first, the project's own reference protocol last, the order every list of
  * choices shows them in.
  *
+ * @category constants
  * @since 0.2.0
  */
 export const names = ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16", "reference"] as const
@@ -33,6 +35,7 @@ export const names = ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17
 /**
  * A dialect's name.
  *
+ * @category models
  * @since 0.2.0
  */
 export type Name = (typeof names)[number]
@@ -51,6 +54,7 @@ export type Name = (typeof names)[number]
  * - `offloadParams`: opaque offload parameters in a submission.
  * - `pause`, `suspend`, `stop`, `generationEpoch`, `profiler`, `shutdown`: the control signals.
  *
+ * @category models
  * @since 0.2.0
  */
 export type Feature =
@@ -99,6 +103,7 @@ const featureOfTag: Readonly<Record<string, Feature>> = {
 /**
  * A message of a dialect, as its codecs take and give it.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Message {
@@ -109,6 +114,7 @@ export interface Message {
 /**
  * One dialect.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Dialect {
@@ -150,6 +156,7 @@ export interface Dialect {
  * The features a header table carries (the submission-borne ones, `media`, `blockHashes` and
  * `offloadParams`, are the layout's and are added by the dialect's declaration).
  *
+ * @category getters
  * @since 0.2.0
  */
 export const featuresOf = (headers: Headers.Table): ReadonlySet<Feature> =>
@@ -160,6 +167,7 @@ export const featuresOf = (headers: Headers.Table): ReadonlySet<Feature> =>
 /**
  * The `UnsupportedByDialect` failure for a feature.
  *
+ * @category errors
  * @since 0.2.0
  */
 export const unsupported = (dialect: Dialect, feature: string, why?: string): ProtocolError =>
@@ -176,11 +184,12 @@ export const unsupported = (dialect: Dialect, feature: string, why?: string): Pr
  *
  * @example
  * ```ts
- * import { Dialect, Dialects } from "@mcore-effect/protocol"
+ * import { Dialect, DialectCatalog } from "@mcore-effect/protocol"
  *
- * Dialect.supports(Dialects.get("core_v0.19"), "streaming") // false
+ * Dialect.supports(DialectCatalog.get("core_v0.19"), "streaming") // false
  * ```
  *
+ * @category guards
  * @since 0.2.0
  */
 export const supports = (dialect: Dialect, feature: Feature): boolean => dialect.features.has(feature)
@@ -188,6 +197,7 @@ export const supports = (dialect: Dialect, feature: Feature): boolean => dialect
 /**
  * Fails with `UnsupportedByDialect` unless the dialect has the feature.
  *
+ * @category validation
  * @since 0.2.0
  */
 export const requireFeature = (dialect: Dialect, feature: Feature, why?: string): Result.Result<void, ProtocolError> =>
@@ -199,13 +209,14 @@ export const requireFeature = (dialect: Dialect, feature: Feature, why?: string)
  *
  * @example
  * ```ts
- * import { Dialect, Dialects } from "@mcore-effect/protocol"
+ * import { Dialect, DialectCatalog } from "@mcore-effect/protocol"
  *
- * Dialect.encodeClient(Dialects.get("main"), { _tag: "Pause" }) // Result.succeed([<pack([40])>])
- * Dialect.encodeClient(Dialects.get("core_v0.19"), { _tag: "AbortRequest", requestId: 1 })
+ * Dialect.encodeClient(DialectCatalog.get("main"), { _tag: "Pause" }) // Result.succeed([<pack([40])>])
+ * Dialect.encodeClient(DialectCatalog.get("core_v0.19"), { _tag: "AbortRequest", requestId: 1 })
  * // Result.fail(UnsupportedByDialect: the core_v0.19 protocol does not support abort ...)
  * ```
  *
+ * @category encoding
  * @since 0.2.0
  */
 export const encodeClient = (dialect: Dialect, message: Message): Result.Result<Array<Uint8Array>, ProtocolError> => {
@@ -222,6 +233,7 @@ export const encodeClient = (dialect: Dialect, message: Message): Result.Result<
  * and their bytes remembered, and so is their projection: reused parameters are projected and
  * encoded once per dialect.
  *
+ * @category getters
  * @since 0.2.0
  */
 export const samplingParamsFor = (
@@ -258,7 +270,7 @@ export const samplingParamsFor = (
 
 const KNOWN: ReadonlySet<string> = new Set(Object.keys(SamplingParams.KnownFields.fields))
 const knownCount = KNOWN.size
-const floatFields: ReadonlySet<string> = Frames.floatKeysOf(SamplingParams.SamplingParams.ast) ?? new Set()
+const floatFields: ReadonlySet<string> = floatKeysOf(SamplingParams.SamplingParams.ast) ?? new Set()
 const projections = new Map<string, WeakMap<object, SamplingParams.SamplingParams>>()
 
 const sameValue = (a: unknown, b: unknown): boolean =>

@@ -19,6 +19,7 @@ import type * as Scope from "effect/Scope"
 /**
  * One message as frames (for a ROUTER, the peer's identity first).
  *
+ * @category models
  * @since 0.1.0
  */
 export type Message = ReadonlyArray<Uint8Array>
@@ -26,6 +27,7 @@ export type Message = ReadonlyArray<Uint8Array>
 /**
  * What the reader needs of a socket (a zeromq.js socket is one).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Readable {
@@ -36,6 +38,7 @@ export interface Readable {
 /**
  * What the writer needs of a socket (a zeromq.js socket is one).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Writable {
@@ -47,6 +50,7 @@ const EMPTY: Array<never> = []
 /**
  * Options of {@link Writer}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface WriterOptions {
@@ -98,6 +102,7 @@ export interface WriterOptions {
  * writer.send([Uint8Array.of(0x91, 0x00)], -1)
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Writer<Tag = undefined> {
@@ -313,6 +318,7 @@ export class Writer<Tag = undefined> {
 /**
  * Options of {@link read}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ReaderOptions {
@@ -340,6 +346,7 @@ export interface ReaderOptions {
  * A running reader: {@link Reader.stop} ends it at its next step (closing the socket ends a
  * receive under way); `done` resolves when the loop has ended.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Reader {
@@ -354,6 +361,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
  * Starts the one reader of a socket: receives each message and hands it to `onMessage`, until
  * {@link Reader.stop} or the socket closes. Nothing that arrives ends the loop.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const read = (socket: Readable, options: ReaderOptions): Reader => {
@@ -400,6 +408,7 @@ export const read = (socket: Readable, options: ReaderOptions): Reader => {
  * closes (the socket's own release, which ends a receive under way, belongs to whoever opened
  * it).
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const reader = (socket: Readable, options: ReaderOptions): Effect.Effect<Reader, never, Scope.Scope> =>

@@ -9,9 +9,9 @@
  * @since 0.1.0
  */
 import * as Result from "effect/Result"
-import * as Schema from "effect/Schema"
-import * as SchemaAST from "effect/SchemaAST"
 import * as Headers from "./Headers.ts"
+import { type Compiled, compile, type FieldDecoder } from "./internal/compiledSpec.ts"
+import { isFloatByte, withFloats } from "./internal/wireNumbers.ts"
 import * as MessageSpec from "./MessageSpec.ts"
 import * as Msgpack from "./Msgpack.ts"
 import * as MsgpackScan from "./MsgpackScan.ts"
@@ -26,141 +26,10 @@ import {
 /**
  * A message's frames, in wire order (identity frames excluded).
  *
+ * @category models
  * @since 0.1.0
  */
 export type Frames = ReadonlyArray<Uint8Array>
-
-type FieldDecoder = (input: unknown) => Result.Result<unknown, string>
-
-const fieldDecoder = (schema: Schema.Top): FieldDecoder => {
-  const decode = Schema.decodeUnknownResult(schema as Schema.Codec<unknown, unknown>)
-  return (input) => {
-    const result = decode(input)
-    return Result.isSuccess(result) ? Result.succeed(result.success) : Result.fail(result.failure.message)
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Integers on the wire
-// ---------------------------------------------------------------------------------------------
-
-/**
- * Whether the bytes of a decoded value hold a float where the schema declares an integer: `5.0`
- * decodes to the number 5, which an integer schema then accepts, so the check is on the bytes.
- * `true` when they do not (the value is fine).
- */
-type WireIntCheck = (b: Uint8Array, p: number) => boolean
-
-const isFloatByte = (t: number | undefined): boolean => t === 0xca || t === 0xcb
-
-const hasIntCheck = (checks: SchemaAST.Checks | undefined): boolean =>
-  checks !== undefined && checks.some((check) =>
-    check._tag === "Filter"
-      ? (check.annotations as { readonly representation?: { readonly id?: unknown } } | undefined)?.representation?.id ===
-        "effect/schema/isInt"
-      : hasIntCheck(check.checks as SchemaAST.Checks)
-  )
-
-/** Whether the schema takes a float at this place (one that is not an integer in its eyes). */
-const takesFloat = (ast: SchemaAST.AST): boolean => {
-  switch (ast._tag) {
-    case "Number":
-      return !hasIntCheck(ast.checks)
-    case "Literal":
-      return typeof ast.literal === "number" && !Number.isInteger(ast.literal)
-    case "Union":
-      return ast.types.some(takesFloat)
-    case "Null":
-    case "Undefined":
-    case "Void":
-    case "Never":
-    case "String":
-    case "Boolean":
-    case "BigInt":
-    case "Symbol":
-    case "UniqueSymbol":
-    case "TemplateLiteral":
-    case "Arrays":
-      return false
-    default:
-      // Unknown, declarations, maps: not looked into.
-      return true
-  }
-}
-
-/**
- * The check of one metadata value, from its wire (encoded) schema: a float is refused where only
- * integers are declared (a header, a request id), and arrays are looked into (batched ids).
- * Maps are not (sampling parameters keep their own rules). `undefined`: nothing to check.
- */
-const wireIntCheck = (ast: SchemaAST.AST): WireIntCheck | undefined => {
-  const floatOk = takesFloat(ast)
-  const arrays = ast._tag === "Arrays" ? [ast] : ast._tag === "Union" ? ast.types.filter(SchemaAST.isArrays) : []
-  const inner = arrays.map((a) => ({
-    elements: a.elements.map(wireIntCheck),
-    rest: a.rest.length > 0 ? wireIntCheck(a.rest[0]!) : undefined
-  }))
-  const nested = inner.some((a) => a.rest !== undefined || a.elements.some((e) => e !== undefined))
-  if (floatOk && !nested) return undefined
-  return (b, p) => {
-    if (isFloatByte(b[p])) return floatOk
-    if (!nested) return true
-    const header = MsgpackScan.arrayHeader(b, p)
-    if (header === undefined) return true
-    // An array the schema accepted: one of the array shapes must accept its bytes too.
-    return inner.some(({ elements, rest }) => {
-      let q = header.start
-      for (let i = 0; i < header.count; i++) {
-        const check = i < elements.length ? elements[i] : rest
-        if (check !== undefined && !check(b, q)) return false
-        q = MsgpackScan.skip(b, q)
-      }
-      return true
-    })
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Floats on the wire
-// ---------------------------------------------------------------------------------------------
-
-const isFloatNumber = (ast: SchemaAST.AST): boolean => ast._tag === "Number" && !hasIntCheck(ast.checks)
-
-/** A number (or nothing) that is not declared an integer: a Python `float` field. */
-const isFloatField = (ast: SchemaAST.AST): boolean =>
-  isFloatNumber(ast) ||
-  (ast._tag === "Union" && ast.types.some(isFloatNumber) &&
-    ast.types.every((t) => isFloatNumber(t) || t._tag === "Null" || t._tag === "Undefined"))
-
-/**
- * The keys of a metadata map that its schema declares as numbers, not integers (the sampling
- * parameters' `temperature` and `top_p`, as Megatron's `SamplingParams` declares them `float`).
- * `undefined` when the value is not a map or has none.
- *
- * @internal
- */
-export const floatKeysOf = (ast: SchemaAST.AST): ReadonlySet<string> | undefined => {
-  if (ast._tag !== "Objects") return undefined
-  const keys = ast.propertySignatures.filter((ps) => isFloatField(ps.type)).map((ps) => String(ps.name))
-  return keys.length === 0 ? undefined : new Set(keys)
-}
-
-/**
- * A metadata map with its float fields marked ({@link Msgpack.FloatFields}), so they go out as
- * float64, whole or not: Python writes `temperature: 1.0` as `cb 3f f0 ..`, where a whole
- * JavaScript number is written as an integer (`01`); the schema says which fields are floats.
- * (Marked, not written by a writer of its own: a second `Msgpack.Writer` instance made the pool's
- * writes polymorphic, and the 8,192-token submitEncode bench fell from 1.36x to 1.18x of
- * msgpackr; nor copied with `Msgpack.Float`s in it: a 512-token SUBMIT built and encoded at
- * 1.07x main's CPU time so, 1.01x marked, paired medians.) Anything that is not
- * a plain object is left as it is.
- */
-const withFloats = (value: unknown, floats: ReadonlySet<string>): unknown => {
-  if (value === null || typeof value !== "object") return value
-  const proto = Object.getPrototypeOf(value)
-  if (proto !== Object.prototype && proto !== null) return value
-  return new Msgpack.FloatFields(value as Record<string, unknown>, floats)
-}
 
 /**
  * The frame of a nil body, one for every message: a SUBMIT_REQUEST from a client that does not
@@ -170,46 +39,11 @@ const withFloats = (value: unknown, floats: ReadonlySet<string>): unknown => {
  */
 const NIL_FRAME: Uint8Array = Uint8Array.of(0xc0)
 
-interface Compiled {
-  readonly spec: MessageSpec.Any
-  readonly metadata: ReadonlyArray<readonly [string, FieldDecoder]>
-  /** Per metadata value, its integer check on the wire (or `undefined`). */
-  readonly wireInts: ReadonlyArray<WireIntCheck | undefined>
-  /** The last metadata index with a check: the walk over frame 0's bytes stops there. */
-  readonly lastWireInt: number
-  /** Per metadata value, the keys written as float64 (or `undefined`). */
-  readonly floatKeys: ReadonlyArray<ReadonlySet<string> | undefined>
-  readonly bodies: ReadonlyArray<readonly [string, FieldDecoder]>
-  /** Per body, the keys written as float64 (or `undefined`): single-frame bodies are map values too. */
-  readonly bodyFloatKeys: ReadonlyArray<ReadonlySet<string> | undefined>
-  /** Decoder of one element of the variadic body. */
-  readonly variadicElement: FieldDecoder | undefined
-}
-
-const compile = (spec: MessageSpec.Any): Compiled => {
-  const variadic = spec.variadic
-  const wire = spec.metadataKeys.map((key) => SchemaAST.toEncoded((spec.metadata[key] as Schema.Top).ast))
-  const wireInts = wire.map(wireIntCheck)
-  return {
-    spec,
-    floatKeys: wire.map(floatKeysOf),
-    metadata: spec.metadataKeys.map((key) => [key, fieldDecoder(spec.metadata[key])] as const),
-    wireInts,
-    lastWireInt: wireInts.reduce((last, check, i) => (check === undefined ? last : i), -1),
-    bodies: spec.bodyKeys
-      .filter((key) => key !== variadic?.body)
-      .map((key) => [key, fieldDecoder(spec.bodies[key])] as const),
-    bodyFloatKeys: spec.bodyKeys.map((key) => floatKeysOf(SchemaAST.toEncoded((spec.bodies[key] as Schema.Top).ast))),
-    variadicElement: variadic === undefined
-      ? undefined
-      : fieldDecoder((spec.bodies[variadic.body] as unknown as Schema.$Array<Schema.Top>).value)
-  }
-}
-
 /**
  * A message's metadata frame, read without touching its bodies: what a coordinator needs to
  * route a message whose bodies it forwards verbatim.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Envelope<S extends MessageSpec.Any = MessageSpec.Any> {
@@ -233,6 +67,7 @@ export interface Envelope<S extends MessageSpec.Any = MessageSpec.Any> {
  * per body (the reference protocol, Megatron-LM PR 6497); `single`, the header, metadata and
  * bodies as one msgpack array in one frame (Megatron-LM's releases and main).
  *
+ * @category models
  * @since 0.2.0
  */
 export type Framing = "multipart" | "single"
@@ -240,6 +75,7 @@ export type Framing = "multipart" | "single"
 /**
  * What a codec is derived with besides its declarations.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface CodecOptions {
@@ -252,6 +88,7 @@ export interface CodecOptions {
 /**
  * Encoding and decoding for one direction of traffic.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Codec<Specs extends ReadonlyArray<MessageSpec.Any>> {
@@ -301,6 +138,7 @@ const arrayOf = (frame0: Uint8Array): { readonly count: number; readonly start: 
  * Messages.Client.decode(frames) // Result.succeed({ _tag: "AbortRequest", requestId: 7 })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(

@@ -9,6 +9,7 @@ import { type ProtocolError, protocolError, UnknownHeader } from "./ProtocolErro
 /**
  * Which part of the protocol a header belongs to.
  *
+ * @category models
  * @since 0.1.0
  */
 export type HeaderCategory = "connection" | "request" | "control" | "lifecycle" | "transport"
@@ -16,6 +17,7 @@ export type HeaderCategory = "connection" | "request" | "control" | "lifecycle" 
 /**
  * Every header: its wire value and its category, the one table the rest is derived from.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const table = {
@@ -50,6 +52,7 @@ export const table = {
  * no header), so that a message declaration and the test coordinator can name them the way they
  * name every other header; core_v0.16's own table gives their wire values.
  *
+ * @category constants
  * @since 0.2.0
  */
 export const releaseOnly = {
@@ -65,6 +68,7 @@ const every: Every = { ...table, ...releaseOnly }
  * A header's name, as in the Python `Headers` enum (of the reference protocol, or
  * {@link releaseOnly}).
  *
+ * @category models
  * @since 0.1.0
  */
 export type HeaderName = keyof Every
@@ -72,6 +76,7 @@ export type HeaderName = keyof Every
 /**
  * A header's value in the reference numbering (for {@link releaseOnly}'s headers, their key).
  *
+ * @category models
  * @since 0.1.0
  */
 export type Header = Every[HeaderName]["value"]
@@ -86,6 +91,7 @@ export type Header = Every[HeaderName]["value"]
  * Headers.values.ABORT_REQUEST // 23
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const values = Object.fromEntries(
@@ -104,6 +110,7 @@ const referenceValues: ReadonlySet<number> = new Set(Object.values(table).map((h
 /**
  * The name of a header value.
  *
+ * @category getters
  * @since 0.1.0
  */
 export const nameOf = (header: Header): HeaderName => names.get(header)!
@@ -111,6 +118,7 @@ export const nameOf = (header: Header): HeaderName => names.get(header)!
 /**
  * The category of a header value.
  *
+ * @category getters
  * @since 0.1.0
  */
 export const categoryOf = (header: Header): HeaderCategory => every[nameOf(header)].category
@@ -126,6 +134,7 @@ export const categoryOf = (header: Header): HeaderCategory => every[nameOf(heade
  * Headers.decode(99) // Result.fail(ProtocolError(UnknownHeader { value: 99 }))
  * ```
  *
+ * @category decoding
  * @since 0.1.0
  */
 export const decode = (value: unknown): Result.Result<Header, ProtocolError> =>
@@ -139,6 +148,7 @@ export const decode = (value: unknown): Result.Result<Header, ProtocolError> =>
  * from core_v0.19 on, and each release has a subset; a header a coordinator's table lacks kills
  * it (`Headers(value)` raises), so a codec reads and writes headers through its dialect's table.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Table {
@@ -159,6 +169,7 @@ export interface Table {
  * t.names.get(2) // "CONNECT_ACK"
  * ```
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const makeTable = (values: { readonly [K in HeaderName]?: number }): Table => {
@@ -173,6 +184,7 @@ export const makeTable = (values: { readonly [K in HeaderName]?: number }): Tabl
 /**
  * The reference table ({@link table}): every header at its IntEnum value.
  *
+ * @category constants
  * @since 0.2.0
  */
 export const reference: Table = makeTable(
@@ -189,6 +201,7 @@ export const reference: Table = makeTable(
  * Headers.decodeName(Headers.reference, 21) // Result.succeed("ENGINE_REPLY")
  * ```
  *
+ * @category decoding
  * @since 0.2.0
  */
 export const decodeName = (t: Table, value: unknown): Result.Result<HeaderName, ProtocolError> => {

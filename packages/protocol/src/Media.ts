@@ -13,12 +13,14 @@ import { createHash } from "node:crypto"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Msgpack from "./Msgpack.ts"
-import { InvalidMedia, type ProtocolError, protocolError, UnsupportedModality } from "./ProtocolError.ts"
-import { isPlainObject, describeValue } from "./internal/values.ts"
+import { invalid, item } from "./internal/mediaItems.ts"
+import { type ProtocolError, protocolError, UnsupportedModality } from "./ProtocolError.ts"
+import { describeValue, isPlainObject } from "./internal/values.ts"
 
 /**
  * Raw media: the encoded bytes of one item (sent as a one-element list), or a list of them.
  *
+ * @category models
  * @since 0.1.0
  */
 export type RawMedia = Uint8Array | ReadonlyArray<Uint8Array>
@@ -27,6 +29,7 @@ export type RawMedia = Uint8Array | ReadonlyArray<Uint8Array>
  * Typed arrays accepted as the innermost dimension of a tensor. `Uint8Array` is not one: it is
  * sent as msgpack bin, which the engine would read as bytes rather than numbers.
  *
+ * @category models
  * @since 0.1.0
  */
 export type TensorRow = Msgpack.NumberTypedArray
@@ -35,6 +38,7 @@ export type TensorRow = Msgpack.NumberTypedArray
  * A tensor as nested arrays of numbers (what `torch.Tensor.tolist()` gives), rectangular, with
  * typed arrays allowed as its innermost rows.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Tensor = number | TensorRow | ReadonlyArray<Tensor>
@@ -45,6 +49,7 @@ export type Tensor = number | TensorRow | ReadonlyArray<Tensor>
  * (dynamic resolution). At least one tensor is required, and static tiling (`num_tiles` without
  * `imgs_sizes`) needs `num_img_embeddings_per_tile > 0`, as the engine requires.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ImageTensors {
@@ -60,6 +65,7 @@ export interface ImageTensors {
  * `num_img_embeddings_per_tile` (an integer), `video_frame_indices` (a tensor) and `video_fps`
  * (a number or a tensor) are optional timing and sizing metadata.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface VideoTensors {
@@ -75,6 +81,7 @@ export interface VideoTensors {
  * The vLLM-style modality map a caller submits. A modality whose value is `null` or `undefined`
  * is absent. Any other key (audio included) is an unsupported modality.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface MultiModalData {
@@ -96,6 +103,7 @@ export interface MultiModalData {
  * })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const MediaDescriptor = Schema.Struct({
@@ -107,6 +115,7 @@ export const MediaDescriptor = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type MediaDescriptor = typeof MediaDescriptor.Type
@@ -114,6 +123,7 @@ export type MediaDescriptor = typeof MediaDescriptor.Type
 /**
  * A tensor as it arrives: nested arrays of numbers.
  *
+ * @category models
  * @since 0.1.0
  */
 export type TensorWire = number | ReadonlyArray<TensorWire>
@@ -127,6 +137,7 @@ export type TensorWire = number | ReadonlyArray<TensorWire>
  * Schema.decodeUnknownSync(Media.TensorWire)([[1, 2], [3, 4]])
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const TensorWire: Schema.Codec<TensorWire> = Schema.Union([
@@ -148,6 +159,7 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
  * Schema.decodeUnknownSync(Media.RawMediaWire)([new Uint8Array([0xff, 0xd8])])
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RawMediaWire = Schema.Array(Schema.Uint8Array)
@@ -163,6 +175,7 @@ export const RawMediaWire = Schema.Array(Schema.Uint8Array)
  * Schema.decodeUnknownSync(Media.ImageTensorsWire)({ imgs: [[0.5]], num_tiles: [1], num_img_embeddings_per_tile: 256 })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const ImageTensorsWire = Schema.Struct({
@@ -183,6 +196,7 @@ export const ImageTensorsWire = Schema.Struct({
  * Schema.decodeUnknownSync(Media.VideoTensorsWire)({ imgs: [[0.5]], imgs_sizes: [[16, 16]], num_frames: [1] })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const VideoTensorsWire = Schema.Struct({
@@ -207,6 +221,7 @@ export const VideoTensorsWire = Schema.Struct({
  * Schema.decodeUnknownSync(Media.MediaWire)(Msgpack.decode(frame)) // { image: [Uint8Array [1, 2]] }
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const MediaWire = Schema.Struct({
@@ -215,6 +230,7 @@ export const MediaWire = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type MediaWire = typeof MediaWire.Type
@@ -223,6 +239,7 @@ export type MediaWire = typeof MediaWire.Type
  * Media ready to send: frame 3's exact bytes, the descriptor for frame 0, and the cache key (also
  * the salt of the prompt's block hashes).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface PreparedMedia {
@@ -242,161 +259,13 @@ export interface PreparedMedia {
  * // "c6408222e3f42e6057af3b4c77423409f2ce8e441c6be2e87939a3ee09dc5070"
  * ```
  *
+ * @category hashing
  * @since 0.1.0
  */
 export const mediaCacheKey = (frame: Uint8Array): string => createHash("sha256").update(frame).digest("hex")
 
-type Modality = "image" | "video"
-
-const TENSOR_KEYS: Record<Modality, ReadonlyArray<string>> = {
-  image: ["imgs", "imgs_sizes", "num_tiles"],
-  video: ["imgs", "imgs_sizes", "num_frames", "video_frame_indices", "video_fps"]
-}
-
-/** Python's packer refuses deeper nesting; refusing here gives the caller a clearer reason. */
-const MAX_TENSOR_DEPTH = 64
-
-const invalid = (modality: string, why: string): Result.Result<never, ProtocolError> =>
-  Result.fail(protocolError(new InvalidMedia({ modality, why })))
-
-const isTensorRow = (value: ArrayBufferView): boolean =>
-  value instanceof Float32Array || value instanceof Float64Array || value instanceof Int32Array ||
-  value instanceof Uint32Array || value instanceof Int16Array || value instanceof Uint16Array ||
-  value instanceof Int8Array || value instanceof Uint8ClampedArray
-
-/** Error text with the path of the offending element; built only when something is wrong. */
-class TensorIssue {
-  constructor(readonly path: string, readonly why: string) {}
-}
-
-/** The tensor's shape (`[]` for a scalar), or what is wrong with it. Touches every element once. */
-const shapeOf = (t: unknown, depth: number): ReadonlyArray<number> | TensorIssue => {
-  if (typeof t === "number") return []
-  if (Array.isArray(t)) {
-    if (depth >= MAX_TENSOR_DEPTH) return new TensorIssue("", `nested deeper than ${MAX_TENSOR_DEPTH} levels`)
-    const n = t.length
-    if (n === 0) return [0]
-    const first = shapeOf(t[0], depth + 1)
-    if (first instanceof TensorIssue) return new TensorIssue(`[0]${first.path}`, first.why)
-    if (first.length === 0) {
-      // The innermost dimension: a tight loop over numbers, no recursion.
-      for (let i = 1; i < n; i++) {
-        if (typeof t[i] !== "number") {
-          return new TensorIssue(`[${i}]`, `${describeValue(t[i], 0)} where a number was expected (ragged or not numeric)`)
-        }
-      }
-      return [n]
-    }
-    for (let i = 1; i < n; i++) {
-      const s = shapeOf(t[i], depth + 1)
-      if (s instanceof TensorIssue) return new TensorIssue(`[${i}]${s.path}`, s.why)
-      if (!sameShape(s, first)) {
-        return new TensorIssue(`[${i}]`, `has shape [${s.join(", ")}] where [0] has [${first.join(", ")}] (ragged)`)
-      }
-    }
-    return [n, ...first]
-  }
-  if (ArrayBuffer.isView(t)) {
-    if (isTensorRow(t)) return [(t as TensorRow).length]
-    return new TensorIssue(
-      "",
-      t instanceof Uint8Array
-        ? "a Uint8Array would be sent as bytes, not numbers; use an array or another typed array"
-        : `a ${t.constructor.name} is not a tensor row (use an array or a numeric typed array)`
-    )
-  }
-  return new TensorIssue("", `${describeValue(t, 0)} is not a number or an array of numbers`)
-}
-
-const sameShape = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): boolean => {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
-}
-
-interface Item {
-  readonly wire: unknown
-  readonly count: number
-}
-
-const rawItem = (modality: Modality, value: unknown): Result.Result<Item, ProtocolError> | undefined => {
-  if (value instanceof Uint8Array) return Result.succeed({ wire: [value], count: 1 })
-  if (!Array.isArray(value)) return undefined
-  if (value.length === 0) {
-    return invalid(modality, `an empty list of ${modality}s (leave the key out, or pass null, for no ${modality})`)
-  }
-  for (let i = 0; i < value.length; i++) {
-    if (!(value[i] instanceof Uint8Array)) {
-      return invalid(modality, `a raw list holds only Uint8Array items; item ${i} is ${describeValue(value[i])}`)
-    }
-  }
-  return Result.succeed({ wire: value, count: value.length })
-}
-
-/** The first dimension of a tensor already known to be valid: how many items it describes. */
-const leadingDim = (shape: ReadonlyArray<number>): number => (shape.length === 0 ? 1 : shape[0]!)
-
-const tensorItem = (modality: Modality, value: Record<string, unknown>): Result.Result<Item, ProtocolError> => {
-  const tensorKeys = TENSOR_KEYS[modality]
-  const wire: Record<string, unknown> = {}
-  const shapes: Record<string, ReadonlyArray<number>> = {}
-  for (const key of Object.keys(value)) {
-    const v = value[key]
-    // Absent, as the Python side skips a None tensor.
-    if (v === undefined || v === null) continue
-    if (key === "num_img_embeddings_per_tile") {
-      if (!Number.isSafeInteger(v) || (v as number) < 0) {
-        return invalid(modality, `num_img_embeddings_per_tile must be a non-negative integer, got ${describeValue(v)}`)
-      }
-      wire[key] = v
-      continue
-    }
-    if (!tensorKeys.includes(key)) {
-      return invalid(
-        modality,
-        `unknown key "${key}" in a preprocessed ${modality} map (expected ${
-          [...tensorKeys, "num_img_embeddings_per_tile"].join(", ")
-        })`
-      )
-    }
-    const shape = shapeOf(v, 0)
-    if (shape instanceof TensorIssue) return invalid(modality, `${key}${shape.path}: ${shape.why}`)
-    shapes[key] = shape
-    wire[key] = v
-  }
-
-  let count: number
-  if (modality === "image") {
-    if (shapes.imgs === undefined && shapes.imgs_sizes === undefined && shapes.num_tiles === undefined) {
-      return invalid(modality, "a preprocessed image map needs at least one of imgs, imgs_sizes, num_tiles")
-    }
-    const perTile = wire.num_img_embeddings_per_tile as number | undefined
-    if (shapes.num_tiles !== undefined && shapes.imgs_sizes === undefined && !(perTile !== undefined && perTile > 0)) {
-      return invalid(modality, "static tiling (num_tiles without imgs_sizes) needs num_img_embeddings_per_tile > 0")
-    }
-    // One num_tiles entry, or one imgs_sizes row, per image; otherwise each leading slice of imgs is one.
-    count = leadingDim(shapes.num_tiles ?? shapes.imgs_sizes ?? shapes.imgs!)
-  } else {
-    const missing = ["imgs", "imgs_sizes", "num_frames"].filter((k) => shapes[k] === undefined)
-    if (missing.length > 0) {
-      return invalid(modality, `a preprocessed video map needs imgs, imgs_sizes and num_frames; missing ${missing.join(", ")}`)
-    }
-    // One num_frames entry per video.
-    count = leadingDim(shapes.num_frames!)
-  }
-  if (count < 1) return invalid(modality, `the preprocessed map describes no ${modality} (an empty leading dimension)`)
-  return Result.succeed({ wire, count })
-}
-
-const item = (modality: Modality, value: unknown): Result.Result<Item, ProtocolError> => {
-  const raw = rawItem(modality, value)
-  if (raw !== undefined) return raw
-  if (isPlainObject(value)) return tensorItem(modality, value)
-  return invalid(
-    modality,
-    `expected a Uint8Array, a list of Uint8Array, or a preprocessed tensor map; got ${describeValue(value)}`
-  )
-}
+/** The answer for no media, made once: nearly every request has none. */
+const noMedia: Result.Result<PreparedMedia | null, ProtocolError> = Result.succeed(null)
 
 /**
  * Validates `multi_modal_data` and packs it into frame 3: raw bytes become a one-element list,
@@ -427,11 +296,9 @@ const item = (modality: Modality, value: unknown): Result.Result<Item, ProtocolE
  * Media.prepare({ audio: new Uint8Array([1]) }) // Failure: UnsupportedModality "audio"
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
-/** The answer for no media, made once: nearly every request has none. */
-const noMedia: Result.Result<PreparedMedia | null, ProtocolError> = Result.succeed(null)
-
 export const prepare = (
   data: MultiModalData | null | undefined
 ): Result.Result<PreparedMedia | null, ProtocolError> => {

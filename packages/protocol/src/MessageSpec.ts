@@ -13,6 +13,7 @@ import { type Header, type HeaderName, nameOf } from "./Headers.ts"
 /**
  * One message's declaration.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface MessageSpec<
@@ -50,6 +51,7 @@ export interface MessageSpec<
 /**
  * Any message declaration.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Any = MessageSpec<string, any, any>
@@ -57,6 +59,7 @@ export type Any = MessageSpec<string, any, any>
 /**
  * The message value a declaration describes.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Type<S extends Any> = S["schema"]["Type"]
@@ -76,6 +79,7 @@ export type Type<S extends Any> = S["schema"]["Type"]
  * // frames: [pack([23, requestId])]
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = <
@@ -123,6 +127,7 @@ export const make = <
 /**
  * The frame count a message of this declaration has, when it is fixed.
  *
+ * @category getters
  * @since 0.1.0
  */
 export const fixedArity = (spec: Any): number | undefined =>
@@ -139,6 +144,7 @@ export const fixedArity = (spec: Any): number | undefined =>
  * MessageSpec.frameIndex(Messages.SubmitRequest, "blockHashes") // 2
  * ```
  *
+ * @category getters
  * @since 0.1.0
  */
 export const frameIndex = <S extends Any>(spec: S, body: S["bodyKeys"][number]): number => {

@@ -21,6 +21,7 @@ const signal = <const Tag extends string>(tag: Tag, header: (typeof H)[keyof typ
 /**
  * Token ids as an integer typed array: sent as a msgpack int array, never as bin.
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const TypedTokenIds = Schema.declare(
@@ -32,6 +33,7 @@ export const TypedTokenIds = Schema.declare(
 /**
  * A body handed over already encoded (the media frame, hashed for its cache key as sent).
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const RawFrame = Schema.instanceOf(Raw)
@@ -41,6 +43,7 @@ export const RawFrame = Schema.instanceOf(Raw)
  * the frame `Prompt.frame` checked and encoded in one pass (what `Submission` builds). Every
  * dialect's prompt is this.
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const PromptBody = Schema.Union([PromptWire, TypedTokenIds, RawFrame])
@@ -52,6 +55,7 @@ export const PromptBody = Schema.Union([PromptWire, TypedTokenIds, RawFrame])
 /**
  * `pack([0])`: the handshake; the coordinator answers CONNECT_ACK.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const Connect = signal("Connect", H.CONNECT)
@@ -61,6 +65,7 @@ export const Connect = signal("Connect", H.CONNECT)
  * the prompt, media and offload params are bodies it forwards without decoding; the block
  * hashes (frame 2) are read for routing only. The count never varies.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const SubmitRequest = MessageSpec.make("SubmitRequest", H.SUBMIT_REQUEST, {
@@ -82,6 +87,7 @@ export const SubmitRequest = MessageSpec.make("SubmitRequest", H.SUBMIT_REQUEST,
  * The three-frame KV handoff: a decode request carrying the prefill peer's KV metadata
  * (bounded, in frame 0) and the source block ids (one per block, so a body).
  *
+ * @category messages
  * @since 0.1.0
  */
 export const SubmitRequestWithKv = MessageSpec.make("SubmitRequestWithKv", H.SUBMIT_REQUEST_WITH_KV, {
@@ -92,6 +98,7 @@ export const SubmitRequestWithKv = MessageSpec.make("SubmitRequestWithKv", H.SUB
 /**
  * `pack([23, request_id])`: cancel an in-flight request.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const AbortRequest = MessageSpec.make("AbortRequest", H.ABORT_REQUEST, {
@@ -102,6 +109,7 @@ export const AbortRequest = MessageSpec.make("AbortRequest", H.ABORT_REQUEST, {
 /**
  * `pack([25, request_id])`: release the KV blocks pinned for a handed-off request.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const ReleaseKv = MessageSpec.make("ReleaseKv", H.RELEASE_KV, {
@@ -131,6 +139,7 @@ export const Shutdown = signal("Shutdown", H.SHUTDOWN)
 /**
  * `pack([44, generation_epoch])`: stamp in-flight requests with a policy epoch.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const SetGenerationEpoch = MessageSpec.make("SetGenerationEpoch", H.SET_GENERATION_EPOCH, {
@@ -145,6 +154,7 @@ export const SetGenerationEpoch = MessageSpec.make("SetGenerationEpoch", H.SET_G
 /**
  * `pack([1])`: the coordinator accepted the handshake.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const ConnectAck = signal("ConnectAck", H.CONNECT_ACK)
@@ -152,6 +162,7 @@ export const ConnectAck = signal("ConnectAck", H.CONNECT_ACK)
 /**
  * A finished request: `pack([21, request_id])` and the reply map.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const EngineReply = MessageSpec.make("EngineReply", H.ENGINE_REPLY, {
@@ -162,6 +173,7 @@ export const EngineReply = MessageSpec.make("EngineReply", H.ENGINE_REPLY, {
 /**
  * New tokens of a streaming request: `pack([22, request_id])` and `{request_id, new_tokens}`.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const EngineReplyPartial = MessageSpec.make("EngineReplyPartial", H.ENGINE_REPLY_PARTIAL, {
@@ -177,6 +189,7 @@ export const EngineReplyPartial = MessageSpec.make("EngineReplyPartial", H.ENGIN
  * An engine step's finished requests: `pack([21, [[id, needs_detokenize], ...]])`, then one reply
  * frame per entry. The coordinator splits it into one `EngineReply` per client.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const EngineReplyBatch = MessageSpec.make("EngineReplyBatch", H.ENGINE_REPLY, {
@@ -188,6 +201,7 @@ export const EngineReplyBatch = MessageSpec.make("EngineReplyBatch", H.ENGINE_RE
 /**
  * An engine step's partials: `pack([22, [id, ...]])`, then one partial frame per id.
  *
+ * @category messages
  * @since 0.1.0
  */
 export const EngineReplyPartialBatch = MessageSpec.make("EngineReplyPartialBatch", H.ENGINE_REPLY_PARTIAL, {
@@ -205,6 +219,7 @@ export const EngineReplyPartialBatch = MessageSpec.make("EngineReplyPartialBatch
  * request-scoped controls and the signals, in the reference's order. A dialect declares the ones
  * its header table has.
  *
+ * @category messages
  * @since 0.2.0
  */
 export const controls = [
@@ -225,12 +240,13 @@ export const controls = [
 /**
  * What a client sends to the coordinator (and what the coordinator forwards to engines).
  *
+ * @category codecs
  * @since 0.1.0
  */
 export const Client = Frames.codec([Connect, SubmitRequest, SubmitRequestWithKv, ...controls])
 
-
 /**
+ * @category models
  * @since 0.1.0
  */
 export type ClientMessage = MessageSpec.Type<(typeof Client.specs)[number]>
@@ -238,11 +254,13 @@ export type ClientMessage = MessageSpec.Type<(typeof Client.specs)[number]>
 /**
  * What the coordinator sends to a client.
  *
+ * @category codecs
  * @since 0.1.0
  */
 export const Coordinator = Frames.codec([ConnectAck, EngineReply, EngineReplyPartial])
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type CoordinatorMessage = MessageSpec.Type<(typeof Coordinator.specs)[number]>
@@ -252,8 +270,8 @@ export type CoordinatorMessage = MessageSpec.Type<(typeof Coordinator.specs)[num
  * frame 0 exactly `pack([21, request_id])` with the id a msgpack unsigned integer below 2^32.
  * For such a message {@link Coordinator}'s `decodeEnvelope` gives the same id (what a property
  * checks); for anything else this gives `undefined`, and the message is for the decoder. What a
- * client's listener does per reply, without decoding frame 0 into an array and a record (~3% of
- * the client's CPU profile in a burst).
+ * client's listener does per reply, without decoding frame 0 into an array and a record
+ * (PERFORMANCE.md#reply-ids-read-from-frame-0s-bytes).
  *
  * @example
  * ```ts
@@ -263,6 +281,7 @@ export type CoordinatorMessage = MessageSpec.Type<(typeof Coordinator.specs)[num
  * Messages.engineReplyId([Msgpack.encode([22, 300]), Msgpack.encode({})]) // undefined: a partial
  * ```
  *
+ * @category routing
  * @since 0.1.0
  */
 export const engineReplyId = (frames: Frames.Frames): number | undefined => {
@@ -284,7 +303,7 @@ export const engineReplyId = (frames: Frames.Frames): number | undefined => {
  * bytes as {@link engineReplyId} reads the reference's; `undefined` for anything else, which then
  * goes through the codec. The reply is the rest of the frame (from {@link singleReplyBodyStart}),
  * undecoded: its own decoding refuses anything but one value filling it. Locating it through the
- * codec scans the whole reply (6.1 µs for the client benchmark's 3,230-byte reply, 0.02 µs so).
+ * codec scans the whole reply (PERFORMANCE.md#reply-ids-read-from-frame-0s-bytes).
  *
  * @example
  * ```ts
@@ -295,6 +314,7 @@ export const engineReplyId = (frames: Frames.Frames): number | undefined => {
  * frame.subarray(Messages.singleReplyBodyStart(frame)) // the reply map's bytes
  * ```
  *
+ * @category routing
  * @since 0.2.0
  */
 export const singleEngineReplyId = (frames: Frames.Frames, header: number): number | undefined => {
@@ -313,6 +333,7 @@ export const singleEngineReplyId = (frames: Frames.Frames, header: number): numb
  * Where the reply starts in a frame {@link singleEngineReplyId} read: after the array's byte, the
  * header's and the id's.
  *
+ * @category routing
  * @since 0.2.0
  */
 export const singleReplyBodyStart = (frame: Uint8Array): number => {
@@ -324,6 +345,7 @@ export const singleReplyBodyStart = (frame: Uint8Array): number => {
  * How an engine registers: its DEALER (identity `mp-coord-{dp_rank}`) sends one empty frame,
  * which is not msgpack and so is no declared message. The coordinator ranks engines by identity.
  *
+ * @category routing
  * @since 0.1.0
  */
 export const engineRegistration: Frames.Frames = [new Uint8Array(0)]
@@ -331,6 +353,7 @@ export const engineRegistration: Frames.Frames = [new Uint8Array(0)]
 /**
  * True for an engine's registration message.
  *
+ * @category routing
  * @since 0.1.0
  */
 export const isEngineRegistration = (frames: Frames.Frames): boolean =>
@@ -340,11 +363,13 @@ export const isEngineRegistration = (frames: Frames.Frames): boolean =>
  * What an engine sends to the coordinator after registering: batched replies and partials, and
  * DISCONNECT when it exits.
  *
+ * @category codecs
  * @since 0.1.0
  */
 export const Engine = Frames.codec([EngineReplyBatch, EngineReplyPartialBatch, Disconnect])
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type EngineMessage = MessageSpec.Type<(typeof Engine.specs)[number]>

@@ -15,8 +15,9 @@
  */
 import { Unpackr } from "msgpackr"
 import * as Reader from "./internal/msgpackReader.ts"
-import { type EncodeOptions, POOL_SIZE, Writer } from "./MsgpackWriter.ts"
-import { Raw } from "./MsgpackValues.ts"
+import { POOL_SIZE } from "./internal/msgpackScalarWriter.ts"
+import { type EncodeOptions, Writer } from "./internal/msgpackWriter.ts"
+import { Raw } from "./internal/msgpackValues.ts"
 
 export {
   Float,
@@ -26,8 +27,8 @@ export {
   Raw,
   remember,
   rememberedBytes
-} from "./MsgpackValues.ts"
-export { type EncodeOptions, Writer, type WriterOptions } from "./MsgpackWriter.ts"
+} from "./internal/msgpackValues.ts"
+export { type EncodeOptions, Writer, type WriterOptions } from "./internal/msgpackWriter.ts"
 
 /**
  * Encodes one value the way Python's `msgpack.packb(value, use_bin_type=True)` does: integers in
@@ -43,6 +44,7 @@ export { type EncodeOptions, Writer, type WriterOptions } from "./MsgpackWriter.
  * Msgpack.encode([20, 2n ** 60n]) // 92 14 cf 10 00 00 00 00 00 00 00
  * ```
  *
+ * @category encoding
  * @since 0.1.0
  */
 export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
@@ -54,8 +56,7 @@ export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
 /**
  * Encodes token ids as {@link encode} does, checking each as it is written: the bytes, or the
  * index of the first element that is not a non-negative safe integer (then nothing is kept).
- * One pass where validating and then encoding a prompt took two (a 512-token prompt: the
- * validation was ~4% of the client's CPU profile in a burst).
+ * One pass where validating and then encoding a prompt took two (measured: PERFORMANCE.md#token-ids-validated-while-written).
  *
  * @example
  * ```ts
@@ -65,6 +66,7 @@ export const encode = (value: unknown, options?: EncodeOptions): Uint8Array => {
  * Msgpack.encodeTokenIds([1, -2]) // 1: the index of -2
  * ```
  *
+ * @category encoding
  * @since 0.1.0
  */
 export const encodeTokenIds = (ids: ReadonlyArray<unknown>): Uint8Array | number =>
@@ -79,7 +81,7 @@ const tokenIdsWith = (writer: Writer, ids: ReadonlyArray<unknown>): Uint8Array |
  * The buffer {@link encode} writes into: values are written one after another into a 64 KiB
  * buffer and handed out as views of it, and a new buffer is started when one is full (the value
  * in progress moves over; what was handed out stays). A fresh writer per value cost more than the
- * encoding itself: an allocation per frame, and copies as a 512-token prompt outgrew its buffer.
+ * encoding itself (PERFORMANCE.md#pooled-encoder-buffers).
  * A view keeps its whole buffer alive, which is what msgpackr's `pack` does too.
  */
 class Pool extends Writer {
@@ -133,6 +135,7 @@ const pool = new Pool()
 /**
  * Thrown by {@link decode} for bytes that are not exactly one msgpack value.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class NotDecodableException extends globalThis.Error {
@@ -164,6 +167,7 @@ const unpackr = new Unpackr({
  * Msgpack.decode(Msgpack.encode({ a: [1, "x"] })) // { a: [1, "x"] }
  * ```
  *
+ * @category decoding
  * @since 0.1.0
  */
 export const decode = (bytes: Uint8Array): unknown => {

@@ -16,6 +16,7 @@ const u32 = (b: Uint8Array, p: number): number => ((b[p]! << 24) >>> 0) + ((b[p 
 /**
  * Thrown for bytes that are not well-formed msgpack.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class ScanError extends globalThis.Error {
@@ -45,6 +46,7 @@ const skipMany = (b: Uint8Array, p: number, n: number): number => {
  * MsgpackScan.skip(Msgpack.encode([1, "two", { three: 3 }]), 0) // 14: the whole array
  * ```
  *
+ * @category scanning
  * @since 0.1.0
  */
 export const skip = (b: Uint8Array, p: number): number => {
@@ -126,6 +128,7 @@ export const skip = (b: Uint8Array, p: number): number => {
 /**
  * The entry count of the map at `p` and where its first key starts, or `undefined` when it is not a map.
  *
+ * @category scanning
  * @since 0.1.0
  */
 export const mapHeader = (b: Uint8Array, p: number): { readonly count: number; readonly start: number } | undefined => {
@@ -148,6 +151,7 @@ export const mapHeader = (b: Uint8Array, p: number): { readonly count: number; r
  * MsgpackScan.arrayHeader(Msgpack.encode([21, 5]), 0) // { count: 2, start: 1 }
  * ```
  *
+ * @category scanning
  * @since 0.1.0
  */
 export const arrayHeader = (b: Uint8Array, p: number): { readonly count: number; readonly start: number } | undefined => {
@@ -162,6 +166,7 @@ export const arrayHeader = (b: Uint8Array, p: number): { readonly count: number;
 /**
  * True when `b[start, end)` equals `expected`.
  *
+ * @category scanning
  * @since 0.1.0
  */
 export const bytesEqual = (b: Uint8Array, start: number, end: number, expected: Uint8Array): boolean => {
@@ -185,6 +190,7 @@ export const bytesEqual = (b: Uint8Array, start: number, end: number, expected: 
  * MsgpackScan.findInMap(bytes, 0, [Msgpack.encode("b")]) // { values: [[6, 8]], end: 8 }
  * ```
  *
+ * @category scanning
  * @since 0.1.0
  */
 export const findInMap = (
@@ -240,6 +246,7 @@ const CONTAINER_BYTES = 64
  * 16 for the value itself: a frame of `n` bytes never measures above `16 + n * maxDecodedBytesPerByte`,
  * so a frame that short need not be measured against a limit at all.
  *
+ * @category scanning
  * @since 0.1.0
  */
 export const maxDecodedBytesPerByte: number = CONTAINER_BYTES + VALUE_BYTES
@@ -261,6 +268,7 @@ export const maxDecodedBytesPerByte: number = CONTAINER_BYTES + VALUE_BYTES
  * MsgpackScan.decodedSize(Uint8Array.of(0xdd, 0xff, 0xff, 0xff, 0xff), 0, 1 << 20) > 1 << 20 // true
  * ```
  *
+ * @category scanning
  * @since 0.1.0
  */
 export const decodedSize = (b: Uint8Array, p: number, limit = Infinity): number => {

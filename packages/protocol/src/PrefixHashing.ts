@@ -16,11 +16,13 @@ import { isTokenIds, type Prompt } from "./Prompt.ts"
 /**
  * The coordinator's routing policy.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const PrefixCachingPolicy = Schema.Literals(["load_balanced", "longest_prefix", "first_prefix_block"])
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type PrefixCachingPolicy = typeof PrefixCachingPolicy.Type
@@ -28,6 +30,7 @@ export type PrefixCachingPolicy = typeof PrefixCachingPolicy.Type
 /**
  * What a client was told about the deployment; either may be unknown.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface HashingConfig {
@@ -40,6 +43,7 @@ export interface HashingConfig {
 /**
  * True when the policy routes on prefixes, so the hashes are read at all.
  *
+ * @category hashing
  * @since 0.1.0
  */
 export const routesOnPrefixes = (policy: PrefixCachingPolicy | null | undefined): boolean =>
@@ -59,6 +63,7 @@ export const routesOnPrefixes = (policy: PrefixCachingPolicy | null | undefined)
  * PrefixHashing.hashesFor([1, 2, 3, 4], {}) // null: told neither block size nor policy
  * ```
  *
+ * @category hashing
  * @since 0.1.0
  */
 export const hashesFor = (

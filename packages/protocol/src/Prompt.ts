@@ -18,6 +18,7 @@ import { describeValue } from "./internal/values.ts"
  * Token ids: a plain array, or an integer typed array whose elements are ids (`Float64Array`
  * holds every safe integer exactly, so it is accepted too).
  *
+ * @category models
  * @since 0.1.0
  */
 export type TokenIds =
@@ -29,6 +30,7 @@ export type TokenIds =
   | Float64Array
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Prompt = string | TokenIds
@@ -44,6 +46,7 @@ export type Prompt = string | TokenIds
  * Prompt.isTokenIds("Hello") // false
  * ```
  *
+ * @category guards
  * @since 0.1.0
  */
 export const isTokenIds = (prompt: Prompt): prompt is TokenIds => typeof prompt !== "string"
@@ -82,6 +85,7 @@ const EMPTY =
  * Prompt.validate("") // Failure: InvalidPrompt, "it is empty; ..."
  * ```
  *
+ * @category validation
  * @since 0.1.0
  */
 export const validate = (input: unknown): Result.Result<Prompt, ProtocolError> => {
@@ -145,6 +149,7 @@ export const validate = (input: unknown): Result.Result<Prompt, ProtocolError> =
  * Prompt.frame([1, -1]) // Failure: InvalidPrompt, "token id at index 1 is -1; ..."
  * ```
  *
+ * @category encoding
  * @since 0.1.0
  */
 export const frame = (input: unknown): Result.Result<Msgpack.Raw, ProtocolError> => {
@@ -168,11 +173,13 @@ export const frame = (input: unknown): Result.Result<Msgpack.Raw, ProtocolError>
  * Schema.decodeUnknownSync(Prompt.PromptWire)([1, 2, 3]) // [1, 2, 3]
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const PromptWire = Schema.Union([Schema.String, Schema.Array(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))])
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type PromptWire = typeof PromptWire.Type

@@ -9,6 +9,7 @@ import * as Schema from "effect/Schema"
 /**
  * A header value that is not in the protocol's table.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class UnknownHeader extends Schema.Class<UnknownHeader>("@mcore-effect/protocol/UnknownHeader")({
@@ -24,6 +25,7 @@ export class UnknownHeader extends Schema.Class<UnknownHeader>("@mcore-effect/pr
  * A message with the wrong number of frames for its header (SUBMIT is exactly five, the KV
  * handoff exactly three, a reply exactly two).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class ArityMismatch extends Schema.Class<ArityMismatch>("@mcore-effect/protocol/ArityMismatch")({
@@ -40,6 +42,7 @@ export class ArityMismatch extends Schema.Class<ArityMismatch>("@mcore-effect/pr
 /**
  * A frame that is not what its position in the message requires.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class MalformedFrame extends Schema.Class<MalformedFrame>("@mcore-effect/protocol/MalformedFrame")({
@@ -56,6 +59,7 @@ export class MalformedFrame extends Schema.Class<MalformedFrame>("@mcore-effect/
 /**
  * A prompt that is neither a string nor a list of non-negative safe-integer token ids.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidPrompt extends Schema.Class<InvalidPrompt>("@mcore-effect/protocol/InvalidPrompt")({
@@ -70,6 +74,7 @@ export class InvalidPrompt extends Schema.Class<InvalidPrompt>("@mcore-effect/pr
 /**
  * Sampling parameters that a Python `SamplingParams` would refuse, or that contradict each other.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidSamplingParams extends Schema.Class<InvalidSamplingParams>(
@@ -101,6 +106,7 @@ export class InvalidSamplingParams extends Schema.Class<InvalidSamplingParams>(
  * }
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class UnknownSamplingParam extends Schema.Class<UnknownSamplingParam>(
@@ -120,6 +126,7 @@ export class UnknownSamplingParam extends Schema.Class<UnknownSamplingParam>(
 /**
  * A `multi_modal_data` key other than `image` and `video` (audio included).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class UnsupportedModality extends Schema.Class<UnsupportedModality>(
@@ -136,6 +143,7 @@ export class UnsupportedModality extends Schema.Class<UnsupportedModality>(
 /**
  * Media whose shape is not one the engines accept (bytes, a list of bytes, or a tensor map).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidMedia extends Schema.Class<InvalidMedia>("@mcore-effect/protocol/InvalidMedia")({
@@ -151,6 +159,7 @@ export class InvalidMedia extends Schema.Class<InvalidMedia>("@mcore-effect/prot
 /**
  * A KV handoff whose `kv_meta` is not a map or whose `src_block_ids` are not block ids.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidKvHandoff extends Schema.Class<InvalidKvHandoff>("@mcore-effect/protocol/InvalidKvHandoff")({
@@ -167,6 +176,7 @@ export class InvalidKvHandoff extends Schema.Class<InvalidKvHandoff>("@mcore-eff
  * A value with no msgpack form a Python peer can read (a function, a symbol, a class instance,
  * a cycle, an integer beyond 64 bits).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class NotEncodable extends Schema.Class<NotEncodable>("@mcore-effect/protocol/NotEncodable")({
@@ -185,6 +195,7 @@ export class NotEncodable extends Schema.Class<NotEncodable>("@mcore-effect/prot
  * media on PR 6497, ...): refused before anything is sent, never silently dropped, since the
  * coordinator of that dialect would either die on the message or ignore what it asks for.
  *
+ * @category errors
  * @since 0.2.0
  */
 export class UnsupportedByDialect extends Schema.Class<UnsupportedByDialect>(
@@ -203,6 +214,7 @@ export class UnsupportedByDialect extends Schema.Class<UnsupportedByDialect>(
 /**
  * Every reason a protocol operation can fail.
  *
+ * @category errors
  * @since 0.1.0
  */
 export const ProtocolErrorReason = Schema.Union([
@@ -220,6 +232,7 @@ export const ProtocolErrorReason = Schema.Union([
 ])
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type ProtocolErrorReason = typeof ProtocolErrorReason.Type
@@ -238,6 +251,7 @@ export type ProtocolErrorReason = typeof ProtocolErrorReason.Type
  * }
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class ProtocolError extends Schema.TaggedError<ProtocolError>("@mcore-effect/protocol/ProtocolError")(
@@ -252,6 +266,7 @@ export class ProtocolError extends Schema.TaggedError<ProtocolError>("@mcore-eff
 /**
  * Wraps a reason in a {@link ProtocolError}.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const protocolError = (reason: ProtocolErrorReason): ProtocolError => new ProtocolError({ reason })

@@ -15,7 +15,8 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaGetter from "effect/SchemaGetter"
 import { MalformedFrame, type ProtocolError, protocolError } from "./ProtocolError.ts"
-import { isPlainObject, describeValue } from "./internal/values.ts"
+import { unwrap } from "./internal/tensorWrappers.ts"
+import { describeValue, isPlainObject } from "./internal/values.ts"
 
 /**
  * A request's status, by its Python enum name.
@@ -28,6 +29,7 @@ import { isPlainObject, describeValue } from "./internal/values.ts"
  * Schema.is(Reply.Status)("COMPLETED") // true
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Status = Schema.Literals([
@@ -39,6 +41,7 @@ export const Status = Schema.Literals([
 ])
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Status = typeof Status.Type
@@ -57,11 +60,13 @@ const STATUSES: ReadonlySet<unknown> = new Set(Status.literals)
  * Schema.decodeUnknownSync(Reply.ReplyMap)({ request_id: 7, anything: [1] })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const ReplyMap = Schema.Record(Schema.String, Schema.Unknown)
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type ReplyMap = typeof ReplyMap.Type
@@ -127,6 +132,7 @@ type KnownKey = keyof typeof fields
  * }
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export class DynamicInferenceRequest extends Schema.Class<DynamicInferenceRequest>(
@@ -136,89 +142,6 @@ export class DynamicInferenceRequest extends Schema.Class<DynamicInferenceReques
   /** The wire map's keys this client does not know, with tensor wrappers removed. */
   extra: AnyMap
 }) {}
-
-// ---------------------------------------------------------------------------------------------
-// Tensor wrappers
-// ---------------------------------------------------------------------------------------------
-
-type Reader = (view: DataView, offset: number) => unknown
-
-const halfToFloat = (h: number): number => {
-  const sign = h & 0x8000 ? -1 : 1
-  const exponent = (h >> 10) & 0x1f
-  const fraction = h & 0x3ff
-  if (exponent === 0) return sign * 2 ** -14 * (fraction / 1024)
-  if (exponent === 0x1f) return fraction === 0 ? sign * Infinity : Number.NaN
-  return sign * 2 ** (exponent - 15) * (1 + fraction / 1024)
-}
-
-const bf16 = new DataView(new ArrayBuffer(4))
-
-/** torch dtypes of the binary tensor form: element size and a little-endian reader. */
-const DTYPES: Record<string, readonly [number, Reader]> = {
-  float32: [4, (v, o) => v.getFloat32(o, true)],
-  float64: [8, (v, o) => v.getFloat64(o, true)],
-  float16: [2, (v, o) => halfToFloat(v.getUint16(o, true))],
-  bfloat16: [2, (v, o) => {
-    bf16.setUint32(0, v.getUint16(o, true) << 16)
-    return bf16.getFloat32(0)
-  }],
-  int64: [8, (v, o) => {
-    const n = v.getBigInt64(o, true)
-    return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n
-  }],
-  int32: [4, (v, o) => v.getInt32(o, true)],
-  int16: [2, (v, o) => v.getInt16(o, true)],
-  int8: [1, (v, o) => v.getInt8(o)],
-  uint8: [1, (v, o) => v.getUint8(o)],
-  bool: [1, (v, o) => v.getUint8(o) !== 0]
-}
-
-/**
- * Newer engines send a tensor as `{dtype, shape, data}` with raw little-endian bytes; this turns
- * it into the nested list an older engine would have sent. `undefined` when it is not that form.
- */
-const fromBinaryTensor = (t: Record<string, unknown>): unknown => {
-  const { data, dtype, shape } = t
-  if (!(data instanceof Uint8Array) || typeof dtype !== "string" || !Array.isArray(shape)) return undefined
-  const spec = DTYPES[dtype.startsWith("torch.") ? dtype.slice(6) : dtype]
-  if (spec === undefined || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) return undefined
-  const [size, read] = spec
-  const total = (shape as Array<number>).reduce((a, b) => a * b, 1)
-  if (total * size !== data.byteLength) return undefined
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength)
-  let offset = 0
-  const build = (dim: number): unknown => {
-    if (dim === shape.length) {
-      const value = read(view, offset)
-      offset += size
-      return value
-    }
-    const n = shape[dim] as number
-    const out = new Array<unknown>(n)
-    for (let i = 0; i < n; i++) out[i] = build(dim + 1)
-    return out
-  }
-  return build(0)
-}
-
-/**
- * `["tensor", x]` → x (a nested list, or the binary form decoded to one); `["ndarray", {data, dtype}]`
- * → data. Anything else is returned as it is.
- */
-const unwrap = (value: unknown): unknown => {
-  if (!Array.isArray(value) || value.length !== 2) return value
-  const [tag, inner] = value
-  if (tag === "tensor") {
-    if (isPlainObject(inner)) {
-      const decoded = fromBinaryTensor(inner)
-      return decoded === undefined ? value : decoded
-    }
-    return inner
-  }
-  if (tag === "ndarray" && isPlainObject(inner) && "data" in inner) return inner.data
-  return value
-}
 
 // ---------------------------------------------------------------------------------------------
 // Plain-loop checks of the known fields, mirroring their Schemas
@@ -323,9 +246,9 @@ const malformed = (why: string): Result.Result<never, ProtocolError> =>
 
 /**
  * Builds an instance from fields already checked against the class's Schema. The class
- * constructor would parse every field again (tens of microseconds per reply, and per token for
- * the token arrays); a Schema class instance is its prototype plus its own fields, so this is the
- * same object without that second pass.
+ * constructor would parse every field again (PERFORMANCE.md#replies-built-without-a-second-schema-pass);
+ * a Schema class instance is its prototype plus its own fields, so this is the same object
+ * without that second pass.
  */
 const trusted = (props: Record<string, unknown>): DynamicInferenceRequest =>
   Object.assign(Object.create(DynamicInferenceRequest.prototype) as DynamicInferenceRequest, props)
@@ -346,6 +269,7 @@ const trusted = (props: Record<string, unknown>): DynamicInferenceRequest =>
  * Reply.decodeReply([1, 2]) // Failure: MalformedFrame (frame 1)
  * ```
  *
+ * @category decoding
  * @since 0.1.0
  */
 export const decodeReply = (map: unknown): Result.Result<DynamicInferenceRequest, ProtocolError> => {
@@ -366,6 +290,7 @@ export const decodeReply = (map: unknown): Result.Result<DynamicInferenceRequest
  * if (Result.isSuccess(reply)) Reply.withLatency(reply.success, 0.25).latency // 0.25
  * ```
  *
+ * @category combinators
  * @since 0.1.0
  */
 export const withLatency = (reply: DynamicInferenceRequest, latency: number): DynamicInferenceRequest =>
@@ -385,6 +310,7 @@ export const withLatency = (reply: DynamicInferenceRequest, latency: number): Dy
  * // { shiny: true }
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const DynamicInferenceRequestFromMap = ReplyMap.pipe(
@@ -419,6 +345,7 @@ export const DynamicInferenceRequestFromMap = ReplyMap.pipe(
  * Schema.decodeUnknownSync(Reply.PartialReply)({ request_id: 7, new_tokens: [9, 10] })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const PartialReply = Schema.Struct({
@@ -432,6 +359,7 @@ export const PartialReply = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type PartialReply = typeof PartialReply.Type
@@ -447,6 +375,7 @@ export type PartialReply = typeof PartialReply.Type
  * Reply.decodePartialReply({ request_id: 7, new_tokens: [9, 10] }) // Success
  * ```
  *
+ * @category decoding
  * @since 0.1.0
  */
 export const decodePartialReply = (map: unknown): Result.Result<PartialReply, ProtocolError> => {

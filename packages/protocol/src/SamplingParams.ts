@@ -21,27 +21,9 @@
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as Msgpack from "./Msgpack.ts"
-import {
-  InvalidSamplingParams,
-  NotEncodable,
-  type ProtocolError,
-  protocolError,
-  UnknownSamplingParam
-} from "./ProtocolError.ts"
-import { closest } from "./internal/closest.ts"
-import { describeValue, isPlainObject } from "./internal/values.ts"
-
-/**
- * Extra keys ride along after the known ones, and the Python side sets each as an attribute. So
- * an extra key is an ASCII identifier that is not private (`_x`, and with it `__class__` and
- * `__proto__`). Integer-like keys are excluded too: JavaScript would move them ahead of the known
- * keys and change the frame's bytes.
- */
-const EXTRA_KEY = /^[A-Za-z][A-Za-z0-9_]*$/
-
-/** Names that are methods of the Python `SamplingParams`: setting them would break the engine. */
-const PYTHON_METHODS: ReadonlySet<string> = new Set(["serialize", "deserialize", "add_attributes"])
+import { InvalidSamplingParams, type ProtocolError, protocolError } from "./ProtocolError.ts"
+import { addExtra, EXTRA_KEY, unknownKey } from "./internal/samplingParamKeys.ts"
+import { describeValue } from "./internal/values.ts"
 
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
@@ -69,6 +51,7 @@ const crossFieldProblem = (p: {
  * Object.keys(SamplingParams.KnownFields.fields) // ["temperature", "top_k", ..., "do_kv_handoff"]
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const KnownFields = Schema.Struct({
@@ -111,6 +94,7 @@ export const KnownFields = Schema.Struct({
  * decoded.seed // 7
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const SamplingParams = Schema.StructWithRest(KnownFields, [
@@ -129,6 +113,7 @@ export const SamplingParams = Schema.StructWithRest(KnownFields, [
  * const v017 = SamplingParams.withKnownFields(14) // up to detokenize_stop_sequence
  * ```
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const withKnownFields = (count: number): Schema.Codec<SamplingParams> => {
@@ -139,6 +124,7 @@ export const withKnownFields = (count: number): Schema.Codec<SamplingParams> => 
 }
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type SamplingParams = typeof SamplingParams.Type
@@ -173,6 +159,7 @@ type Known = typeof KnownFields.Type
  * SamplingParams.make({ temprature: 0.5 }) // and fails (UnknownSamplingParam, did you mean temperature?)
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type SamplingParamsInput =
@@ -192,6 +179,7 @@ export type SamplingParamsInput =
  * SamplingParams.defaults.streaming_interval // 1
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const defaults: SamplingParams = Object.freeze({
@@ -217,20 +205,6 @@ export const defaults: SamplingParams = Object.freeze({
 
 const KNOWN_KEYS: ReadonlyArray<string> = Object.keys(defaults)
 const KNOWN: ReadonlySet<string> = new Set(KNOWN_KEYS)
-
-/** Other APIs' names for known fields, for "did you mean" (keys compared without case or `_`). */
-const ALIASES: Readonly<Record<string, string>> = {
-  max_tokens: "num_tokens_to_generate",
-  max_new_tokens: "num_tokens_to_generate",
-  max_completion_tokens: "num_tokens_to_generate",
-  stop: "stop_words",
-  stream: "streaming"
-}
-
-const unknownKey = (key: string): Result.Result<never, ProtocolError> =>
-  Result.fail(protocolError(
-    new UnknownSamplingParam({ field: key, didYouMean: closest(key, [...KNOWN_KEYS, "extra"], ALIASES) })
-  ))
 
 const fail = (field: string, why: string): Result.Result<never, ProtocolError> =>
   Result.fail(protocolError(new InvalidSamplingParams({ field, why })))
@@ -262,6 +236,7 @@ const isNonNegativeInt = (v: unknown): v is number => Number.isSafeInteger(v) &&
  * SamplingParams.make({ extra: { temperature: 0 } }) // Failure: a known field goes at the top level
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (input?: SamplingParamsInput | null): Result.Result<SamplingParams, ProtocolError> => {
@@ -273,7 +248,7 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
   // One pass over the caller's keys, first, so a typo is named before any check of what it left
   // at its default. (Known keys are read by name below; `extra`'s keys are merged at the end.)
   for (const key of Object.keys(i)) {
-    if (!KNOWN.has(key) && key !== "extra") return unknownKey(key)
+    if (!KNOWN.has(key) && key !== "extra") return unknownKey(key, KNOWN_KEYS)
   }
   // `undefined` means "not given"; an explicit null is kept (and refused where null is not allowed).
   const get = (key: keyof Known): unknown => {
@@ -385,41 +360,9 @@ export const make = (input?: SamplingParamsInput | null): Result.Result<Sampling
     do_kv_handoff
   }
 
-  const extra = i.extra
-  if (extra !== undefined) {
-    if (!isPlainObject(extra)) {
-      return fail("extra", `must be an object of extra engine parameters, got ${describeValue(extra)}`)
-    }
-    for (const key of Object.keys(extra)) {
-      if (KNOWN.has(key)) {
-        return fail(
-          `extra.${key}`,
-          "is a SamplingParams field: set it at the top level, where it is typed and checked, not in extra"
-        )
-      }
-      const value = extra[key]
-      if (value === undefined) continue
-      if (!EXTRA_KEY.test(key) || PYTHON_METHODS.has(key)) {
-        return fail(
-          `extra.${key}`,
-          "is not usable as an extra key: the Python side sets extra keys as attributes, so a key must be " +
-            "an ASCII identifier starting with a letter and not a SamplingParams method"
-        )
-      }
-      try {
-        Msgpack.encode(value)
-      } catch (cause) {
-        const known = cause instanceof Msgpack.NotEncodableException
-        return Result.fail(protocolError(
-          new NotEncodable({
-            what: `sampling_params.extra.${key}`,
-            path: known ? cause.path : "",
-            why: known ? cause.reason : String(cause)
-          })
-        ))
-      }
-      out[key] = value
-    }
+  if (i.extra !== undefined) {
+    const refused = addExtra(out, i.extra, KNOWN)
+    if (refused !== undefined) return refused
   }
   return Result.succeed(out as SamplingParams)
 }
@@ -438,6 +381,7 @@ const notBoolean = (field: string, value: unknown): Result.Result<never, Protoco
  * SamplingParams.withStreaming(SamplingParams.defaults).streaming // true
  * ```
  *
+ * @category combinators
  * @since 0.1.0
  */
 export const withStreaming = (params: SamplingParams): SamplingParams =>
@@ -458,6 +402,7 @@ export const withStreaming = (params: SamplingParams): SamplingParams =>
  * input.extra // { seed: 7 }
  * ```
  *
+ * @category converting
  * @since 0.1.0
  */
 export const toInput = (params: SamplingParams): SamplingParamsInput => {

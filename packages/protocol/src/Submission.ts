@@ -21,6 +21,7 @@ import type { KvMeta } from "./WireTypes.ts"
 /**
  * A SUBMIT_REQUEST message.
  *
+ * @category models
  * @since 0.1.0
  */
 export type SubmitRequest = MessageSpec.Type<typeof Messages.SubmitRequest>
@@ -28,6 +29,7 @@ export type SubmitRequest = MessageSpec.Type<typeof Messages.SubmitRequest>
 /**
  * A SUBMIT_REQUEST_WITH_KV message.
  *
+ * @category models
  * @since 0.1.0
  */
 export type SubmitRequestWithKv = MessageSpec.Type<typeof Messages.SubmitRequestWithKv>
@@ -35,6 +37,7 @@ export type SubmitRequestWithKv = MessageSpec.Type<typeof Messages.SubmitRequest
 /**
  * What a caller submits.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface SubmitInput {
@@ -73,6 +76,7 @@ const params = (
  * const frames = Result.flatMap(message, Messages.Client.encode) // five frames
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const submitRequest = (
@@ -102,6 +106,7 @@ export const submitRequest = (
 /**
  * What a caller submits with a KV handoff.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface SubmitWithKvInput {
@@ -127,6 +132,7 @@ export interface SubmitWithKvInput {
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const submitRequestWithKv = (input: SubmitWithKvInput): Result.Result<SubmitRequestWithKv, ProtocolError> => {

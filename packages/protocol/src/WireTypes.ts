@@ -10,11 +10,13 @@ import * as SchemaTransformation from "effect/SchemaTransformation"
  * A request id: a non-negative safe integer, assigned by the client from 0 in increasing order
  * (the coordinator renumbers with ids of its own towards the engines).
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RequestId = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type RequestId = typeof RequestId.Type
@@ -32,6 +34,7 @@ const BlockHash = Schema.Union([
  * Block hashes, each in [1, 2^63 - 1]. On the wire an array of ints (uint64 above 2^32, as
  * Python writes them); in memory a `BigUint64Array`, so hashes above 2^53 stay exact.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const BlockHashList = Schema.Array(BlockHash).pipe(
@@ -47,6 +50,7 @@ export const BlockHashList = Schema.Array(BlockHash).pipe(
 /**
  * A list of non-negative integers: token ids on the receiving side, KV source block ids.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const IntList = Schema.Array(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
@@ -55,11 +59,13 @@ export const IntList = Schema.Array(Schema.Int.check(Schema.isGreaterThanOrEqual
  * The prefill peer's KV export (NIXL agent and layout): a map, bounded by TP size, not by the
  * prompt, so it rides in the metadata frame.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const KvMeta = Schema.Record(Schema.String, Schema.Unknown)
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type KvMeta = typeof KvMeta.Type

@@ -9,7 +9,15 @@
  */
 export * as BlockHashes from "./BlockHashes.ts"
 export * as Dialect from "./Dialect.ts"
-export * as Dialects from "./Dialects.ts"
+export * as DialectCatalog from "./DialectCatalog.ts"
+/**
+ * The former name of {@link DialectCatalog} (until 0.2.x), the same module: kept so that existing
+ * imports compile.
+ *
+ * @since 0.2.0
+ * @deprecated Use `DialectCatalog`.
+ */
+export * as Dialects from "./DialectCatalog.ts"
 export * as Frames from "./Frames.ts"
 export * as FrameSocket from "./FrameSocket.ts"
 export * as Headers from "./Headers.ts"

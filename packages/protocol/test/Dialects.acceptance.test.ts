@@ -13,7 +13,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
 import { Unpackr } from "msgpackr"
-import { Dialect, Dialects } from "../src/index.ts"
+import { Dialect, DialectCatalog } from "../src/index.ts"
 import { readFixture } from "./fixtureValues.ts"
 
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" })
@@ -170,7 +170,7 @@ const pr6639 = readFixture<{ readonly headers: Readonly<Record<string, number>> 
 
 describe("nothing a client builds can kill its dialect's coordinator", () => {
   for (const name of ["main", "pr-6497", "core_v0.19", "core_v0.18", "core_v0.17", "core_v0.16"] as const) {
-    const dialect = Dialects.get(name)
+    const dialect = DialectCatalog.get(name)
     const { headers } = readFixture<{ readonly headers: Readonly<Record<string, number>> }>(`megatron/${name}.json`)
 
     /** The frames of a built message, or `undefined` when the dialect refused it. */
@@ -231,7 +231,7 @@ describe("nothing a client builds can kill its dialect's coordinator", () => {
   }
 
   it("the checks catch what kills: the reference SUBMIT at main, a v0.19 header at v0.17, ABORT at v0.19", () => {
-    const reference = Dialects.get("reference")
+    const reference = DialectCatalog.get("reference")
     const submit = Result.getOrThrow(Dialect.encodeClient(reference, Result.getOrThrow(reference.submit({ requestId: 0, prompt: "hi" }, hashing))))
     const main = readFixture<{ readonly headers: Readonly<Record<string, number>> }>("megatron/main.json").headers
     const v017 = readFixture<{ readonly headers: Readonly<Record<string, number>> }>("megatron/core_v0.17.json").headers
@@ -244,16 +244,16 @@ describe("nothing a client builds can kill its dialect's coordinator", () => {
     expect(killedBy("main", main, mainClient)).toBeUndefined()
     expect(killedBy("pr-6639", pr6639, mainClient)).toBe("5 elements")
     expect(killedBy("pr-6497", main, submit)).toBe("metadata of 4 and 4 bodies")
-    const connect = Result.getOrThrow(Dialect.encodeClient(Dialects.get("main"), { _tag: "Connect" }))
+    const connect = Result.getOrThrow(Dialect.encodeClient(DialectCatalog.get("main"), { _tag: "Connect" }))
     expect(killedBy("core_v0.17", v017, connect)).toBe("unknown header 0")
-    const abort = Result.getOrThrow(Dialect.encodeClient(Dialects.get("main"), { _tag: "AbortRequest", requestId: 1 }))
+    const abort = Result.getOrThrow(Dialect.encodeClient(DialectCatalog.get("main"), { _tag: "AbortRequest", requestId: 1 }))
     expect(killedBy("core_v0.19", v019, abort)).toBe("unknown header 23")
-    const ack = Result.getOrThrow(Dialects.get("main").coordinator.encode({ _tag: "ConnectAck" } as never))
+    const ack = Result.getOrThrow(DialectCatalog.get("main").coordinator.encode({ _tag: "ConnectAck" } as never))
     expect(killedBy("main", main, ack)).toBe("no handler for CONNECT_ACK")
     const v016 = readFixture<{ readonly headers: Readonly<Record<string, number>> }>("megatron/core_v0.16.json").headers
     expect(killedBy("core_v0.16", v016, connect)).toBe("unknown header 0")
     // 0.17's UNPAUSE is 6, 0.16's PAUSE_ACK, which a client may not send.
-    const unpause = Result.getOrThrow(Dialect.encodeClient(Dialects.get("core_v0.17"), { _tag: "Unpause" }))
+    const unpause = Result.getOrThrow(Dialect.encodeClient(DialectCatalog.get("core_v0.17"), { _tag: "Unpause" }))
     expect(killedBy("core_v0.16", v016, unpause)).toBe("no handler for PAUSE_ACK")
   })
 })

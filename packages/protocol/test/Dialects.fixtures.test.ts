@@ -10,7 +10,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import { Unpackr } from "msgpackr"
-import { Dialect, Dialects, type Frames, SamplingParams } from "../src/index.ts"
+import { Dialect, DialectCatalog, type Frames, SamplingParams } from "../src/index.ts"
 import { hex, readFixture } from "./fixtureValues.ts"
 
 interface Captured {
@@ -87,7 +87,7 @@ const mainCoordinatorReads = (frame: Uint8Array): ReadonlyArray<unknown> => {
 
 for (const { file, name } of captures) {
   const fixture = readFixture<Fixture>(`megatron/${file}.json`)
-  const dialect = Dialects.get(name)
+  const dialect = DialectCatalog.get(name)
 
   describe(`the ${name} dialect against Megatron-LM ${fixture.commit.slice(0, 10)} (${fixture.ref})`, () => {
     it("has the ref's header values for every header it declares", () => {
@@ -145,7 +145,7 @@ for (const { file, name } of captures) {
 }
 
 describe("main's SUBMIT_REQUEST: four elements, five with media", () => {
-  const main = Dialects.get("main")
+  const main = DialectCatalog.get("main")
   const frameOf = (input: Parameters<typeof main.submit>[0]) =>
     Result.getOrThrow(Dialect.encodeClient(main, Result.getOrThrow(main.submit(input, hashing))))
 
@@ -179,7 +179,7 @@ describe("main's SUBMIT_REQUEST: four elements, five with media", () => {
 })
 
 describe("what a dialect lacks is refused before anything is built", () => {
-  const release = Dialects.get("core_v0.19")
+  const release = DialectCatalog.get("core_v0.19")
 
   it("streaming, abort, the KV hand-off, media, offload params and client hashes on core_v0.19", () => {
     const reasons = [
@@ -196,7 +196,7 @@ describe("what a dialect lacks is refused before anything is built", () => {
   })
 
   it("a sampling field the release has not got, unless it holds its default (then it is left out)", () => {
-    const v017 = Dialects.get("core_v0.17")
+    const v017 = DialectCatalog.get("core_v0.17")
     const refused = v017.submit({ requestId: 0, prompt: "hi", samplingParams: { return_prompt_tokens: true } }, hashing)
     expect(Result.isFailure(refused) && refused.failure.message).toContain("return_prompt_tokens")
     const built = Result.getOrThrow(v017.submit({ requestId: 0, prompt: "hi", samplingParams: { temperature: 0.5 } }, hashing))
@@ -204,14 +204,14 @@ describe("what a dialect lacks is refused before anything is built", () => {
   })
 
   it("control signals a release lacks (profiler on core_v0.17) and media on pr-6497", () => {
-    const v017 = Result.getOrThrow(Result.flip(Dialect.encodeClient(Dialects.get("core_v0.17"), { _tag: "StartCudaProfiler" })))
+    const v017 = Result.getOrThrow(Result.flip(Dialect.encodeClient(DialectCatalog.get("core_v0.17"), { _tag: "StartCudaProfiler" })))
     expect(v017.message).toContain("profiler")
-    const pr = Dialects.get("pr-6497").submit({ requestId: 0, prompt: "hi", multiModalData: { image: new Uint8Array([1]) } }, hashing)
+    const pr = DialectCatalog.get("pr-6497").submit({ requestId: 0, prompt: "hi", multiModalData: { image: new Uint8Array([1]) } }, hashing)
     expect(Result.isFailure(pr) && pr.failure.reason._tag).toBe("UnsupportedByDialect")
   })
 
   it("core_v0.16 has pause, suspend and stop, and no epoch, profiler, shutdown, streaming or abort", () => {
-    const v016 = Dialects.get("core_v0.16")
+    const v016 = DialectCatalog.get("core_v0.16")
     const has = (["pause", "suspend", "stop", "generationEpoch", "profiler", "shutdown", "streaming", "abort", "kvHandoff", "media"] as const)
       .filter((f) => Dialect.supports(v016, f))
     expect(has).toEqual(["pause", "suspend", "stop"])
@@ -225,14 +225,14 @@ describe("what a dialect lacks is refused before anything is built", () => {
   })
 
   it("core_v0.16's parameters stop at stop_words: detokenize_stop_sequence is refused unless default", () => {
-    const v016 = Dialects.get("core_v0.16")
+    const v016 = DialectCatalog.get("core_v0.16")
     expect(v016.samplingFields.at(-1)).toBe("stop_words")
     const refused = v016.submit({ requestId: 0, prompt: "hi", samplingParams: { detokenize_stop_sequence: true } }, hashing)
     expect(Result.isFailure(refused) && refused.failure.message).toContain("detokenize_stop_sequence")
   })
 
   it("core_v0.16's coordinator relays the acks with the engine's identity; the engines ack bare", () => {
-    const v016 = Dialects.get("core_v0.16")
+    const v016 = DialectCatalog.get("core_v0.16")
     const notice = Result.getOrThrow(v016.coordinator.decode([Buffer.from("9206c40a6d702d636f6f72642d30", "hex")]))
     expect(notice._tag).toBe("PauseAck")
     expect(Buffer.from(notice.engineIdentity as Uint8Array).toString()).toBe("mp-coord-0")
@@ -242,13 +242,13 @@ describe("what a dialect lacks is refused before anything is built", () => {
   })
 
   it("core_v0.17's headers count from 1: CONNECT is pack([1])", () => {
-    const frames = Result.getOrThrow(Dialect.encodeClient(Dialects.get("core_v0.17"), { _tag: "Connect" }))
+    const frames = Result.getOrThrow(Dialect.encodeClient(DialectCatalog.get("core_v0.17"), { _tag: "Connect" }))
     expect(frames.map(hex)).toEqual(["9101"])
   })
 })
 
 describe("single-frame decoding never throws", () => {
-  const main = Dialects.get("main")
+  const main = DialectCatalog.get("main")
 
   it("refuses trailing bytes, a wrong count, a second frame and bytes that are not msgpack", () => {
     const reply = Buffer.from("9315" + "05" + "80", "hex") // [21, 5, {}]
@@ -274,5 +274,13 @@ describe("single-frame decoding never throws", () => {
     expect(envelope.metadata).toEqual({ requestId: 5 })
     expect(hex(envelope.frames[1]!)).toBe("81a16101")
     expect(Result.getOrThrow(main.coordinator.decodeBody(envelope, "reply"))).toEqual({ a: 1 })
+  })
+})
+
+describe("the catalog's former name", () => {
+  it("Dialects is DialectCatalog, so imports of the old name keep working", async () => {
+    const Protocol = await import("../src/index.ts")
+    expect(Protocol.Dialects).toBe(Protocol.DialectCatalog)
+    expect(Protocol.Dialects.get("main")).toBe(DialectCatalog.get("main"))
   })
 })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as fc from "fast-check"
-import * as Dialects from "../src/Dialects.ts"
+import * as DialectCatalog from "../src/DialectCatalog.ts"
 import * as Messages from "../src/Messages.ts"
 import * as Msgpack from "../src/Msgpack.ts"
 import * as MsgpackScan from "../src/MsgpackScan.ts"
@@ -69,8 +69,8 @@ describe("Messages.engineReplyId", () => {
 })
 
 describe("Messages.singleEngineReplyId (one-frame dialects)", () => {
-  const main = Dialects.get("main")
-  const v017 = Dialects.get("core_v0.17")
+  const main = DialectCatalog.get("main")
+  const v017 = DialectCatalog.get("core_v0.17")
   /** What main's codec says of a frame: the reply's id and where its body is, or `undefined`. */
   const viaCodec = (frame: Uint8Array, dialect = main): readonly [number, string] | undefined => {
     const envelope = dialect.coordinator.decodeEnvelope([frame])

@@ -9,29 +9,24 @@
  *
  * @since 0.1.0
  */
-import type { Media } from "@mcore-effect/protocol"
-import type { ChatTemplate, Tokenizer } from "@mcore-effect/text"
+import type { Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as Choice from "./Choice.ts"
+import * as ChatAnswer from "./ChatAnswer.ts"
 import * as CommonShape from "./CommonShape.ts"
-import * as ContextLength from "./ContextLength.ts"
-import * as DeveloperRole from "./DeveloperRole.ts"
-import * as Generation from "./Generation.ts"
+import type * as Generation from "./Generation.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
-import { decodeRequest } from "./Prompts.ts"
+import { readRequest } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
-import * as Sampling from "./Sampling.ts"
 import * as TopLogprobs from "./TopLogprobs.ts"
 import * as VllmParams from "./VllmParams.ts"
-import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "./ServerError.ts"
+import { badRequest, type ServerError } from "./ServerError.ts"
 import * as ChatMessages from "./ChatMessages.ts"
-import * as ChatImages from "./media/ChatImages.ts"
 import * as AssistantReply from "./tools/AssistantReply.ts"
-import * as ToolRequest from "./tools/ToolRequest.ts"
 
 const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest, CommonShape.isChatCompletionRequest)
 
@@ -149,14 +144,6 @@ const readFinished = (reading: AssistantReply.Reading, finished: Choice.Finished
   return { message, finishReason: called && finished.finishReason === "stop" ? "tool_calls" as const : finished.finishReason }
 }
 
-/** The error of a reply that does not meet a forced `tool_choice` (`AssistantReply.unmet`). */
-const notMet = (reading: AssistantReply.Reading, reply: AssistantReply.Reply, finished: Choice.Finished): ServerError | undefined => {
-  const why = AssistantReply.unmet(reading, reply, finished.finishReason)
-  if (why === undefined) return undefined
-  const name = reading.forced?.name
-  return serverError(new ToolChoiceNotMet({ choice: name === undefined ? "\"required\"" : `function ${JSON.stringify(name)}`, why }))
-}
-
 /**
  * The endpoint of a request whose replies are read (tool calls, reasoning): made per request, as
  * each streamed choice keeps what it read so far. With a forced `tool_choice`, a reply that is
@@ -186,7 +173,7 @@ const readingEndpoint = (
             last.push({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: reason })
             return last
           },
-          refusal: forced ? (finished) => notMet(reading, deltas.final(), finished) : undefined
+          refusal: forced ? (finished) => ChatAnswer.notMet(reading, deltas.final(), finished) : undefined
         }
       }
     },
@@ -194,92 +181,39 @@ const readingEndpoint = (
       const read = readFinished(reading, finished)
       return { index, message: read.message, logprobs: logprobsOf(finished), finish_reason: read.finishReason }
     },
-    refusal: forced ? (finished) => notMet(reading, AssistantReply.read(reading, finished.text, true), finished) : undefined
+    refusal: forced ? (finished) => ChatAnswer.notMet(reading, AssistantReply.read(reading, finished.text, true), finished) : undefined
   }
 }
 
+/** How a chat completion answers (`ChatAnswer`): its names, messages and endpoints. */
+const shape: ChatAnswer.Shape<OpenAiSchema.ChatCompletionRequest> = {
+  names: (request) => ({
+    prompt: "messages",
+    maxTokens: request.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens"
+  }),
+  read: (request, placeholder) => ChatMessages.templateMessages(request.messages, placeholder),
+  endpoint: (request, tokenizer, logprobs, reading) =>
+    VllmParams.endpointFor(
+      reading.reasoning === undefined && reading.calls === undefined
+        ? endpointOf(tokenizer, logprobs)
+        : readingEndpoint(tokenizer, logprobs, reading),
+      request
+    )
+}
+
 /**
- * The route's handler. Plain code up to the prompt's tokens (the checks are synchronous, and
- * each step of an `Effect.gen` is a step of the runtime per request), then the generation.
+ * The route's handler: the body's ignorable fields sifted out (`IgnoredFields`), the rest
+ * decoded and its unsupported parameters refused, then the chat answered (`ChatAnswer`).
  *
  * @since 0.1.0
  */
 export const handle = (
   generation: Routes.Generation
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
-  const { state, text } = generation
-  const sifted = IgnoredFields.sift(fieldPolicy, state, generation.request, generation.body)
-  if (Result.isFailure(sifted)) return Effect.fail(sifted.failure)
-  const decoded = decodeRequest(state, decode, sifted.success)
+  const decoded = readRequest(generation, fieldPolicy, decode)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
   const refused = unsupported(request) ?? VllmParams.refusal(request, true)
   if (refused !== undefined) return Effect.fail(refused)
-  const logprobs = request.logprobs === true ? request.top_logprobs ?? 0 : undefined
-  const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? null
-  const planned = Sampling.plan(request, {
-    maxTokens,
-    logprobs,
-    promptLogprobs: false
-  })
-  if (Result.isFailure(planned)) return Effect.fail(planned.failure)
-  const plan = VllmParams.applyTo(planned.success, request)
-  const tokenizer = text.tokenizer
-  if (Result.isFailure(text.chatTemplate)) {
-    return Effect.fail(badRequest("messages", `this model has no usable chat template (${text.chatTemplate.failure.message}); use /v1/completions`))
-  }
-  const media = state.config.media
-  const read = ChatMessages.templateMessages(request.messages, media.imagePlaceholder)
-  if (Result.isFailure(read)) return Effect.fail(read.failure)
-  const { images, messages, withoutImages } = read.success
-  const tooling = ToolRequest.plan(request, state.config)
-  if (Result.isFailure(tooling)) return Effect.fail(tooling.failure)
-  const { prefill, reading, tools, variables } = tooling.success
-  const noDialect = ChatImages.dialectRefusal(images, state.dialect)
-  if (noDialect !== undefined) return Effect.fail(noDialect)
-  const endpoint = VllmParams.endpointFor(
-    reading.reasoning === undefined && reading.calls === undefined
-      ? endpointOf(tokenizer, logprobs)
-      : readingEndpoint(tokenizer, logprobs, reading),
-    request
-  )
-  const limits: ContextLength.Params = {
-    prompt: "messages",
-    maxTokens: request.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens"
-  }
-  const template = text.chatTemplate.success
-  // Developer messages as system ones when the template has no such role (`DeveloperRole`).
-  if (DeveloperRole.hasDeveloper(messages)) {
-    return Effect.flatMap(
-      DeveloperRole.forTemplate(template, messages, withoutImages),
-      (read) => render(read.messages, read.withoutImages)
-    )
-  }
-  return render(messages, withoutImages)
-
-  function render(messages: Array<ChatTemplate.Message>, withoutImages: Array<ChatTemplate.Message> | undefined) {
-    const prompt = tools === null && variables === undefined && prefill === undefined
-      ? { messages, addGenerationPrompt: true }
-      : { messages, addGenerationPrompt: true, tools, variables, prefill }
-    const answer = (multiModalData: Media.MultiModalData | undefined) =>
-      Effect.matchEffect(text.promptTokens(prompt), {
-        onFailure: (error) => Effect.fail(badRequest("messages", `the chat template refused them: ${error.reason.message}`)),
-        onSuccess: (ids) => {
-          if (ids.length === 0) return Effect.fail(badRequest("messages", "render to an empty prompt"))
-          const fitted = ContextLength.fit(plan, state.maxModelLen, [ids.length], maxTokens, () => limits)
-          if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
-          const context = Choice.context(text, state, fitted.success, multiModalData)
-          return Generation.respond(generation, context, [{ ids, text: "" }], fitted.success, endpoint)
-        }
-      })
-    if (images.length === 0) return answer(undefined)
-    // Images: the template must render them, and every one load, before anything is sent.
-    const rendered = withoutImages === undefined
-      ? Effect.void
-      : ChatImages.rendersImages(template, messages, withoutImages, { addGenerationPrompt: true, tools, variables }, images[0]!)
-    return Effect.flatMap(
-      Effect.andThen(rendered, ChatImages.load(images, media)),
-      (bytes) => answer({ image: bytes })
-    )
-  }
+  return ChatAnswer.answer(generation, request, shape)
 }

@@ -15,7 +15,8 @@ import type { TextGeneration } from "@mcore-effect/text"
 import type * as Choice from "./Choice.ts"
 import type { ChoiceReader, Format, Meta } from "./Generation.ts"
 import type { Usage } from "./OpenAiSchema.ts"
-import type { ServerError } from "./ServerError.ts"
+import * as Sse from "./Sse.ts"
+import { body, type ServerError } from "./ServerError.ts"
 
 /**
  * The records of one stream.
@@ -36,8 +37,16 @@ export interface Chunks {
   readonly closing: (index: number, finished: Choice.Finished, prompt: Choice.Prompt) => string
   /** Why choice `index` cannot be closed (its reader's refusal), if it cannot; asked before {@link closing}. */
   readonly refusal: (index: number, finished: Choice.Finished) => ServerError | undefined
-  /** The record with no choices and the usage (`stream_options.include_usage`). */
-  readonly usage: (usage: Usage) => string
+  /**
+   * The records that end a stream whose choices all closed, given the request's usage: with
+   * `stream_options.include_usage`, a chunk with no choices and the usage; then `data: [DONE]`.
+   */
+  readonly end: (usage: Usage) => string
+  /**
+   * The record of a failure after the headers went out (too late for a status): OpenAI's error
+   * object, what its SDKs raise as an `APIError`. Nothing follows it.
+   */
+  readonly failure: (error: ServerError) => string
 }
 
 /**
@@ -123,15 +132,20 @@ class Records implements Chunks {
     return this.reader(index)?.refusal?.(finished)
   }
 
-  usage(usage: Usage): string {
+  end(usage: Usage): string {
+    if (!this.includeUsage) return Sse.doneText
     const { created, id, model } = this.meta
-    return frame(JSON.stringify({ id, object: this.object, created, model, choices: [], usage }))
+    return frame(JSON.stringify({ id, object: this.object, created, model, choices: [], usage })) + Sse.doneText
+  }
+
+  failure(error: ServerError): string {
+    return Sse.recordText(body(error))
   }
 }
 
 /**
  * The records of a stream of `format`'s chunks under `meta`; with `includeUsage`, every chunk
- * carries `usage: null` and {@link Chunks.usage} the total.
+ * carries `usage: null` and {@link Chunks.end} the total.
  *
  * @since 0.1.0
  */

@@ -18,7 +18,7 @@ import * as ContextLength from "./ContextLength.ts"
 import * as Generation from "./Generation.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
 import * as OpenAiSchema from "./OpenAiSchema.ts"
-import { decodeRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
+import { readRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import type * as Routes from "./Routes.ts"
 import * as Sampling from "./Sampling.ts"
 import * as TopLogprobs from "./TopLogprobs.ts"
@@ -130,9 +130,7 @@ export const handle = (
   generation: Routes.Generation
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
   const { state, text } = generation
-  const sifted = IgnoredFields.sift(fieldPolicy, state, generation.request, generation.body)
-  if (Result.isFailure(sifted)) return Effect.fail(sifted.failure)
-  const decoded = decodeRequest(state, decode, sifted.success)
+  const decoded = readRequest(generation, fieldPolicy, decode)
   if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
   const request = decoded.success
   if (request.suffix != null && request.suffix !== "") return Effect.fail(badRequest("suffix", "not supported"))

@@ -15,12 +15,14 @@ import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Scope from "effect/Scope"
 import { randomBytes } from "node:crypto"
 import * as Choice from "./Choice.ts"
+import * as Chunks from "./Chunks.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import type * as Routes from "./Routes.ts"
 import * as RequestId from "./RequestId.ts"
 import type * as Sampling from "./Sampling.ts"
 import * as Sse from "./Sse.ts"
 import { recordsAll } from "./StreamedChoices.ts"
+import type { Usage } from "./OpenAiSchema.ts"
 import type { ServerError } from "./ServerError.ts"
 
 /**
@@ -85,6 +87,26 @@ export interface Endpoint {
 }
 
 /**
+ * An endpoint that shapes its answers whole rather than as choices (OpenAI's Responses API): the
+ * records of a stream (`Chunks`, over the same parts and reader as a chat's), and the body of a
+ * plain answer from its finished choices and their usage.
+ *
+ * @since 0.2.0
+ */
+export interface WholeEndpoint {
+  /** `resp_`. */
+  readonly idPrefix: string
+  /** The records of one stream. */
+  readonly records: (meta: Meta) => Chunks.Chunks
+  /** The body of a plain answer. */
+  readonly body: (meta: Meta, finished: ReadonlyArray<Choice.Finished>, usage: Usage) => unknown
+  /** Why a finished choice cannot be answered (see {@link ChoiceReader.refusal}): the request fails with it. */
+  readonly refusal?: ((finished: Choice.Finished) => ServerError | undefined) | undefined
+}
+
+const isWhole = (endpoint: Endpoint | WholeEndpoint): endpoint is WholeEndpoint => "records" in endpoint
+
+/**
  * Answers a valid request: takes its place in flight, then streams its choices or waits for them
  * all and answers with one JSON body.
  *
@@ -95,7 +117,7 @@ export const respond = (
   context: Choice.Context,
   prompts: ReadonlyArray<Choice.Prompt>,
   plan: Sampling.Plan,
-  endpoint: Endpoint
+  endpoint: Endpoint | WholeEndpoint
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> =>
   plan.stream
     // `admit`, then a continuation the fiber lets go of once it ran: `admitThen`'s closure stays
@@ -111,21 +133,21 @@ const streamed = (
   context: Choice.Context,
   prompts: ReadonlyArray<Choice.Prompt>,
   plan: Sampling.Plan,
-  endpoint: Endpoint
-) =>
-  Sse.write(generation.request, recordsAll(context, prompts, plan.n, {
-    meta: makeMeta(endpoint.idPrefix, context.state.config.model, RequestId.of(generation.request)),
-    includeUsage: plan.includeUsage,
-    startedAt: generation.startedAt,
-    format: endpoint.format
+  endpoint: Endpoint | WholeEndpoint
+) => {
+  const meta = makeMeta(endpoint.idPrefix, context.state.config.model, RequestId.of(generation.request))
+  return Sse.write(generation.request, recordsAll(context, prompts, plan.n, {
+    chunks: isWhole(endpoint) ? endpoint.records(meta) : Chunks.make(endpoint.format, meta, plan.includeUsage),
+    startedAt: generation.startedAt
   }))
+}
 
 /** The choices, all of them finished, as one JSON body. */
 const answered = (
   context: Choice.Context,
   prompts: ReadonlyArray<Choice.Prompt>,
   plan: Sampling.Plan,
-  endpoint: Endpoint,
+  endpoint: Endpoint | WholeEndpoint,
   requestId: string | undefined
 ) => {
   const { n } = plan
@@ -133,6 +155,7 @@ const answered = (
   const reply = (finished: Array<Choice.Finished>) => {
     const total = Choice.usage(finished, n)
     context.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
+    if (isWhole(endpoint)) return JsonResponse.json(endpoint.body(meta, finished, total))
     return JsonResponse.json({
       id: meta.id,
       object: endpoint.object,

@@ -8,6 +8,8 @@
 import type { Tokenizer } from "@mcore-effect/text"
 import * as Result from "effect/Result"
 import type * as Choice from "./Choice.ts"
+import * as IgnoredFields from "./IgnoredFields.ts"
+import type * as Routes from "./Routes.ts"
 import { badRequest, ModelNotFound, serverError, type ServerError } from "./ServerError.ts"
 import type { State } from "./ServerState.ts"
 
@@ -35,6 +37,23 @@ export const decodeRequest = <A extends { readonly model?: string | undefined }>
   if (Result.isFailure(decoded)) return decoded
   const refused = modelRefusal(state, decoded.success.model)
   return refused === undefined ? decoded : Result.fail(refused)
+}
+
+/**
+ * A generation request's body read: the fields that change nothing sifted out by `policy`
+ * (`IgnoredFields`: named in `x-ignored-fields`, or a 400 for one that would change the output),
+ * the rest decoded (`decode`) and naming the served model ({@link decodeRequest}).
+ *
+ * @since 0.2.0
+ */
+export const readRequest = <A extends { readonly model?: string | undefined }>(
+  generation: Routes.Generation,
+  policy: IgnoredFields.Policy,
+  decode: (input: unknown) => Result.Result<A, ServerError>
+): Result.Result<A, ServerError> => {
+  const sifted = IgnoredFields.sift(policy, generation.state, generation.request, generation.body)
+  if (Result.isFailure(sifted)) return Result.fail(sifted.failure)
+  return decodeRequest(generation.state, decode, sifted.success)
 }
 
 /**

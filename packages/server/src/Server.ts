@@ -2,7 +2,8 @@
  * The OpenAI-compatible HTTP server as a `Layer`, on Effect's `HttpRouter` and
  * `@effect/platform-node`'s `NodeHttpServer`, over an `InferenceClient`:
  *
- * - `POST /v1/chat/completions`, `POST /v1/completions` (streamed as server-sent events or not),
+ * - `POST /v1/chat/completions`, `POST /v1/completions`, `POST /v1/responses` (streamed as
+ *   server-sent events or not),
  * - `GET /v1/models`, `GET /v1/models/:model`, `GET /health` (and `/v1/health`), `GET /version`,
  *   `GET /metrics` (Prometheus text).
  *
@@ -33,6 +34,7 @@ import * as Completions from "./Completions.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import { answer, authenticated, generation } from "./Routes.ts"
 import * as RequestId from "./RequestId.ts"
+import * as Responses from "./Responses.ts"
 import * as ServerConfig from "./ServerConfig.ts"
 import { Internal, ModelNotFound, NotFound, serverError } from "./ServerError.ts"
 import * as ServerState from "./ServerState.ts"
@@ -117,6 +119,7 @@ export const routes = HttpRouter.addAll(Effect.map(
   ([state, text]) => [
     generation(state, text, "/v1/chat/completions", ChatCompletions.handle),
     generation(state, text, "/v1/completions", Completions.handle),
+    generation(state, text, "/v1/responses", Responses.handle),
     ...tokenizeRoutes(state, text),
     models(state),
     model(state),

@@ -1,8 +1,9 @@
 /**
- * A streamed response's records: each choice's parts shaped as chunks by the endpoint's
- * `Generation.Format`, framed as server-sent events, pulled by the route's writer (`Sse.write`).
- * Each choice ends with a chunk carrying its `finish_reason`, then (with
- * `stream_options.include_usage`) a chunk with no choices and the usage, then `data: [DONE]`. A
+ * A streamed response's records: each choice's parts shaped as records by the endpoint's `Chunks`
+ * (for chat and completions, chunks of its `Generation.Format`), framed as server-sent events,
+ * pulled by the route's writer (`Sse.write`). Each choice ends with its closing records (a chunk
+ * carrying its `finish_reason`), the stream with its end records (`Chunks.end`: with
+ * `stream_options.include_usage` a chunk with no choices and the usage, then `data: [DONE]`). A
  * failure after the headers went out is written as one error record, and the stream ends.
  *
  * @since 0.2.0
@@ -19,9 +20,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Chunks from "./Chunks.ts"
 import * as Choice from "./Choice.ts"
-import type { Format, Meta } from "./Generation.ts"
-import * as Sse from "./Sse.ts"
-import { body, Internal, serverError, type ServerError } from "./ServerError.ts"
+import { Internal, serverError, type ServerError } from "./ServerError.ts"
 
 /**
  * The records of a request's choices, framed as SSE bytes, as a pull in the current scope: what
@@ -54,9 +53,8 @@ export const recordsAll = (
  * @since 0.1.0
  */
 export interface StreamOptions {
-  readonly format: Format
-  readonly meta: Meta
-  readonly includeUsage: boolean
+  /** The records of this stream (its own: a reader keeps what it read so far). */
+  readonly chunks: Chunks.Chunks
   /** `performance.now()` when the request arrived (time to first token). */
   readonly startedAt: number
 }
@@ -66,6 +64,7 @@ const bytes = (records: string): Arr.NonEmptyReadonlyArray<Uint8Array> => [Buffe
 /** The record a failure after the headers becomes (they went out with 200: too late for a status). */
 const failureRecord = (
   context: Choice.Context,
+  chunks: Chunks.Chunks,
   cause: Cause.Cause<TextError.TextError | ClientError.ClientError | ServerError>
 ): string => {
   const error = Cause.findErrorOption(cause)
@@ -74,7 +73,7 @@ const failureRecord = (
     : error.value._tag === "ServerError"
     ? error.value
     : Choice.failed(context, error.value)
-  return Sse.recordText(body(failure))
+  return chunks.failure(failure)
 }
 
 const countAborted = (context: Choice.Context): void =>
@@ -93,7 +92,7 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
     scope: Scope.Scope
   ): Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>>> => {
     const { metrics } = context.state
-    const chunks = Chunks.make(options.format, options.meta, options.includeUsage)
+    const chunks = options.chunks
     let opened = false
     let firstContent = true
     let over = false
@@ -122,12 +121,11 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
         const refused = chunks.refusal(0, done)
         if (refused !== undefined) {
           // An error record ends the stream, as any failure after the headers does.
-          records += Sse.recordText(body(refused))
+          records += chunks.failure(refused)
           break
         }
         records += chunks.closing(0, Choice.unsent(done, sent), prompt)
-        if (options.includeUsage) records += chunks.usage(total)
-        records += Sse.doneText
+        records += chunks.end(total)
         break
       }
       return records === "" ? next : Effect.succeed(bytes(records))
@@ -135,7 +133,7 @@ const recordsOne = (context: Choice.Context, prompt: Choice.Prompt, options: Str
     const onCause = (cause: Cause.Cause<TextError.TextError | ClientError.ClientError | Cause.Done>): Pull.Pull<Arr.NonEmptyReadonlyArray<Uint8Array>> => {
       if (Pull.isDoneCause(cause) || Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<Cause.Done>)
       over = true
-      return Effect.succeed(bytes(failureRecord(context, cause as Cause.Cause<TextError.TextError | ClientError.ClientError>)))
+      return Effect.succeed(bytes(failureRecord(context, chunks, cause as Cause.Cause<TextError.TextError | ClientError.ClientError>)))
     }
     // Built once and run for every pull: no closures per token.
     const pullRecords = Effect.catchCause(Effect.flatMap(pull, onParts), onCause)
@@ -168,7 +166,7 @@ const streamMany = (
 ): Stream.Stream<Uint8Array> =>
   Stream.callback<Uint8Array>((queue) => {
     const { metrics } = context.state
-    const chunks = Chunks.make(options.format, options.meta, options.includeUsage)
+    const chunks = options.chunks
     const offer = (records: string) => Queue.offerUnsafe(queue, Buffer.from(records, "utf8"))
     const count = prompts.length * n
     const finished: Array<Choice.Finished | undefined> = new Array(count)
@@ -211,12 +209,12 @@ const streamMany = (
       onSuccess: () => {
         const total = Choice.usage(finished, n)
         metrics.tokens(total.prompt_tokens, total.completion_tokens)
-        offer(options.includeUsage ? chunks.usage(total) + Sse.doneText : Sse.doneText)
+        offer(chunks.end(total))
         Queue.endUnsafe(queue)
       },
       onFailure: (cause) => {
         if (Cause.hasInterruptsOnly(cause)) return
-        offer(failureRecord(context, cause))
+        offer(failureRecord(context, chunks, cause))
         Queue.endUnsafe(queue)
       }
     }))

@@ -52,7 +52,7 @@ describe("Chunks", () => {
     )
   })
 
-  it("opening, closing and usage records are the whole chunks serialized", () => {
+  it("opening, closing and end records are the whole chunks serialized", () => {
     const meta = { id: "chatcmpl-1", created: 1, model: "m" }
     const prompt = { ids: [1], text: "p" }
     const finished = {
@@ -71,7 +71,10 @@ describe("Chunks", () => {
     const chunks = Chunks.make(chat, meta, true)
     expect(chunks.opening(0, prompt)).toBe(whole(chat, meta, true, chat.opening!(0, prompt)))
     expect(chunks.closing(1, finished, prompt)).toBe(whole(chat, meta, true, chat.closing(1, finished, prompt)))
-    expect(chunks.usage(usage)).toBe(Sse.recordText({ id: meta.id, object: chat.chunkObject, created: meta.created, model: meta.model, choices: [], usage }))
+    expect(chunks.end(usage)).toBe(
+      Sse.recordText({ id: meta.id, object: chat.chunkObject, created: meta.created, model: meta.model, choices: [], usage }) + Sse.doneText
+    )
+    expect(Chunks.make(chat, meta, false).end(usage)).toBe(Sse.doneText)
     expect(Chunks.make(completion, meta, false).opening(0, prompt)).toBeUndefined()
   })
 })

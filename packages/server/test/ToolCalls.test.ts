@@ -6,11 +6,10 @@
  * tool fields refused with OpenAI's error shape and nothing sent.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Continuations, type TestCluster } from "@mcore-effect/testkit"
-import type { Tokenizer } from "@mcore-effect/text"
+import type { TestCluster } from "@mcore-effect/testkit"
 import { Effect } from "effect"
 import OpenAI from "openai"
-import { isolated, qwen3, sdk, serve, weatherTool } from "./support/Serve.ts"
+import { isolated, qwen3, script, sdk, serve, weatherTool } from "./support/Serve.ts"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
@@ -18,16 +17,6 @@ const tools = [weatherTool]
 
 const thinking = "\nThe user wants the weather; I will call the tool.\n"
 const callText = `<think>${thinking}</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>`
-
-/** Continuations keyed by texts the decoded prompt must all hold, each ended by `<|im_end|>`. */
-const script = (tokenizer: Tokenizer.Service, entries: ReadonlyArray<readonly [ReadonlyArray<string>, string]>): Continuations.Script => {
-  const end = tokenizer.eosTokenIds[0]!
-  const answers = entries.map(([needles, answer]) => [needles, [...tokenizer.encode(answer), end]] as const)
-  return (ids) => {
-    const prompt = tokenizer.decode(ids)
-    return answers.find(([needles]) => needles.every((n) => prompt.includes(n)))?.[1]
-  }
-}
 
 const served = Effect.gen(function*() {
   const tokenizer = yield* qwen3

@@ -22,6 +22,7 @@ import type * as Tokenizer from "./Tokenizer.ts"
  * or a list of parts for templates that take them; `null` for an assistant turn that only calls
  * tools), plus whatever else the template reads (`tool_calls`, `reasoning_content`, `name`...).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Message {
@@ -33,6 +34,7 @@ export interface Message {
 /**
  * Options of {@link ChatTemplate.render}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface RenderOptions {
@@ -54,6 +56,7 @@ export interface RenderOptions {
 /**
  * A parsed chat template (or a set of named ones) with the special tokens it sees.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ChatTemplate {
@@ -87,6 +90,7 @@ const checkMessages = (messages: ReadonlyArray<Message>): TextError | undefined 
 /**
  * Options of making a chat template ({@link make}, {@link fromTokenizer}, {@link fromFile}).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface MakeOptions {
@@ -120,6 +124,7 @@ export interface MakeOptions {
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (
@@ -214,6 +219,7 @@ const continueFinal = (text: string, last: Message): string | TextError => {
  * The tokenizer's own chat template(s) (from `chat_template.jinja` or the config's
  * `chat_template`), seeing its special tokens. Fails with `NoChatTemplate` when it has none.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const fromTokenizer = (
@@ -238,6 +244,7 @@ export const fromTokenizer = (
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const fromFile = (

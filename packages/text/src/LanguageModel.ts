@@ -31,6 +31,7 @@ import * as TextGeneration from "./TextGeneration.ts"
 /**
  * What every request of the provider uses (see {@link TextGeneration.GenerateOptions}).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ConfigShape {
@@ -47,6 +48,7 @@ export interface ConfigShape {
 /**
  * The provider's configuration, a context reference (empty by default).
  *
+ * @category configuration
  * @since 0.1.0
  */
 export const Config: Context.Reference<ConfigShape> = Context.Reference<ConfigShape>(
@@ -67,6 +69,7 @@ export const Config: Context.Reference<ConfigShape> = Context.Reference<ConfigSh
  * )
  * ```
  *
+ * @category configuration
  * @since 0.1.0
  */
 export const withConfigOverride: {
@@ -193,6 +196,7 @@ const prepare = (method: string, options: AiLanguageModel.ProviderOptions) =>
 /**
  * The `LanguageModel` over a {@link TextGeneration.Service}.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (text: TextGeneration.Service): Effect.Effect<AiLanguageModel.LanguageModel> =>
@@ -248,6 +252,7 @@ export const make = (text: TextGeneration.Service): Effect.Effect<AiLanguageMode
  * )
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<AiLanguageModel.LanguageModel, never, TextGeneration.TextGeneration> = Layer.effect(

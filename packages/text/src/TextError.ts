@@ -13,6 +13,7 @@ import * as Schema from "effect/Schema"
 /**
  * A file the tokenizer directory must hold is not there (or cannot be read).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class FileNotFound extends Schema.Class<FileNotFound>("@mcore-effect/text/FileNotFound")({
@@ -29,6 +30,7 @@ export class FileNotFound extends Schema.Class<FileNotFound>("@mcore-effect/text
  * A file is there but is not what it should be: not JSON, or JSON the tokenizer cannot be built
  * from (an unknown model, decoder or pre-tokenizer type, a missing field).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class MalformedFile extends Schema.Class<MalformedFile>("@mcore-effect/text/MalformedFile")({
@@ -44,6 +46,7 @@ export class MalformedFile extends Schema.Class<MalformedFile>("@mcore-effect/te
 /**
  * A chat was asked for but the tokenizer has no chat template (and none was given).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class NoChatTemplate extends Schema.Class<NoChatTemplate>("@mcore-effect/text/NoChatTemplate")({
@@ -59,6 +62,7 @@ export class NoChatTemplate extends Schema.Class<NoChatTemplate>("@mcore-effect/
 /**
  * The chat template does not parse, fails while rendering, or calls `raise_exception`.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class TemplateError extends Schema.Class<TemplateError>("@mcore-effect/text/TemplateError")({
@@ -78,6 +82,7 @@ export class TemplateError extends Schema.Class<TemplateError>("@mcore-effect/te
  * An argument was refused before anything was sent: an empty chat, a message without a role, a
  * stop string that is empty, a token id that is not one.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidArgument extends Schema.Class<InvalidArgument>("@mcore-effect/text/InvalidArgument")({
@@ -93,11 +98,13 @@ export class InvalidArgument extends Schema.Class<InvalidArgument>("@mcore-effec
 /**
  * Every reason a text operation can fail.
  *
+ * @category errors
  * @since 0.1.0
  */
 export const TextErrorReason = Schema.Union([FileNotFound, MalformedFile, NoChatTemplate, TemplateError, InvalidArgument])
 
 /**
+ * @category errors
  * @since 0.1.0
  */
 export type TextErrorReason = typeof TextErrorReason.Type
@@ -115,6 +122,7 @@ export type TextErrorReason = typeof TextErrorReason.Type
  * )
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class TextError extends Schema.TaggedError<TextError>("@mcore-effect/text/TextError")(
@@ -129,6 +137,7 @@ export class TextError extends Schema.TaggedError<TextError>("@mcore-effect/text
 /**
  * Wraps a reason in a {@link TextError}.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const textError = (reason: TextErrorReason): TextError => new TextError({ reason })
@@ -136,6 +145,7 @@ export const textError = (reason: TextErrorReason): TextError => new TextError({
 /**
  * True for a {@link TextError}.
  *
+ * @category guards
  * @since 0.1.0
  */
 export const isTextError = (u: unknown): u is TextError => u instanceof TextError

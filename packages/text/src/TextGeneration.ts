@@ -17,9 +17,8 @@
  * @since 0.1.0
  */
 import { ClientError, InferenceClient } from "@mcore-effect/client"
-import type { Media, SamplingParams } from "@mcore-effect/protocol"
+import type { SamplingParams } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as References from "effect/References"
@@ -35,163 +34,30 @@ import { type Plan, Progress, viewOf } from "./internal/progress.ts"
 import * as RenderedIds from "./internal/renderedIds.ts"
 import { StreamParts } from "./internal/streamParts.ts"
 
-/**
- * A chat to render with the chat template; `addGenerationPrompt` defaults to true here (the model
- * is to answer).
- *
- * @since 0.1.0
- */
-export interface ChatPrompt extends ChatTemplate.RenderOptions {
-  readonly messages: ReadonlyArray<ChatTemplate.Message>
-  /**
-   * Text written after the rendered chat, tokenized with it: the start of the reply, which the
-   * model continues (a server forcing a tool call writes the call's opening). Not part of the
-   * generated text.
-   */
-  readonly prefill?: string | undefined
-}
+import type {
+  ChatPrompt,
+  GenerateOptions,
+  Generation,
+  Prompt,
+  StreamPart
+} from "./internal/generationTypes.ts"
 
-/**
- * A prompt: text (tokenized with the tokenizer), token ids as they are, or a chat.
- *
- * @since 0.1.0
- */
-export type Prompt = string | { readonly tokens: ReadonlyArray<number> } | ChatPrompt
-
-/**
- * Options of {@link Service.generate} and {@link Service.stream}.
- *
- * @since 0.1.0
- */
-export interface GenerateOptions {
-  /**
-   * The engine's sampling parameters (`num_tokens_to_generate`, `temperature`, `top_p`...; an
-   * engine parameter Megatron's `SamplingParams` does not declare goes in `extra`), validated by
-   * the client. `termination_id` defaults to the tokenizer's first eos id.
-   */
-  readonly samplingParams?: SamplingParams.SamplingParamsInput | undefined
-  /**
-   * Stop strings: the text ends where the first one begins (it is not part of the text). Also sent
-   * as `stop_words`, so the engine can stop too, unless the sampling parameters set those.
-   */
-  readonly stop?: ReadonlyArray<string> | undefined
-  /** Leave special tokens out of the text. Default true. */
-  readonly skipSpecialTokens?: boolean | undefined
-  /** Ask for the log probabilities of the generated tokens (`return_log_probs`). */
-  readonly logProbs?: boolean | undefined
-  /** Ask for the `n` most likely tokens at each step with theirs (`top_n_logprobs`). */
-  readonly topLogProbs?: number | undefined
-  /**
-   * Ask for the prompt's log probabilities too (`return_log_probs` with `skip_prompt_log_probs`
-   * false; with `topLogProbs`, the prompt's top tokens as well), e.g. to score a text.
-   */
-  readonly promptLogProbs?: boolean | undefined
-  /** For a text prompt: add the tokenizer's special tokens (a bos) as `encode` does. Default true. */
-  readonly addSpecialTokens?: boolean | undefined
-  /** A deadline for the request (the client's `timeout`). */
-  readonly timeout?: Duration.Input | undefined
-  /**
-   * Media sent with the request (`multi_modal_data`, e.g. `{ image: [bytes, ...] }` in the order
-   * the prompt's image placeholders come), as the client's `SubmitOptions.multiModalData`; the
-   * client refuses it (`UnsupportedByDialect`) where the dialect cannot carry media.
-   */
-  readonly multiModalData?: Media.MultiModalData | null | undefined
-}
-
-/**
- * Why the generation ended: `stop` (an eos token, a stop string, or the engine's own stop),
- * `length` (the token budget), `aborted` (the request was aborted on the coordinator).
- *
- * @since 0.1.0
- */
-export type FinishReason = "stop" | "length" | "aborted"
-
-/**
- * Token counts of one request.
- *
- * @since 0.1.0
- */
-export interface Usage {
-  readonly promptTokens: number
-  /** Generated tokens consumed (up to and including the one that ended the text). */
-  readonly completionTokens: number
-  /** Prompt tokens the engine found in its prefix cache (`num_cached_tokens`; 0 when not reported). */
-  readonly cachedTokens: number
-  readonly totalTokens: number
-}
-
-/**
- * A finished generation.
- *
- * @since 0.1.0
- */
-export interface Generation {
-  readonly text: string
-  /** The generated ids, up to and including the one that ended the text. */
-  readonly tokenIds: ReadonlyArray<number>
-  readonly promptTokenIds: ReadonlyArray<number>
-  readonly finishReason: FinishReason
-  /** The stop string that ended the text, when one did. */
-  readonly stopString: string | undefined
-  readonly usage: Usage
-  /** Log probabilities of `tokenIds`, when asked for (`logProbs`) and the engine sent them. */
-  readonly logProbs: ReadonlyArray<number> | undefined
-  /** The `topLogProbs` most likely tokens at each step (token text to log probability), when asked for. */
-  readonly topLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
-  /**
-   * Log probabilities of the prompt's tokens after the first, when asked for (`promptLogProbs`)
-   * and the engine sent them (not on a `Finish` that came before the final reply).
-   */
-  readonly promptLogProbs: ReadonlyArray<number> | undefined
-  /** The prompt's top tokens at each position, when asked for with `promptLogProbs` and `topLogProbs`. */
-  readonly promptTopLogProbs: ReadonlyArray<Readonly<Record<string, number>>> | undefined
-  /**
-   * This client's id of the request, what `InferenceClient.abort` takes (undefined for a stream
-   * that ended before any token event reached it).
-   */
-  readonly requestId: number | undefined
-  /**
-   * The coordinator's id of the request, the reply's `request_id` (what the engines log; undefined
-   * without a final reply).
-   */
-  readonly coordinatorRequestId: number | undefined
-}
-
-/**
- * New text of a streamed generation, with the ids that produced it.
- *
- * @since 0.1.0
- */
-export interface TextDelta {
-  readonly _tag: "TextDelta"
-  readonly text: string
-  readonly tokenIds: ReadonlyArray<number>
-  /**
-   * The log probs of `tokenIds`, one each, when log probs were asked for and the engine's partials
-   * carry them (Megatron main's do); otherwise absent, and they come with the `Finish`.
-   */
-  readonly logProbs?: ReadonlyArray<number> | undefined
-}
-
-/**
- * The last part of a streamed generation: the whole of it (`text` is all the deltas together).
- *
- * @since 0.1.0
- */
-export interface Finish extends Generation {
-  readonly _tag: "Finish"
-}
-
-/**
- * What `stream` emits: text deltas (none empty), then exactly one `Finish`.
- *
- * @since 0.1.0
- */
-export type StreamPart = TextDelta | Finish
+export type {
+  ChatPrompt,
+  Finish,
+  FinishReason,
+  GenerateOptions,
+  Generation,
+  Prompt,
+  StreamPart,
+  TextDelta,
+  Usage
+} from "./internal/generationTypes.ts"
 
 /**
  * The service.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Service {
@@ -243,6 +109,7 @@ export interface Service {
  * )
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class TextGeneration extends Context.Service<TextGeneration, Service>()("@mcore-effect/text/TextGeneration") {}
@@ -260,8 +127,8 @@ const isRequestAborted = (error: ClientError.ClientError | TextError): boolean =
 
 /**
  * The effect `make` gives (made when run), in a span named `name` when a tracing backend is installed, else as it is: with the
- * built-in native tracer nobody can see the span, and making it (a stack captured for it, its
- * context) cost about 2% of the server's CPU per request (profiled), as the client's `Spans` says.
+ * built-in native tracer nobody can see the span, and making it costs CPU per request
+ * (PERFORMANCE.md#no-span-without-a-tracing-backend).
  */
 const traced = <A, E, R>(name: string, make: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) =>
@@ -272,8 +139,8 @@ const traced = <A, E, R>(name: string, make: () => Effect.Effect<A, E, R>): Effe
 
 /**
  * A chat's render options: its own fields but `messages` (given to `render` on their own; in the
- * options too, the render cache's key wrote every message twice, which doubled the key's cost:
- * ~10 µs a request, microbenchmark), with the generation prompt on by default.
+ * options too, the render cache's key wrote every message twice:
+ * PERFORMANCE.md#messages-kept-out-of-the-render-options), with the generation prompt on by default.
  */
 const renderOptions = (chat: ChatPrompt): ChatTemplate.RenderOptions => {
   const options: Record<string, unknown> = {}
@@ -290,6 +157,7 @@ const renderOptions = (chat: ChatPrompt): ChatTemplate.RenderOptions => {
  * The service over a client and a tokenizer; chats are rendered with `chatTemplate` when given,
  * else with the tokenizer's own.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (
@@ -414,8 +282,8 @@ export const make = (
     }
 
     // No `Effect.gen`: a stream holds the effect it was made from while it is open, and a
-    // generator function made per request brings its own prototype and hidden classes (0.6 KB
-    // per open stream, measured). The default eos set is shared for the same reason.
+    // generator function made per request brings its own prototype and hidden classes
+    // (PERFORMANCE.md#no-effectgen-in-the-streams-plan). The default eos set is shared for the same reason.
     const plan = (prompt: Prompt, opts: GenerateOptions | undefined): Effect.Effect<Plan, TextError> =>
       Effect.suspend(() => withPlan(prompt, opts, Effect.succeed))
 
@@ -491,6 +359,7 @@ export const make = (
  * The service from the `InferenceClient` and `Tokenizer` services; chats are rendered with
  * `chatTemplate` when given, else with the tokenizer's own.
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (

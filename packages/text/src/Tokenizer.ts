@@ -15,13 +15,16 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
+import { BYTE_TOKEN, type LibraryDecoder, pythonByteFallback } from "./internal/byteFallback.ts"
 import * as ByteLevel from "./internal/byteLevel.ts"
 import * as PieceCache from "./internal/pieceCache.ts"
+import { readJson, readText } from "./internal/tokenizerFiles.ts"
 import { FileNotFound, MalformedFile, type TextError, textError } from "./TextError.ts"
 
 /**
  * Options of {@link Service.encode}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface EncodeOptions {
@@ -36,6 +39,7 @@ export interface EncodeOptions {
 /**
  * Options of loading a tokenizer ({@link fromDirectory}, {@link fromFiles}, {@link layer}).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface LoadOptions {
@@ -52,6 +56,7 @@ export interface LoadOptions {
 /**
  * Options of {@link Service.decode}.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface DecodeOptions {
@@ -70,6 +75,7 @@ export interface DecodeOptions {
  * - `other`: any other decoder (Metaspace, WordPiece, ByteFallback sequences...), or any decoder
  *   followed by the tokenization-space clean-up: decoded through the library, in windows.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Decoding {
@@ -90,6 +96,7 @@ export interface Decoding {
 /**
  * The service.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Service {
@@ -147,6 +154,7 @@ export interface Service {
  * }).pipe(Effect.provide(Tokenizer.layer("/models/qwen3")))
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class Tokenizer extends Context.Service<Tokenizer, Service>()("@mcore-effect/text/Tokenizer") {}
@@ -154,6 +162,7 @@ export class Tokenizer extends Context.Service<Tokenizer, Service>()("@mcore-eff
 /**
  * The two JSON documents of a tokenizer, and what else a directory may add.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Files {
@@ -245,6 +254,7 @@ const decodingKind = (tokenizerJson: Json, cleanUp: boolean): Decoding["kind"] =
  * }, "word-level")
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const fromFiles = (
@@ -338,80 +348,6 @@ export const fromFiles = (
     return Effect.succeed(service)
   })
 
-/** A decoder of the library, as far as {@link pythonByteFallback} reads it. */
-interface LibraryDecoder {
-  readonly config?: { readonly type?: unknown }
-  readonly decoders?: ReadonlyArray<LibraryDecoder>
-  decode_chain?: (tokens: Array<string>) => Array<string>
-}
-
-const BYTE_TOKEN = /^<0x([0-9A-Fa-f]{2})>$/
-
-/**
- * Gives the library's `ByteFallback` decoders Python's semantics. The library decodes a run of
- * byte tokens with a lossy `TextDecoder` (one U+FFFD per bad subsequence, the valid bytes kept);
- * Python's `tokenizers` makes the whole run one U+FFFD per byte token when it is not valid UTF-8
- * (`decoders/byte_fallback.rs`). Returns whether the tokenizer has one.
- */
-const pythonByteFallback = (decoder: LibraryDecoder | null): boolean => {
-  if (decoder === null) return false
-  let found = false
-  for (const inner of decoder.decoders ?? []) found = pythonByteFallback(inner) || found
-  if (decoder.config?.type !== "ByteFallback") return found
-  const strict = new TextDecoder("utf-8", { fatal: true })
-  decoder.decode_chain = (tokens) => {
-    const out: Array<string> = []
-    let bytes: Array<number> = []
-    const flush = () => {
-      if (bytes.length === 0) return
-      try {
-        out.push(strict.decode(Uint8Array.from(bytes)))
-      } catch {
-        for (let i = 0; i < bytes.length; i++) out.push("\uFFFD")
-      }
-      bytes = []
-    }
-    for (const token of tokens) {
-      const byte = BYTE_TOKEN.exec(token)
-      if (byte !== null) bytes.push(parseInt(byte[1]!, 16))
-      else {
-        flush()
-        out.push(token)
-      }
-    }
-    flush()
-    return out
-  }
-  return true
-}
-
-const readText = (path: string): Effect.Effect<string | undefined, TextError> =>
-  Effect.tryPromise({
-    try: () => Fs.readFile(path, "utf8"),
-    catch: (cause) => textError(new FileNotFound({ path, why: describe(cause) }))
-  }).pipe(
-    Effect.catchIf(
-      (error) => error.reason._tag === "FileNotFound" && error.reason.why.includes("ENOENT"),
-      () => Effect.succeed(undefined)
-    )
-  )
-
-const readJson = (path: string, required: boolean): Effect.Effect<unknown, TextError> =>
-  readText(path).pipe(
-    Effect.flatMap((text) => {
-      if (text === undefined) {
-        return required
-          ? Effect.fail(textError(new FileNotFound({ path, why: "no such file" })))
-          : Effect.succeed(undefined)
-      }
-      try {
-        return Effect.succeed(JSON.parse(text) as unknown)
-      } catch (cause) {
-        return Effect.fail(malformed(path, `not JSON: ${describe(cause)}`))
-      }
-    })
-  )
-
 /**
  * Loads a Hugging Face tokenizer directory: `tokenizer.json` and `tokenizer_config.json` (both
  * required), `chat_template.jinja` and `generation_config.json` (when present). Local files only.
@@ -427,6 +363,7 @@ const readJson = (path: string, required: boolean): Effect.Effect<unknown, TextE
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const fromDirectory = (directory: string, options?: LoadOptions | undefined): Effect.Effect<Service, TextError> =>
@@ -450,6 +387,7 @@ export const fromDirectory = (directory: string, options?: LoadOptions | undefin
 /**
  * The service from a tokenizer directory (see {@link fromDirectory}).
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (directory: string, options?: LoadOptions | undefined): Layer.Layer<Tokenizer, TextError> =>
@@ -458,6 +396,7 @@ export const layer = (directory: string, options?: LoadOptions | undefined): Lay
 /**
  * The service from files in memory (see {@link fromFiles}).
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerFromFiles = (

@@ -8,7 +8,7 @@
  * @internal
  */
 import { createRequire } from "node:module"
-import type { TokenIds } from "../BlockHashes.ts"
+import type { TokenIds } from "./blockHashChainPure.ts"
 
 /** The addon's only export: the whole chain in one call, `out.length` blocks. */
 type NativeChain = (
@@ -61,7 +61,7 @@ const isTypedArray = (tokens: TokenIds): tokens is Exclude<TokenIds, ReadonlyArr
 const KEPT_TOKENS = 1 << 17
 let kept: Float64Array = new Float64Array(0)
 
-/** A plain loop: `new Float64Array(array)` is several times slower on Node 20. */
+/** A plain loop, faster than `new Float64Array(array)` (PERFORMANCE.md#the-native-chain-srcinternalblockhashchainnativets). */
 const toFloat64 = (tokens: ReadonlyArray<number>, count: number): Float64Array => {
   let copy: Float64Array
   if (count <= kept.length) {

@@ -4,22 +4,22 @@
  * One SHA-256 call per block is unavoidable from JavaScript (each block's input starts with
  * the previous block's digest), so the work is in making each call cheap:
  *
- * - `crypto.hash` one-shot, asking for the digest as a `"binary"` (latin1) string. On Node 20 a
- *   call that returns a Buffer costs ~5x more than one that returns a 32-character string:
- *   allocating the Buffer, not hashing, dominates a small block.
+ * - `crypto.hash` one-shot, asking for the digest as a `"binary"` (latin1) string: allocating a
+ *   Buffer, not hashing, dominates a small block.
  * - Each block's tokens are written as int64 straight into one reused message buffer
- *   `[parent | block]`: no allocation per call or per block but the digest string. A fresh
- *   buffer for the whole prompt cost more than the hashing at large blocks (page faults). Only
- *   the low 32-bit word of each token is written: the high words stay zero.
+ *   `[parent | block]`: no allocation per call or per block but the digest string. Only the low
+ *   32-bit word of each token is written: the high words stay zero.
  *
- * A WebAssembly SHA-256 running the whole chain in one call was measured too: 11%, 19% and
- * 24% of one-shot SHA-256 throughput at blocks of 16, 64 and 256 tokens, against 17-20%,
- * 38-40% and 57% for this loop. It won only at blocks of 1 and 2 tokens, so it is not here.
+ * The measurements behind each choice, and the WebAssembly SHA-256 that lost, are in
+ * PERFORMANCE.md#the-pure-chain-srcinternalblockhashchainpurets.
  *
  * @internal
  */
 import * as Crypto from "node:crypto"
-import type { TokenIds } from "../BlockHashes.ts"
+import type * as Prompt from "../Prompt.ts"
+
+/** `BlockHashes.TokenIds`, declared here so that the chains do not import the module that loads them. */
+export type TokenIds = Prompt.TokenIds | Uint8Array
 
 /** `crypto.hash` arrived in Node 20.12; older runtimes pay for a Hash object per block. */
 const sha256Binary: (data: Uint8Array) => string =
@@ -107,10 +107,8 @@ export const chainPure = (tokens: TokenIds, blockSizeTokens: number, parent: Uin
   memory.set(parent, 0)
   if (!HOST_LITTLE_ENDIAN) return chainAnyHost(tokens, blockSizeTokens, memory, view, message, hashes, blocks)
   // One store per token, not two: the high words are zeroed once, and again only after a
-  // token of 2^32 or more wrote one (1.02x, 1.09x, 1.19x the two-store loop at blocks of 16, 64
-  // and 256, paired medians). Arrays and typed arrays take separate copies of the same loop,
-  // each seeing one kind of input: an Int32Array at blocks of 256 ran 1.27x the old loop so,
-  // 1.12x through one loop shared with Arrays.
+  // token of 2^32 or more wrote one. Arrays and typed arrays take separate copies of the same
+  // loop, each seeing one kind of input (PERFORMANCE.md#the-pure-chain-srcinternalblockhashchainpurets).
   memory.fill(0, 32, messageBytes)
   const words = new Uint32Array(memory.buffer, memory.byteOffset, messageBytes >> 2)
   const end = messageBytes >> 2

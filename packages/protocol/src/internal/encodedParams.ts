@@ -11,14 +11,13 @@
  * handed out is frozen (with its `stop_words`), and its bytes are `Msgpack.remember`ed, so
  * `Frames` writes them as they are.
  *
- * Measured with side_by_side.py (`{ num_tokens_to_generate: 16, temperature: 1.0 }` reused), the
- * parameters' validation and encode were ~9% of the client's CPU profile in a burst.
+ * Why: PERFORMANCE.md#sampling-parameters-encoded-once-per-parameters-object.
  *
  * @since 0.1.0
  * @internal
  */
 import * as Result from "effect/Result"
-import * as Frames from "../Frames.ts"
+import { floatKeysOf } from "./wireNumbers.ts"
 import * as Msgpack from "../Msgpack.ts"
 import type { ProtocolError } from "../ProtocolError.ts"
 import * as SamplingParams from "../SamplingParams.ts"
@@ -77,7 +76,7 @@ const matches = (entry: Entry, input: object): boolean => {
 }
 
 /** The float fields, as the schema declares them and as `Frames` marks them when it encodes. */
-const floatFields: ReadonlySet<string> = Frames.floatKeysOf(SamplingParams.SamplingParams.ast) ?? new Set()
+const floatFields: ReadonlySet<string> = floatKeysOf(SamplingParams.SamplingParams.ast) ?? new Set()
 
 /** The frozen value and its bytes, as `Frames` would write it (float fields as float64). */
 const freeze = (params: SamplingParams.SamplingParams): SamplingParams.SamplingParams => {

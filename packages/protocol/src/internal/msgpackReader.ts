@@ -2,8 +2,8 @@
  * The fast path of `Msgpack.decode`: a reader for what Python's `msgpack.packb` writes (nil,
  * booleans, integers, floats, str, bin, arrays, maps with str keys), with results identical to
  * msgpackr's as `Msgpack` configures it (maps as plain objects, `__proto__` renamed `__proto_`,
- * 64-bit integers as `bigint` past 2^53, bin as a view of the input). It reads a reply's token
- * arrays and keys several times faster than msgpackr's general reader.
+ * 64-bit integers as `bigint` past 2^53, bin as a view of the input), and faster than msgpackr's
+ * general reader (PERFORMANCE.md#a-reader-of-its-own-for-pythons-msgpack).
  *
  * Map keys are strict, as Python's `unpackb` is (`strict_map_key`): a key that is not a str, or
  * a key a map already holds (after the `__proto__` rename), is {@link Malformed}, never turned into
@@ -60,7 +60,8 @@ const PROTO_SLOT = CACHE_SIZE + 1
  * Repeated map keys, found without a lookup per key: each map being read takes a new generation,
  * and stamps its keys' slots with it. A key whose slot holds a stamp of this map's generation or
  * later (a map nested in this one stamps later ones) may be a repeat, and only then is the map
- * asked whether it has the key already. A lookup per key cost 10% of decoding a reply.
+ * asked whether it has the key already (a lookup per key is dearer:
+ * PERFORMANCE.md#repeated-map-keys-found-by-generation-stamps).
  */
 const stamps = new Float64Array(CACHE_SIZE + 2)
 /** Counts maps read since the process started: exact to 2^53, more maps than it will ever read. */

@@ -51,8 +51,11 @@ const reserved: ReadonlySet<string> = new Set([
   "bos_token", "eos_token", "unk_token", "pad_token", "raise_exception", "strftime_now"
 ])
 
+/** The fields of a chat request read here. */
+type ToolFields = Pick<ChatCompletionRequest, "tools" | "tool_choice" | "parallel_tool_calls" | "chat_template_kwargs" | "reasoning_effort">
+
 const variablesOf = (
-  request: ChatCompletionRequest,
+  request: ToolFields,
   forced: boolean
 ): Result.Result<Record<string, unknown> | undefined, ServerError> => {
   const kwargs = request.chat_template_kwargs
@@ -79,7 +82,7 @@ const variablesOf = (
  *
  * @since 0.1.0
  */
-export const plan = (request: ChatCompletionRequest, config: Resolved): Result.Result<Planned, ServerError> => {
+export const plan = (request: ToolFields, config: Resolved): Result.Result<Planned, ServerError> => {
   const tools = request.tools != null && request.tools.length > 0 ? request.tools : null
   const choice = request.tool_choice ?? (tools === null ? "none" : "auto")
   let forced: { readonly name: string | undefined } | undefined

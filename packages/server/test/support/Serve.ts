@@ -7,7 +7,7 @@
  */
 import { type ClientConfig, InferenceClient } from "@mcore-effect/client"
 import { Msgpack } from "@mcore-effect/protocol"
-import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
+import { type Continuations, TestCluster, WordTokenizer } from "@mcore-effect/testkit"
 import { Tokenizer } from "@mcore-effect/text"
 import { Context, Effect, Layer, Metric, References, type Scope } from "effect"
 import { HttpServer } from "effect/http"
@@ -168,5 +168,21 @@ export const weatherTool: OpenAI.Chat.Completions.ChatCompletionTool = {
     name: "get_weather",
     description: "The weather in a city",
     parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+  }
+}
+
+/**
+ * Continuations for the test engines keyed by texts the decoded prompt must all hold (the first
+ * entry whose texts all are), each ended by the tokenizer's eos (`<|im_end|>` for Qwen3).
+ */
+export const script = (
+  tokenizer: Tokenizer.Service,
+  entries: ReadonlyArray<readonly [ReadonlyArray<string>, string]>
+): Continuations.Script => {
+  const end = tokenizer.eosTokenIds[0]!
+  const answers = entries.map(([needles, answer]) => [needles, [...tokenizer.encode(answer), end]] as const)
+  return (ids) => {
+    const prompt = tokenizer.decode(ids)
+    return answers.find(([needles]) => needles.every((n) => prompt.includes(n)))?.[1]
   }
 }

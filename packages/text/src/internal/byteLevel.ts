@@ -2,8 +2,8 @@
  * A faster, identical ByteLevel pre-tokenizer step for `@huggingface/tokenizers`.
  *
  * The library maps each pre-token to GPT-2's byte-to-unicode alphabet through a `TextEncoder`,
- * an `Array.from` and a `join` per pre-token (`ByteLevel.pre_tokenize_text`): with Qwen3 that was
- * ~5% of the server's CPU per chat request (profiled under load, every user message distinct).
+ * an `Array.from` and a `join` per pre-token (`ByteLevel.pre_tokenize_text`), a visible share of
+ * the server's CPU (PERFORMANCE.md#the-bytelevel-pre-tokenizer-step-srcinternalbytelevelts).
  * A UTF-16 unit below 128 is its own UTF-8 byte, so a pre-token of ASCII maps unit by unit
  * through a 128-entry table; any other pre-token goes the library's way. The result is the
  * library's, character for character.

@@ -5,8 +5,7 @@
  * fresh object per request (the caller's parameters with the termination id, stop words and log
  * probs filled in), which missed that cache every time: each request was validated and encoded
  * again, and while its stream was open it kept its own validated copy, its snapshot and its
- * encoded bytes (a slice of one of msgpack's buffers, which it kept alive): 2.2 KB of the 25 KB an
- * open stream of the server held (heap snapshots, `pnpm bench server --heap`).
+ * encoded bytes (PERFORMANCE.md#interned-sampling-parameters-srcinternalinternparamsts).
  *
  * Only parameters whose values are primitives, or `stop_words` as a list of strings, are interned
  * (the protocol caches no others either); the key tells apart every value that could validate

@@ -10,8 +10,8 @@
  * gives what the library gives, and a chat whose system prompt, template text and earlier turns
  * repeat request after request pays for the new turn only.
  *
- * Measured: with Qwen3, encode (pre-tokenizer regex, BPE and the library's own per-word cache)
- * was ~18% of the server's CPU per chat request, profiled under load.
+ * Why: encoding is a large share of a chat request's CPU
+ * (PERFORMANCE.md#the-piece-cache-srcinternalpiececachets).
  *
  * This replaces the instance's `encode_text` by the same steps as the library's 0.2.0 (the
  * version the lockfile pins), with the cache around the pre-tokenizer and model step. It is not
@@ -32,7 +32,7 @@ interface Splitter {
 
 /**
  * The library's `DictionarySplitter.split`, skipping the positions no added token starts at
- * (the library walks its trie from every position: ~30% of an encode whose pieces are all held).
+ * (the library walks its trie from every position: PERFORMANCE.md#the-piece-cache-srcinternalpiececachets).
  * Same longest-match rule, same result.
  */
 const fastSplit = (splitter: Splitter): ((text: string) => Array<string>) => {

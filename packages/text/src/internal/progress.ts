@@ -10,7 +10,7 @@ import { ClientError, InferenceClient } from "@mcore-effect/client"
 import { Reply, type SamplingParams } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import * as Detokenizer from "../Detokenizer.ts"
-import type { FinishReason, Generation } from "../TextGeneration.ts"
+import type { FinishReason, Generation } from "./generationTypes.ts"
 import type * as Tokenizer from "../Tokenizer.ts"
 
 /** The fields of a reply the text layer reads, whichever form the client hands over. */

@@ -8,8 +8,8 @@
  * a value that is not plain data (a class instance, a function, a `Map`, `NaN`) makes the chat
  * uncacheable rather than guessed at.
  *
- * Measured: rendering Qwen3's template (`@huggingface/jinja`) was ~5-10% of the server's CPU per
- * chat request, profiled under load; writing the key costs a small part of that.
+ * Why: rendering a template is a visible share of a chat request's CPU
+ * (PERFORMANCE.md#the-render-cache-srcinternalrendercachets).
  *
  * @since 0.1.0
  * @internal

@@ -1,8 +1,7 @@
 /**
  * The token ids of rendered chats, by their text. A chat answered from the chat template's render
- * cache comes back as the same text, and tokenizing it again cost ~5% of the server's CPU per
- * request under load (profiled, with the tokenizer's piece cache warm: the library's pipeline
- * around the pieces, its added-token split and its token-to-id lookups, still ran). Exact: the
+ * cache comes back as the same text, and tokenizing it again is not free even with the piece
+ * cache warm (PERFORMANCE.md#rendered-chats-token-ids-srcinternalrenderedidsts). Exact: the
  * ids are a function of the text (the tokenizer holds no state between calls). Bounded like the
  * render cache; texts longer than its longest key are never held.
  *

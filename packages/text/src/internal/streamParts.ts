@@ -1,11 +1,9 @@
 /**
  * The one stage `TextGeneration.stream` puts over the client's stream: its events in, text
  * deltas and one `Finish` out, through a generation's {@link Progress}. One object per stream with
- * its state in fields and three functions, where closures over local variables held eight
- * functions and their contexts (0.14 KB more per open stream, heap snapshot).
- *
- * Not a pipeline of operators: each stage costs about a µs per element in the fiber runtime
- * (mapAccumArray, takeUntil and catchIf together added ~1 µs a token). After a Finish the pull is
+ * its state in fields and three functions, where closures over local variables held more per open
+ * stream. Not a pipeline of operators: each stage costs per element in the fiber runtime
+ * (PERFORMANCE.md#one-stage-over-the-clients-stream-srcinternalstreampartsts). After a Finish the pull is
  * done, which closes the client's stream early and so aborts the request (an eos or stop string
  * ends the text first).
  *
@@ -17,7 +15,7 @@ import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import type * as Pull from "effect/Pull"
-import type { StreamPart } from "../TextGeneration.ts"
+import type { StreamPart } from "./generationTypes.ts"
 import { type Progress, viewOf } from "./progress.ts"
 
 // ---------------------------------------------------------------------------------------------

@@ -18,11 +18,11 @@
  * @internal
  */
 import * as Schema from "effect/Schema"
-import type { Dialect } from "../Dialect.ts"
-import * as Headers from "../Headers.ts"
-import * as M from "../Messages.ts"
-import * as MessageSpec from "../MessageSpec.ts"
-import { KnownFields } from "../SamplingParams.ts"
+import type { Dialect } from "../../Dialect.ts"
+import * as Headers from "../../Headers.ts"
+import * as M from "../../Messages.ts"
+import * as MessageSpec from "../../MessageSpec.ts"
+import { KnownFields } from "../../SamplingParams.ts"
 import { autoTable, EngineReplyBatch, release } from "./releases.ts"
 
 const H = Headers.values

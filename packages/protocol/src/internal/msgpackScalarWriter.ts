@@ -1,18 +1,12 @@
 /**
- * The msgpack writer behind `Msgpack.encode`: every JavaScript value written as Python's
- * `msgpack.packb(value, use_bin_type=True)` writes it, piece by piece for hot paths. Public
- * through `Msgpack`, which re-exports it.
+ * The byte-level half of `Msgpack.Writer`: a growing buffer and every msgpack form written in
+ * Python's smallest encoding (integers, floats, strings, bin, headers), plus the token-id fast
+ * paths. `msgpackWriter.ts` builds JavaScript values (arrays, maps, objects, typed arrays) on it.
  *
- * @since 0.1.0
+ * @since 0.3.0
+ * @internal
  */
-import {
-  Float,
-  FloatFields,
-  NotEncodableException,
-  type NumericTypedArray,
-  Raw,
-  rememberedBytes
-} from "./MsgpackValues.ts"
+import { NotEncodableException } from "./msgpackValues.ts"
 
 /**
  * Size of `Msgpack.encode`'s pooled buffers: many frames each, so one allocation serves many
@@ -50,74 +44,25 @@ const writeUint32 = (buf: Uint8Array, pos: number, x: number): number => {
 /** `Number.MAX_SAFE_INTEGER`, as a constant the hot loops compare against. */
 const MAX_SAFE = 9007199254740991
 
-const compareKeys = (a: unknown, b: unknown): number => {
-  const x = String(a)
-  const y = String(b)
-  return x < y ? -1 : x > y ? 1 : 0
-}
-
-/** Python's `msgpack.Packer` refuses deeper nesting than this; a cycle ends here too. */
-const MAX_DEPTH = 511
-
 const TWO_32 = 0x1_0000_0000
 const UINT64_MAX = 0xffff_ffff_ffff_ffffn
 const INT64_MIN = -0x8000_0000_0000_0000n
 
-/** Little-endian hosts only (x86, arm64): BigUint64Array words are read as two uint32 halves. */
-const isLittleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
-
 /**
- * Options of {@link encode}.
+ * The buffer and the scalar forms behind `Msgpack.Writer`, which extends it.
  *
- * @since 0.1.0
+ * @internal
  */
-export interface EncodeOptions {
-  /** Write every map's string keys in sorted order (the media frame, so its hash is stable). */
-  readonly sortKeys?: boolean
-}
-
-/**
- * Options of a {@link Writer}.
- *
- * @since 0.1.0
- */
-export interface WriterOptions extends EncodeOptions {
-  /** The buffer's first size in bytes (default 256); it doubles as needed and is kept for reuse. */
-  readonly initialSize?: number
-}
-
-/**
- * The writer behind {@link encode}, for hot paths that write one value piece by piece and many
- * times over: map keys encoded once and written with {@link Writer.raw}, the buffer kept across
- * values. Each method writes what {@link encode} writes for that JavaScript value, except
- * {@link Writer.float} and {@link Writer.floats}, which always write float64 (a Python float,
- * whole or not). Methods chain; a write that throws leaves part of a value behind, so
- * {@link Writer.reset} before reusing the writer.
- *
- * @example
- * ```ts
- * import { Msgpack } from "@mcore-effect/protocol"
- *
- * const KEYS = { id: Msgpack.encode("id"), t: Msgpack.encode("t") }
- * const w = new Msgpack.Writer()
- * w.mapHeader(2).raw(KEYS.id).number(7).raw(KEYS.t).float(1)
- * w.finish() // 82 a2 69 64 07 a1 74 cb 3f f0 00 00 00 00 00 00: { id: 7, t: 1.0 }
- * ```
- *
- * @since 0.1.0
- */
-export class Writer {
+export class ScalarWriter {
   protected buf: Buffer
-  private view: DataView
+  protected view: DataView
   protected pos = 0
-  /** Where the value being written starts: what {@link Writer.ensure} carries over to a new buffer. */
+  /** Where the value being written starts: what {@link ScalarWriter.ensure} carries over to a new buffer. */
   protected start = 0
-  private readonly sortKeys: boolean
 
-  constructor(options?: WriterOptions) {
-    this.buf = Buffer.allocUnsafe(options?.initialSize ?? 256)
+  constructor(initialSize?: number) {
+    this.buf = Buffer.allocUnsafe(initialSize ?? 256)
     this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength)
-    this.sortKeys = options?.sortKeys === true
   }
 
   /** Empties the writer (after a write that threw, say); the buffer is kept. */
@@ -149,12 +94,6 @@ export class Writer {
     return this
   }
 
-  /** Any value {@link encode} takes. @throws {@link NotEncodableException} as {@link encode} does. */
-  value(v: unknown): this {
-    this.any(v, 0, "")
-    return this
-  }
-
   nil(): this {
     return this.byte(0xc0)
   }
@@ -163,7 +102,7 @@ export class Writer {
     return this.byte(v ? 0xc3 : 0xc2)
   }
 
-  /** A number as {@link encode} writes it: safe whole numbers as integers in their smallest form, others as float64. */
+  /** A number as `Msgpack.encode` writes it: safe whole numbers as integers in their smallest form, others as float64. */
   number(v: number): this {
     // Whole numbers go out as integers (Python reads ints where it expects floats); -0 stays a float.
     // Only safe integers: beyond 2^53 a number is a float (an integer that large is a bigint), and
@@ -186,7 +125,7 @@ export class Writer {
     return this
   }
 
-  /** An array of numbers, each as {@link Writer.number} writes it. */
+  /** An array of numbers, each as {@link ScalarWriter.number} writes it. */
   numbers(values: ArrayLike<number>): this {
     const n = values.length
     this.arrayHeader(n)
@@ -194,7 +133,7 @@ export class Writer {
     return this
   }
 
-  /** An array of Python floats, each as {@link Writer.float} writes it. */
+  /** An array of Python floats, each as {@link ScalarWriter.float} writes it. */
   floats(values: ArrayLike<number>): this {
     const n = values.length
     this.arrayHeader(n)
@@ -252,7 +191,7 @@ export class Writer {
     return this
   }
 
-  /** Bytes as msgpack bin (what {@link encode} writes for a `Uint8Array`). */
+  /** Bytes as msgpack bin (what `Msgpack.encode` writes for a `Uint8Array`). */
   bin(b: Uint8Array): this {
     const len = b.byteLength
     this.ensure(5 + len)
@@ -307,7 +246,7 @@ export class Writer {
     return this
   }
 
-  private ensure(n: number): void {
+  protected ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return
     // Only the value in progress moves: what a pool handed out before it stays where it is.
     const used = this.pos - this.start
@@ -321,14 +260,14 @@ export class Writer {
     this.start = 0
   }
 
-  private byte(b: number): this {
+  protected byte(b: number): this {
     this.ensure(1)
     this.buf[this.pos++] = b
     return this
   }
 
   /** A non-negative integer in the smallest form, as Python writes it. */
-  private uint(v: number): void {
+  protected uint(v: number): void {
     this.ensure(9)
     const buf = this.buf
     if (v < 0x80) {
@@ -353,7 +292,7 @@ export class Writer {
   }
 
   /** A negative integer in the smallest form. */
-  private negint(v: number): void {
+  protected negint(v: number): void {
     this.ensure(9)
     const buf = this.buf
     if (v >= -32) {
@@ -376,7 +315,7 @@ export class Writer {
     }
   }
 
-  private bigint(v: bigint, path: string): void {
+  protected bigint(v: bigint, path: string): void {
     if (v >= 0n) {
       if (v > UINT64_MAX) throw new NotEncodableException(path, `integer ${v} does not fit in uint64`)
       if (v <= BigInt(Number.MAX_SAFE_INTEGER)) return this.uint(Number(v))
@@ -394,75 +333,10 @@ export class Writer {
     }
   }
 
-  /** Token ids and other integer typed arrays: a msgpack array of ints, never bin. */
-  private typedArray(a: NumericTypedArray, path: string): void {
-    const n = a.length
-    this.arrayHeader(n)
-    if (a instanceof BigUint64Array && isLittleEndian) {
-      // Block hashes: read each word as two uint32 halves instead of allocating a bigint apiece.
-      const halves = new Uint32Array(a.buffer, a.byteOffset, n * 2)
-      for (let i = 0; i < n; i++) {
-        const lo = halves[2 * i]!
-        const hi = halves[2 * i + 1]!
-        if (hi < 0x20_0000) {
-          this.uint(hi * TWO_32 + lo)
-        } else {
-          this.ensure(9)
-          this.buf[this.pos++] = 0xcf
-          this.view.setUint32(this.pos, hi)
-          this.view.setUint32(this.pos + 4, lo)
-          this.pos += 8
-        }
-      }
-      return
-    }
-    if (a instanceof BigInt64Array || a instanceof BigUint64Array) {
-      for (let i = 0; i < n; i++) this.bigint(a[i]!, path)
-      return
-    }
-    const numbers = a as unknown as ArrayLike<number>
-    for (let i = this.uint32sOfTyped(numbers); i < n; i++) this.number(numbers[i]!)
-  }
-
-  private any(v: unknown, depth: number, path: string): void {
-    switch (typeof v) {
-      case "string":
-        this.string(v)
-        return
-      case "number":
-        this.number(v)
-        return
-      case "boolean":
-        this.byte(v ? 0xc3 : 0xc2)
-        return
-      case "bigint":
-        return this.bigint(v, path)
-      case "undefined":
-        this.byte(0xc0)
-        return
-      case "object":
-        if (v === null) {
-          this.byte(0xc0)
-          return
-        }
-        if (depth > MAX_DEPTH) {
-          throw new NotEncodableException(path, `nesting deeper than ${MAX_DEPTH} levels (or a cycle)`)
-        }
-        return this.object(v, depth + 1, path)
-      default:
-        throw new NotEncodableException(path, `a ${typeof v} has no msgpack form`)
-    }
-  }
-
-  /**
-   * Writes the leading elements of `values` that are integers in [0, 2^32) (token ids: most
-   * arrays on the wire), in a loop with no per-element call; returns the index of the first
-   * element it left for the general path. Bytes are what {@link Writer.number} writes.
-   */
   /**
    * Token ids as a msgpack int array, checked as they are written (the prompt's validation and
    * encoding in one pass): returns the index of the first element that is not a non-negative
-   * safe integer, or -1 when every one was written. The bytes are {@link Writer.value}'s.
+   * safe integer, or -1 when every one was written. The bytes are `Msgpack.Writer.value`'s.
    */
   tokenIds(values: ReadonlyArray<unknown>): number {
     const n = values.length
@@ -476,7 +350,12 @@ export class Writer {
     return -1
   }
 
-  private uint32s(values: ReadonlyArray<unknown>): number {
+  /**
+   * Writes the leading elements of `values` that are integers in [0, 2^32) (token ids: most
+   * arrays on the wire), in a loop with no per-element call; returns the index of the first
+   * element it left for the general path. Bytes are what {@link ScalarWriter.number} writes.
+   */
+  protected uint32s(values: ReadonlyArray<unknown>): number {
     const n = values.length
     if (n === 0 || typeof values[0] !== "number") return 0
     this.ensure(5 * n)
@@ -495,10 +374,10 @@ export class Writer {
 
   /**
    * {@link uint32s} for a typed array's elements: a loop of its own, so that the one over plain
-   * arrays (every prompt's token ids) reads one kind of array only (monomorphic: ~1 µs of the
-   * ~4 µs a 512-token prompt took when both kinds went through one loop).
+   * arrays (every prompt's token ids) reads one kind of array only (monomorphic; measured:
+   * PERFORMANCE.md#plain-arrays-and-typed-arrays-in-separate-loops).
    */
-  private uint32sOfTyped(values: ArrayLike<number>): number {
+  protected uint32sOfTyped(values: ArrayLike<number>): number {
     const n = values.length
     this.ensure(5 * n)
     const buf = this.buf
@@ -511,78 +390,5 @@ export class Writer {
     }
     this.pos = pos
     return i
-  }
-
-  private object(v: object, depth: number, path: string): void {
-    if (Array.isArray(v)) {
-      this.arrayHeader(v.length)
-      // Elements are encoded with a relative path, and the index is added only when one fails:
-      // building "path[i]" for every element cost more than encoding it (a 512-token prompt).
-      for (let i = this.uint32s(v); i < v.length; i++) {
-        try {
-          this.any(v[i], depth, "")
-        } catch (cause) {
-          if (!(cause instanceof NotEncodableException)) throw cause
-          const inner = cause.path
-          const at = path + "[" + i + "]"
-          throw new NotEncodableException(
-            inner === "" ? at : inner[0] === "[" || inner[0] === "." ? at + inner : at + "." + inner,
-            cause.reason
-          )
-        }
-      }
-      return
-    }
-    if (ArrayBuffer.isView(v)) {
-      if (v instanceof Uint8Array) this.bin(v)
-      else if (v instanceof DataView) this.bin(new Uint8Array(v.buffer, v.byteOffset, v.byteLength))
-      else this.typedArray(v as NumericTypedArray, path)
-      return
-    }
-    if (v instanceof Raw) {
-      this.raw(v.bytes)
-      return
-    }
-    if (v instanceof Float) {
-      this.float(v.value)
-      return
-    }
-    if (v instanceof FloatFields) {
-      this.plainObject(v.map, depth, path, v.floats)
-      return
-    }
-    if (v instanceof Map) {
-      const keys = [...v.keys()]
-      if (this.sortKeys) keys.sort(compareKeys)
-      this.mapHeader(keys.length)
-      for (const key of keys) {
-        // Python's unpackb refuses any other key (strict_map_key), and so does decode.
-        if (typeof key !== "string") {
-          throw new NotEncodableException(path, `a map key must be a string, got ${key === null ? "null" : typeof key}`)
-        }
-        this.string(key)
-        this.any(v.get(key), depth, path + "." + key)
-      }
-      return
-    }
-    this.plainObject(v, depth, path, undefined)
-  }
-
-  /** A plain object as a map; numbers at the keys in `floats` as float64. */
-  private plainObject(v: object, depth: number, path: string, floats: ReadonlySet<string> | undefined): void {
-    const proto = Object.getPrototypeOf(v)
-    if (proto !== Object.prototype && proto !== null) {
-      const name = (v as { constructor?: { name?: string } }).constructor?.name ?? "object"
-      throw new NotEncodableException(path, `a ${name} instance has no msgpack form (send plain data)`)
-    }
-    const keys = Object.keys(v)
-    if (this.sortKeys) keys.sort(compareKeys)
-    this.mapHeader(keys.length)
-    for (const key of keys) {
-      this.string(key)
-      const value = (v as Record<string, unknown>)[key]
-      if (floats !== undefined && typeof value === "number" && floats.has(key)) this.float(value)
-      else this.any(value, depth, path === "" ? key : path + "." + key)
-    }
   }
 }

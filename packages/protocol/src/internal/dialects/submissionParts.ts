@@ -7,15 +7,15 @@
  * @internal
  */
 import * as Result from "effect/Result"
-import { type Dialect, requireFeature, samplingParamsFor, unsupported } from "../Dialect.ts"
-import * as EncodedParams from "../internal/encodedParams.ts"
-import * as Media from "../Media.ts"
-import type * as Msgpack from "../Msgpack.ts"
-import { type HashingConfig, routesOnPrefixes } from "../PrefixHashing.ts"
-import * as Prompt from "../Prompt.ts"
-import type { ProtocolError } from "../ProtocolError.ts"
-import type * as SamplingParams from "../SamplingParams.ts"
-import type { SubmitInput } from "../Submission.ts"
+import { type Dialect, requireFeature, samplingParamsFor, unsupported } from "../../Dialect.ts"
+import * as EncodedParams from "../encodedParams.ts"
+import * as Media from "../../Media.ts"
+import type * as Msgpack from "../../Msgpack.ts"
+import { type HashingConfig, routesOnPrefixes } from "../../PrefixHashing.ts"
+import * as Prompt from "../../Prompt.ts"
+import type { ProtocolError } from "../../ProtocolError.ts"
+import type * as SamplingParams from "../../SamplingParams.ts"
+import type { SubmitInput } from "../../Submission.ts"
 
 /**
  * A submission's checked parts.

@@ -15,15 +15,15 @@
  */
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import { type Dialect, featuresOf, type Name, unsupported } from "../Dialect.ts"
-import * as Frames from "../Frames.ts"
-import * as Headers from "../Headers.ts"
-import * as M from "../Messages.ts"
-import * as MessageSpec from "../MessageSpec.ts"
-import { ReplyMap } from "../Reply.ts"
-import { KnownFields, withKnownFields } from "../SamplingParams.ts"
-import { RequestId } from "../WireTypes.ts"
-import { parts } from "./submission.ts"
+import { type Dialect, featuresOf, type Name, unsupported } from "../../Dialect.ts"
+import * as Frames from "../../Frames.ts"
+import * as Headers from "../../Headers.ts"
+import * as M from "../../Messages.ts"
+import * as MessageSpec from "../../MessageSpec.ts"
+import { ReplyMap } from "../../Reply.ts"
+import { KnownFields, withKnownFields } from "../../SamplingParams.ts"
+import { RequestId } from "../../WireTypes.ts"
+import { parts } from "./submissionParts.ts"
 
 const H = Headers.values
 

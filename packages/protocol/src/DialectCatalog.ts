@@ -19,11 +19,11 @@
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { type Dialect, type Name, names } from "./Dialect.ts"
-import { coreV016 } from "./dialects/coreV016.ts"
-import { main } from "./dialects/main.ts"
-import { pr6497 } from "./dialects/pr6497.ts"
-import { reference } from "./dialects/reference.ts"
-import { coreV017, coreV018, coreV019 } from "./dialects/releases.ts"
+import { coreV016 } from "./internal/dialects/coreV016.ts"
+import { main } from "./internal/dialects/main.ts"
+import { pr6497 } from "./internal/dialects/pr6497.ts"
+import { reference } from "./internal/dialects/reference.ts"
+import { coreV017, coreV018, coreV019 } from "./internal/dialects/releases.ts"
 
 const byName: Readonly<Record<Name, Dialect>> = {
   reference,
@@ -38,6 +38,7 @@ const byName: Readonly<Record<Name, Dialect>> = {
 /**
  * Every dialect, in the order of {@link Dialect.names}.
  *
+ * @category catalog
  * @since 0.2.0
  */
 export const all: ReadonlyArray<Dialect> = names.map((name) => byName[name])
@@ -47,11 +48,12 @@ export const all: ReadonlyArray<Dialect> = names.map((name) => byName[name])
  *
  * @example
  * ```ts
- * import { Dialects } from "@mcore-effect/protocol"
+ * import { DialectCatalog } from "@mcore-effect/protocol"
  *
- * Dialects.get("core_v0.19").framing // "single"
+ * DialectCatalog.get("core_v0.19").framing // "single"
  * ```
  *
+ * @category catalog
  * @since 0.2.0
  */
 export const get = (name: Name): Dialect => byName[name]
@@ -59,6 +61,7 @@ export const get = (name: Name): Dialect => byName[name]
 /**
  * A dialect's name as configuration takes it (a flag, an environment variable).
  *
+ * @category catalog
  * @since 0.2.0
  */
 export const DialectName = Schema.Literals(names)
@@ -68,12 +71,13 @@ export const DialectName = Schema.Literals(names)
  *
  * @example
  * ```ts
- * import { Dialects } from "@mcore-effect/protocol"
+ * import { DialectCatalog } from "@mcore-effect/protocol"
  *
- * Dialects.parse("core_v0.19") // Result.succeed(the core_v0.19 dialect)
- * Dialects.parse("v0.19") // Result.fail("unknown protocol "v0.19": one of main, pr-6497, ...")
+ * DialectCatalog.parse("core_v0.19") // Result.succeed(the core_v0.19 dialect)
+ * DialectCatalog.parse("v0.19") // Result.fail("unknown protocol "v0.19": one of main, pr-6497, ...")
  * ```
  *
+ * @category catalog
  * @since 0.2.0
  */
 export const parse = (name: string): Result.Result<Dialect, string> =>

@@ -5,6 +5,7 @@
  * Public through `Msgpack`, which re-exports them.
  *
  * @since 0.1.0
+ * @internal
  */
 /**
  * Thrown by {@link encode} for a value that has no msgpack form a Python peer can read:
@@ -12,6 +13,7 @@
  * string (Python's `unpackb` refuses those), or nesting deeper than Python's packer allows
  * (which is also how a cycle shows up).
  *
+ * @category errors
  * @since 0.1.0
  */
 export class NotEncodableException extends globalThis.Error {
@@ -25,6 +27,7 @@ export class NotEncodableException extends globalThis.Error {
  * Typed arrays of numbers other than `Uint8Array` (which is written as msgpack bin): each is
  * written as a msgpack array of numbers, integers in their smallest form.
  *
+ * @category models
  * @since 0.1.0
  */
 export type NumberTypedArray =
@@ -52,6 +55,7 @@ export type NumericTypedArray = NumberTypedArray | BigInt64Array | BigUint64Arra
  * Msgpack.encode([1, new Msgpack.Raw(media)]) // the media bytes, unchanged, as element 2
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Raw {
@@ -70,6 +74,7 @@ export class Raw {
  * Msgpack.encode({ temperature: new Msgpack.Float(1) }) // 81 ab .. cb 3f f0 00 00 00 00 00 00
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Float {
@@ -79,7 +84,7 @@ export class Float {
 /**
  * A plain object written as a map whose values at the keys in `floats` are written as
  * {@link Float}s when they are numbers: a declaration's float fields, without a copy of the
- * object (a copy with `Float`s in it made a 512-token SUBMIT ~6% dearer to build and encode).
+ * object (a copy costs more: PERFORMANCE.md#float-fields-marked-not-copied-or-written-by-a-second-writer).
  *
  * @internal
  */
@@ -95,6 +100,7 @@ const remembered = new WeakMap<object, Uint8Array>()
  * again. Only frozen values: a value that cannot change cannot go stale. Its nested objects must
  * be frozen too (the caller's promise).
  *
+ * @category encoding
  * @since 0.1.0
  * @internal
  */
@@ -106,6 +112,7 @@ export const remember = (value: object, bytes: Uint8Array): void => {
 /**
  * The bytes {@link remember}ed for `value`, or `undefined`.
  *
+ * @category encoding
  * @since 0.1.0
  * @internal
  */

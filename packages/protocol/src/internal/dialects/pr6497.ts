@@ -9,15 +9,15 @@
  * @internal
  */
 import * as Result from "effect/Result"
-import { type Dialect, featuresOf } from "../Dialect.ts"
-import * as Frames from "../Frames.ts"
-import * as Headers from "../Headers.ts"
-import * as M from "../Messages.ts"
-import * as MessageSpec from "../MessageSpec.ts"
-import { KnownFields, SamplingParams } from "../SamplingParams.ts"
-import * as Submission from "../Submission.ts"
-import { RequestId } from "../WireTypes.ts"
-import { parts } from "./submission.ts"
+import { type Dialect, featuresOf } from "../../Dialect.ts"
+import * as Frames from "../../Frames.ts"
+import * as Headers from "../../Headers.ts"
+import * as M from "../../Messages.ts"
+import * as MessageSpec from "../../MessageSpec.ts"
+import { KnownFields, SamplingParams } from "../../SamplingParams.ts"
+import * as Submission from "../../Submission.ts"
+import { RequestId } from "../../WireTypes.ts"
+import { parts } from "./submissionParts.ts"
 
 /**
  * `[20, request_id, sampling_params]` + the prompt frame.

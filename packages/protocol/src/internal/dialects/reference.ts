@@ -7,11 +7,11 @@
  * @since 0.2.0
  * @internal
  */
-import { type Dialect, featuresOf } from "../Dialect.ts"
-import * as Headers from "../Headers.ts"
-import * as Messages from "../Messages.ts"
-import * as SamplingParams from "../SamplingParams.ts"
-import * as Submission from "../Submission.ts"
+import { type Dialect, featuresOf } from "../../Dialect.ts"
+import * as Headers from "../../Headers.ts"
+import * as Messages from "../../Messages.ts"
+import * as SamplingParams from "../../SamplingParams.ts"
+import * as Submission from "../../Submission.ts"
 
 /** @internal */
 export const reference: Dialect = {

@@ -1,0 +1,149 @@
+/**
+ * A chat answered, once its request is read: what `POST /v1/chat/completions` and `POST
+ * /v1/responses` share, so that both render, sample, admit, parse and check a chat the same way.
+ * From the request's chat fields and its messages as the template takes them: the sampling plan
+ * (`Sampling`, vLLM's extension fields), the tools and reasoning (`tools/ToolRequest`), the
+ * messages rendered with the chat template (developer messages as system ones when it has no
+ * such role, `DeveloperRole`; images loaded and sent as the request's media), the
+ * context length checked (`ContextLength`), then the generation (`Generation.respond`), shaped by
+ * the endpoint the caller makes from the request's reading of replies.
+ *
+ * @since 0.2.0
+ */
+import type { Media } from "@mcore-effect/protocol"
+import type { ChatTemplate, Tokenizer } from "@mcore-effect/text"
+import * as Effect from "effect/Effect"
+import type * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import type * as ChatMessages from "./ChatMessages.ts"
+import * as Choice from "./Choice.ts"
+import * as ContextLength from "./ContextLength.ts"
+import * as DeveloperRole from "./DeveloperRole.ts"
+import * as Generation from "./Generation.ts"
+import type * as OpenAiSchema from "./OpenAiSchema.ts"
+import type * as Routes from "./Routes.ts"
+import * as Sampling from "./Sampling.ts"
+import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "./ServerError.ts"
+import * as VllmParams from "./VllmParams.ts"
+import * as ChatImages from "./media/ChatImages.ts"
+import * as AssistantReply from "./tools/AssistantReply.ts"
+import * as ToolRequest from "./tools/ToolRequest.ts"
+
+/**
+ * A chat request's fields but its messages (read before, into the template's messages).
+ *
+ * @since 0.2.0
+ */
+export type ChatFields = Omit<OpenAiSchema.ChatCompletionRequest, "messages">
+
+/**
+ * How an endpoint answers a chat (a constant per endpoint: nothing is made per request here): the
+ * names its errors give the prompt and the token budget (`messages` and `max_tokens`, or `input`
+ * and `max_output_tokens`), its request's messages as the template takes them (the server's image
+ * placeholder given), and its endpoint, made from the request, its top log probs per token (when
+ * asked for) and how its replies are read.
+ *
+ * @since 0.2.0
+ */
+export interface Shape<R extends ChatFields> {
+  readonly names: (request: R) => ContextLength.Params
+  readonly read: (request: R, imagePlaceholder: string | undefined) => Result.Result<ChatMessages.TemplateMessages, ServerError>
+  readonly endpoint: (
+    request: R,
+    tokenizer: Tokenizer.Service,
+    logprobs: number | undefined,
+    reading: AssistantReply.Reading
+  ) => Generation.Endpoint | Generation.WholeEndpoint
+}
+
+/**
+ * Answers a chat whose body was read: plain code up to the prompt's tokens (the checks are
+ * synchronous, and each step of an `Effect.gen` is a step of the runtime per request), then the
+ * generation.
+ *
+ * @since 0.2.0
+ */
+export const answer = <R extends ChatFields>(
+  generation: Routes.Generation,
+  request: R,
+  shape: Shape<R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> => {
+  const { state, text } = generation
+  const names = shape.names(request)
+  const logprobs = request.logprobs === true ? request.top_logprobs ?? 0 : undefined
+  const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? null
+  const planned = Sampling.plan(request, {
+    maxTokens,
+    logprobs,
+    promptLogprobs: false
+  })
+  if (Result.isFailure(planned)) return Effect.fail(planned.failure)
+  const plan = VllmParams.applyTo(planned.success, request)
+  const tokenizer = text.tokenizer
+  if (Result.isFailure(text.chatTemplate)) {
+    return Effect.fail(badRequest(names.prompt, `this model has no usable chat template (${text.chatTemplate.failure.message}); use /v1/completions`))
+  }
+  const media = state.config.media
+  const read = shape.read(request, media.imagePlaceholder)
+  if (Result.isFailure(read)) return Effect.fail(read.failure)
+  const { images, messages, withoutImages } = read.success
+  const tooling = ToolRequest.plan(request, state.config)
+  if (Result.isFailure(tooling)) return Effect.fail(tooling.failure)
+  const { prefill, reading, tools, variables } = tooling.success
+  const noDialect = ChatImages.dialectRefusal(images, state.dialect)
+  if (noDialect !== undefined) return Effect.fail(noDialect)
+  const endpoint = shape.endpoint(request, tokenizer, logprobs, reading)
+  const template = text.chatTemplate.success
+  // Developer messages as system ones when the template has no such role (`DeveloperRole`).
+  if (DeveloperRole.hasDeveloper(messages)) {
+    return Effect.flatMap(
+      DeveloperRole.forTemplate(template, messages, withoutImages),
+      (read) => render(read.messages, read.withoutImages)
+    )
+  }
+  return render(messages, withoutImages)
+
+  function render(messages: Array<ChatTemplate.Message>, withoutImages: Array<ChatTemplate.Message> | undefined) {
+    const prompt = tools === null && variables === undefined && prefill === undefined
+      ? { messages, addGenerationPrompt: true }
+      : { messages, addGenerationPrompt: true, tools, variables, prefill }
+    const respond = (multiModalData: Media.MultiModalData | undefined) =>
+      Effect.matchEffect(text.promptTokens(prompt), {
+        onFailure: (error) => Effect.fail(badRequest(names.prompt, `the chat template refused them: ${error.reason.message}`)),
+        onSuccess: (ids) => {
+          if (ids.length === 0) return Effect.fail(badRequest(names.prompt, "render to an empty prompt"))
+          const fitted = ContextLength.fit(plan, state.maxModelLen, [ids.length], maxTokens, () => names)
+          if (Result.isFailure(fitted)) return Effect.fail(fitted.failure)
+          const context = Choice.context(text, state, fitted.success, multiModalData)
+          return Generation.respond(generation, context, [{ ids, text: "" }], fitted.success, endpoint)
+        }
+      })
+    if (images.length === 0) return respond(undefined)
+    // Images: the template must render them, and every one load, before anything is sent.
+    const rendered = withoutImages === undefined
+      ? Effect.void
+      : ChatImages.rendersImages(template, messages, withoutImages, { addGenerationPrompt: true, tools, variables }, images[0]!)
+    return Effect.flatMap(
+      Effect.andThen(rendered, ChatImages.load(images, media)),
+      (bytes) => respond({ image: bytes })
+    )
+  }
+}
+
+/**
+ * The error of a reply that does not meet a forced `tool_choice` (`AssistantReply.unmet`), or
+ * `undefined`: what both endpoints answer in place of text where a call was asked for.
+ *
+ * @since 0.2.0
+ */
+export const notMet = (
+  reading: AssistantReply.Reading,
+  reply: AssistantReply.Reply,
+  finished: Choice.Finished
+): ServerError | undefined => {
+  const why = AssistantReply.unmet(reading, reply, finished.finishReason)
+  if (why === undefined) return undefined
+  const name = reading.forced?.name
+  return serverError(new ToolChoiceNotMet({ choice: name === undefined ? "\"required\"" : `function ${JSON.stringify(name)}`, why }))
+}
