@@ -15,7 +15,7 @@ import type * as Fiber from "effect/Fiber"
 import * as References from "effect/References"
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
-import type { ClientError } from "./ClientError.ts"
+import type { ClientError } from "../ClientError.ts"
 
 /**
  * The span attribute naming a request (the client's id).
