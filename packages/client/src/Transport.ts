@@ -18,11 +18,11 @@
 import type { MemorySocket } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
-import type { Service } from "./Link.ts"
-import * as MemoryTransport from "./MemoryTransport.ts"
-import * as ZeroMqTransport from "./ZeroMqTransport.ts"
+import type { Service } from "./internal/link.ts"
+import * as MemoryTransport from "./internal/memoryTransport.ts"
+import * as ZeroMqTransport from "./internal/zeroMqTransport.ts"
 
-export type { Events, Link, LinkConfig, Service } from "./Link.ts"
+export type { Events, Link, LinkConfig, Service } from "./internal/link.ts"
 
 /**
  * The ZeroMQ transport: one DEALER per client, with heartbeats, CurveZMQ, reconnection, and the

@@ -7,6 +7,7 @@
 export * as ClientConfig from "./ClientConfig.ts"
 export * as ClientError from "./ClientError.ts"
 export * as ClientMetrics from "./ClientMetrics.ts"
+export * as ClientService from "./ClientService.ts"
 export * as InferenceClient from "./InferenceClient.ts"
 export * as Reply from "./Reply.ts"
 export * as Transport from "./Transport.ts"

@@ -8,9 +8,9 @@ import { TestSupport } from "@mcore-effect/testkit"
 import { Effect, Result } from "effect"
 import * as ClientConfig from "../src/ClientConfig.ts"
 import { Recorder } from "../src/ClientMetrics.ts"
-import { Connection } from "../src/Connection.ts"
-import { ConnectionState } from "../src/ConnectionState.ts"
-import { singles } from "../src/PendingRequests.ts"
+import { Connection } from "../src/internal/connection.ts"
+import { ConnectionState } from "../src/internal/connectionState.ts"
+import { singles } from "../src/internal/pendingRequests.ts"
 
 describe("ConnectionState", () => {
   it("connecting -> ready at the first CONNECT_ACK; a later one changes nothing", () => {

@@ -9,8 +9,8 @@ import { TestSupport } from "@mcore-effect/testkit"
 import { Effect, Exit, Metric } from "effect"
 import { ClientMetrics } from "../src/index.ts"
 import { Recorder } from "../src/ClientMetrics.ts"
-import * as Listener from "../src/Listener.ts"
-import { PendingRequests, singles } from "../src/PendingRequests.ts"
+import * as Listener from "../src/internal/listener.ts"
+import { PendingRequests, singles } from "../src/internal/pendingRequests.ts"
 
 const setup = (options?: { readonly awaitingFirstAck?: boolean; readonly deserialize?: boolean; readonly maxFrameBytes?: number }) =>
   Effect.map(Effect.context<never>(), (context) => {

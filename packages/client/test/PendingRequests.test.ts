@@ -9,7 +9,7 @@ import { Cause, Effect, Exit, Metric, Queue, Stream } from "effect"
 import { type ClientError, clientError, ClientClosed, CoordinatorLost } from "../src/ClientError.ts"
 import { ClientMetrics } from "../src/index.ts"
 import { Recorder } from "../src/ClientMetrics.ts"
-import { Batched, type BatchSink, PendingRequests, Single, singles, Streamed } from "../src/PendingRequests.ts"
+import { Batched, type BatchSink, PendingRequests, Single, singles, Streamed } from "../src/internal/pendingRequests.ts"
 import type { Reply, StreamEvent } from "../src/Reply.ts"
 
 const registry = Effect.map(Effect.context<never>(), (context) => new PendingRequests(new Recorder(context)))

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, References, Tracer } from "effect"
-import { tracing } from "../src/Spans.ts"
+import { tracing } from "../src/internal/spans.ts"
 
 const tracer = Tracer.make({ span: (options) => new Tracer.NativeSpan(options) })
 const traced = Effect.withFiber((fiber) => Effect.succeed(tracing(fiber)))

@@ -6,7 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { TestSupport } from "@mcore-effect/testkit"
 import { Effect } from "effect"
 import * as Zmq from "zeromq"
-import * as Writer from "../src/Writer.ts"
+import * as Writer from "../src/internal/writer.ts"
 
 const router = Effect.acquireRelease(
   Effect.promise(async () => {

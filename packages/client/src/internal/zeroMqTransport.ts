@@ -8,9 +8,9 @@
  */
 import * as Result from "effect/Result"
 import * as Zmq from "zeromq"
-import * as ClientConfig from "./ClientConfig.ts"
-import { type ClientError, clientError, InvalidAddress } from "./ClientError.ts"
-import { type Events, type Link, type LinkConfig, type LinkState, overSocket, type Service } from "./Link.ts"
+import * as ClientConfig from "../ClientConfig.ts"
+import { type ClientError, clientError, InvalidAddress } from "../ClientError.ts"
+import { type Events, type Link, type LinkConfig, type LinkState, overSocket, type Service } from "./link.ts"
 
 /** The DEALER's CurveZMQ options: the server's key, and the client's key pair (made when not given). */
 const curveOptions = (curve: LinkConfig["curve"]) => {

@@ -14,12 +14,12 @@ import type * as Fiber from "effect/Fiber"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import type * as Tracer from "effect/Tracer"
-import type { ClientError } from "./ClientError.ts"
-import type * as Connection from "./Connection.ts"
-import type { KvHandoffOptions, PromptInput, Submitted, SubmitOptions } from "./InferenceClient.ts"
-import * as PendingRequests from "./PendingRequests.ts"
-import type { Reply, StreamEvent } from "./Reply.ts"
-import { inScopeSpan, REQUEST_ID, tracing } from "./Spans.ts"
+import type { ClientError } from "../ClientError.ts"
+import type * as Connection from "./connection.ts"
+import type { KvHandoffOptions, PromptInput, Submitted, SubmitOptions } from "../ClientService.ts"
+import * as PendingRequests from "./pendingRequests.ts"
+import type { Reply, StreamEvent } from "../Reply.ts"
+import { inScopeSpan, REQUEST_ID, tracing } from "./spans.ts"
 
 /** The operations whose effect is a {@link SingleRequest}, and their span names. */
 const SPAN_NAMES = {

@@ -30,7 +30,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
-import * as ClientConfig from "./ClientConfig.ts"
+import * as ClientConfig from "../ClientConfig.ts"
 import {
   ClientClosed,
   type ClientError,
@@ -44,14 +44,14 @@ import {
   RequestAborted,
   RequestTimeout,
   SendFailed
-} from "./ClientError.ts"
-import type { Recorder } from "./ClientMetrics.ts"
-import type { Link } from "./Link.ts"
-import * as Listener from "./Listener.ts"
-import { type BatchSink, type Entry, PendingRequests, type Single, singles } from "./PendingRequests.ts"
-import { ConnectionState } from "./ConnectionState.ts"
-import { Transport } from "./Transport.ts"
-import { Unanswered } from "./Unanswered.ts"
+} from "../ClientError.ts"
+import type { Recorder } from "../ClientMetrics.ts"
+import type { Link } from "./link.ts"
+import * as Listener from "./listener.ts"
+import { type BatchSink, type Entry, PendingRequests, type Single, singles } from "./pendingRequests.ts"
+import { ConnectionState } from "./connectionState.ts"
+import { Transport } from "../Transport.ts"
+import { Unanswered } from "./unanswered.ts"
 
 /**
  * One request, whichever operation made it: what `submit`, `stream` and `submitAll` take (the

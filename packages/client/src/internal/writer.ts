@@ -32,18 +32,11 @@ export const make = (
   new FrameSocket.Writer<number | undefined>(dealer, (cause, _message, requestId) => onError(requestId, cause), {
     // The DEALER has `sendTimeout: 0` and no high-water mark (see `ZeroMqTransport.openDealer`).
     immediate: true,
-    // A server sends as its HTTP requests come, one by one from many connections: in bursts per
-    // turn, its CPU per request fell from 703 to 573 µs (server bench workload, 64 connections,
-    // medians of 4 alternating 5 s runs); the client bench's own figures did not move (quick run,
-    // both ways: burst 1.14x / 1.16x the baseline, one-at-a-time p50 1.19x / 1.18x).
+    // Frames queued in one turn go out together: less CPU per request for a server
+    // (see PERFORMANCE.md, "Coalesced writes").
     coalesce: true,
-    // A batch (`submitAll`, or `submit` in `Effect.forEach`) registers all its requests in one
-    // turn: 20,000 of them took 0.2-0.4 s before the first burst went out, the coordinator idle
-    // meanwhile. In bursts of 256 it starts on the first ones at once. Side-by-side bursts of
-    // 20,000 against the Python echo peer, medians of 3-4 alternating runs per sitting, a loaded
-    // machine (load 4-6): `submit` +37% and +56% req/s, `submitAll` +39% and +0% (two sittings),
-    // CPU per request -10% to +7%; in a third, bursts of 128 / 512 gave `submit` +41% / +30% and
-    // `submitAll` +23% / +14%; 64 cost 10% more CPU, 2,048 gained less.
+    // A batch of 20,000 starts going out at once rather than after 0.2-0.4 s of registering
+    // (see PERFORMANCE.md, "Bursts of 256").
     maxBurst: 256
   })
 

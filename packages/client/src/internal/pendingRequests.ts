@@ -19,9 +19,9 @@ import * as Effect from "effect/Effect"
 import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
-import { type ClientError, clientError, RequestAborted } from "./ClientError.ts"
-import type { Recorder } from "./ClientMetrics.ts"
-import type { Reply, StreamEvent } from "./Reply.ts"
+import { type ClientError, clientError, RequestAborted } from "../ClientError.ts"
+import type { Recorder } from "../ClientMetrics.ts"
+import type { Reply, StreamEvent } from "../Reply.ts"
 
 /**
  * Who gives up on a request: interrupting a waiting fiber aborts its request through this (the
@@ -36,10 +36,8 @@ export interface Canceller {
 /**
  * A request waiting for one reply. Its completion is a one-shot cell like a `Deferred`, kept to
  * the fields it needs: a fiber waiting in `submit` registers its resume callback here directly,
- * which saves the `Deferred`, its waiter array and its per-wait cleanup effect (a few hundred bytes
- * per pending request, measured at 100,000 in flight). Who waits and then the outcome share one
- * field, the canceller is on the prototype, and the start time and the deadline's timer live in
- * the registry's pages: two fields (40 bytes) where six, and a boxed start time, took 88.
+ * which saves the `Deferred` and its per-wait cleanup; who waits and then the outcome share one
+ * field (measurements in the package's PERFORMANCE.md, "A one-shot cell instead of a `Deferred`").
  *
  * It is also the `Effect` that aborts it (see {@link Single.prototype}): what a waiting fiber hands
  * `Effect.callback` to run if it is interrupted, without a closure per request.

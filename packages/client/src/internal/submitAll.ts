@@ -14,11 +14,11 @@ import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
-import { type ClientError, clientError, InvalidArgument } from "./ClientError.ts"
-import type { Connection, Request } from "./Connection.ts"
-import { Batched, type BatchSink } from "./PendingRequests.ts"
-import type { BatchReply, BatchSettled, SubmitAllOptions } from "./InferenceClient.ts"
-import { inScopeSpan } from "./Spans.ts"
+import { type ClientError, clientError, InvalidArgument } from "../ClientError.ts"
+import type { Connection, Request } from "./connection.ts"
+import { Batched, type BatchSink } from "./pendingRequests.ts"
+import type { BatchReply, BatchSettled, SubmitAllOptions } from "../ClientService.ts"
+import { inScopeSpan } from "./spans.ts"
 
 const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
 

@@ -12,8 +12,8 @@ import { FrameSocket } from "@mcore-effect/protocol"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import type { ClientError, ConnectSeen } from "./ClientError.ts"
-import * as Writer from "./Writer.ts"
+import type { ClientError, ConnectSeen } from "../ClientError.ts"
+import * as Writer from "./writer.ts"
 
 /**
  * The sending side of a link: the connection's one writer. Messages go out in the order they are

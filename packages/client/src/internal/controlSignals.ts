@@ -22,8 +22,8 @@
 import { Dialect } from "@mcore-effect/protocol"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import { type ClientError, clientError, InvalidRequest } from "./ClientError.ts"
-import type * as Connection from "./Connection.ts"
+import { type ClientError, clientError, InvalidRequest } from "../ClientError.ts"
+import type * as Connection from "./connection.ts"
 
 /**
  * The control signals of one client.

@@ -13,11 +13,11 @@
  */
 import { type Dialect, Headers, Messages, Msgpack, MsgpackScan, type ProtocolError, Reply, Values } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
-import { clientError, MalformedReply, ReplyTooLarge } from "./ClientError.ts"
-import type { Recorder } from "./ClientMetrics.ts"
-import type { Entry, PendingRequests } from "./PendingRequests.ts"
-import { type RawReply, recordRequest } from "./Reply.ts"
-import type { Unanswered } from "./Unanswered.ts"
+import { clientError, MalformedReply, ReplyTooLarge } from "../ClientError.ts"
+import type { Recorder } from "../ClientMetrics.ts"
+import type { Entry, PendingRequests } from "./pendingRequests.ts"
+import { type RawReply, recordRequest } from "../Reply.ts"
+import type { Unanswered } from "./unanswered.ts"
 
 const { describeValue, isPlainObject } = Values
 

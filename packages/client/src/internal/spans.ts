@@ -1,10 +1,9 @@
 /**
  * Tracing of the client's operations, made only when someone can see it.
  *
- * Per-request spans on the submission path cost more than the rest of the client's own work (a
- * span, its context and its fiber cache, measured at ~2 KB and several µs a request); with the
- * built-in native tracer nobody can see them, so they are made only when a tracing backend is
- * installed (as `Tracer.nativeTracer`'s documentation suggests).
+ * Per-request spans cost more than the rest of the client's own work; with the built-in native
+ * tracer nobody can see them, so they are made only when a tracing backend is installed
+ * (measurements in the package's PERFORMANCE.md, "Spans only when someone can see them").
  *
  * @since 0.1.0
  * @internal
@@ -15,7 +14,7 @@ import type * as Fiber from "effect/Fiber"
 import * as References from "effect/References"
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
-import type { ClientError } from "./ClientError.ts"
+import type { ClientError } from "../ClientError.ts"
 
 /**
  * The span attribute naming a request (the client's id).

@@ -15,8 +15,8 @@
  */
 import { MemorySocket } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
-import type { ClientError } from "./ClientError.ts"
-import { type Events, type Link, type LinkConfig, type LinkState, overSocket, type Service } from "./Link.ts"
+import type { ClientError } from "../ClientError.ts"
+import { type Events, type Link, type LinkConfig, type LinkState, overSocket, type Service } from "./link.ts"
 
 const observe = (dealer: MemorySocket.Dealer, state: LinkState, events: Events): Result.Result<MemorySocket.Dealer, ClientError> => {
   dealer.onLink((event) => {

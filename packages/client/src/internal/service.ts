@@ -1,0 +1,123 @@
+/**
+ * The client's implementation behind `InferenceClient.make`: the options checked before anything
+ * is opened, the connection, and each operation of the `Service` wired to it.
+ *
+ * @internal
+ */
+import { type Dialect, PrefixHashing, Prompt } from "@mcore-effect/protocol"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as ClientConfig from "../ClientConfig.ts"
+import { type ClientError, clientError, InvalidAddress, InvalidArgument, InvalidRequest } from "../ClientError.ts"
+import { Recorder } from "../ClientMetrics.ts"
+import type { Service } from "../ClientService.ts"
+import { Transport } from "../Transport.ts"
+import * as Connection from "./connection.ts"
+import * as ControlSignals from "./controlSignals.ts"
+import { requestsOf, streamed } from "./requestEffects.ts"
+import { REQUEST_ID } from "./spans.ts"
+import { submitAll } from "./submitAll.ts"
+
+const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
+
+const checkRequestId = (requestId: number): ClientError | undefined =>
+  Number.isSafeInteger(requestId) && requestId >= 0
+    ? undefined
+    : invalidArgument("requestId", `expected a non-negative integer, got ${String(requestId)}`)
+
+/** The client, its reply type the union of both (see `InferenceClient.make`). */
+export const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
+  // Nothing is opened for an address (as the transport reads it) or options the client refuses.
+  const badAddress = (yield* Transport).addressProblem(options.address)
+  if (badAddress !== undefined) {
+    return yield* Effect.fail(clientError(new InvalidAddress({ address: options.address, why: badAddress })))
+  }
+  const resolved = ClientConfig.resolve(options)
+  if (Result.isFailure(resolved)) return yield* Effect.fail(clientError(new InvalidArgument(resolved.failure)))
+  const config = resolved.success
+  const context = yield* Effect.context<never>()
+  const runFork = Effect.runForkWith(context)
+  const warn = (message: string): void => {
+    runFork(Effect.logWarning(message).pipe(Effect.annotateLogs({ coordinator: config.address })))
+  }
+  const connection = yield* Connection.make(config, new Recorder(context), warn)
+
+  // Encoded once; a signal the dialect lacks fails every call, before anything is sent.
+  const signal = (name: string, message: Dialect.Message) => {
+    const frames = connection.encode(message)
+    return Effect.fn(name)(function*() {
+      if (Result.isFailure(frames)) return yield* Effect.fail(frames.failure)
+      const error = connection.available()
+      if (error !== undefined) return yield* Effect.fail(error)
+      connection.send(frames.success)
+    })
+  }
+
+  const withRequestId = (name: string, send: (requestId: number) => ClientError | undefined) =>
+    Effect.fn(name)(function*(requestId: number) {
+      yield* Effect.annotateCurrentSpan(REQUEST_ID, requestId)
+      const invalid = checkRequestId(requestId)
+      if (invalid !== undefined) return yield* Effect.fail(invalid)
+      const error = connection.available()
+      if (error !== undefined) return yield* Effect.fail(error)
+      const refused = send(requestId)
+      if (refused !== undefined) return yield* Effect.fail(refused)
+    })
+
+  const { KvHandoff, Submit, SubmitWithId } = requestsOf(connection)
+  const service: Service = {
+    submit: (prompt, samplingParams, options) => new Submit(prompt, samplingParams, options),
+    submitWithId: (prompt, samplingParams, options) => new SubmitWithId(prompt, samplingParams, options),
+    submitAll: (requests, options) => submitAll(connection, requests, options, "failFast"),
+    submitAllSettled: (requests, options) => submitAll(connection, requests, options, "settle"),
+    stream: (prompt, samplingParams, options) =>
+      streamed(connection, "InferenceClient.stream", { ...options, prompt, samplingParams }),
+    submitWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
+      new KvHandoff(prompt, samplingParams, options, kvMeta, srcBlockIds),
+    streamWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
+      streamed(connection, "InferenceClient.streamWithKvHandoff", {
+        prompt,
+        samplingParams,
+        kvMeta,
+        srcBlockIds,
+        timeout: options?.timeout
+      }),
+    releaseKvHandoff: withRequestId(
+      "InferenceClient.releaseKvHandoff",
+      (requestId) => {
+        const frames = connection.encode({ _tag: "ReleaseKv", requestId })
+        if (Result.isFailure(frames)) return frames.failure
+        connection.send(frames.success)
+        return undefined
+      }
+    ),
+    abort: withRequestId("InferenceClient.abort", (requestId) => connection.abort(requestId)),
+    ...ControlSignals.make(connection),
+    startCudaProfiler: signal("InferenceClient.startCudaProfiler", { _tag: "StartCudaProfiler" }),
+    stopCudaProfiler: signal("InferenceClient.stopCudaProfiler", { _tag: "StopCudaProfiler" }),
+    shutdownCoordinator: signal("InferenceClient.shutdownCoordinator", { _tag: "Shutdown" }),
+    setGenerationEpoch: Effect.fn("InferenceClient.setGenerationEpoch")(function*(generationEpoch: number) {
+      // Epochs count up from 0 (the CLI refuses a negative one too): -1 is a mistake, not an epoch.
+      if (!Number.isSafeInteger(generationEpoch) || generationEpoch < 0) {
+        return yield* Effect.fail(
+          invalidArgument("generationEpoch", `expected a non-negative integer, got ${String(generationEpoch)}`)
+        )
+      }
+      const frames = connection.encode({ _tag: "SetGenerationEpoch", generationEpoch })
+      if (Result.isFailure(frames)) return yield* Effect.fail(frames.failure)
+      const error = connection.available()
+      if (error !== undefined) return yield* Effect.fail(error)
+      connection.send(frames.success)
+    }),
+    blockHashes: (prompt, mediaCacheKey) =>
+      Effect.suspend(() => {
+        const valid = Prompt.validate(prompt)
+        if (Result.isFailure(valid)) return Effect.fail(clientError(new InvalidRequest({ error: valid.failure })))
+        return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, config.hashing, mediaCacheKey))
+      }),
+    dialect: config.dialect,
+    pendingCount: Effect.sync(() => connection.pending.size),
+    connected: Effect.sync(() => connection.state.phase === "ready")
+  }
+  return service
+})
