@@ -50,11 +50,12 @@ describe("the test coordinator on an in-memory network", () => {
       expect((yield* cluster.coordinator.snapshot).restarts).toBe(1)
     }).pipe(Effect.scoped))
 
-  it.effect("any address name is taken in memory, CurveZMQ is not; ZeroMQ still binds loopback only", () =>
+  it.effect("any address name is taken in memory (the loopback check is ZeroMQ's), CurveZMQ is not", () =>
     Effect.gen(function*() {
       const network = new MemorySocket.Network()
-      const coordinator = yield* TestCoordinator.make({ network, address: "tcp://0.0.0.0:5555" })
-      expect(coordinator.address).toBe("tcp://0.0.0.0:5555")
+      // Not a loopback address, so ZeroMQ would refuse it (TestCoordinator.test.ts): in memory nothing is bound.
+      const coordinator = yield* TestCoordinator.make({ network, address: "memory://coordinator-a" })
+      expect(coordinator.address).toBe("memory://coordinator-a")
       const curve = { publicKey: "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7", secretKey: "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6" }
       const refused = yield* Effect.flip(TestCoordinator.make({ network, curve }))
       expect(refused.reason).toMatchObject({ _tag: "InvalidOption", option: "curve" })
@@ -62,7 +63,5 @@ describe("the test coordinator on an in-memory network", () => {
         TestEngine.make({ coordinatorAddress: coordinator.address, network, curve: { serverKey: curve.publicKey, ...curve } })
       )
       expect(engine.reason).toMatchObject({ _tag: "InvalidOption", option: "curve" })
-      const exposed = yield* Effect.flip(TestCoordinator.make({ address: "tcp://0.0.0.0:0" }))
-      expect(exposed.reason._tag).toBe("NotLoopback")
     }).pipe(Effect.scoped))
 })
