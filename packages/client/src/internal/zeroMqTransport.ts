@@ -8,7 +8,7 @@
  */
 import * as Result from "effect/Result"
 import * as Zmq from "zeromq"
-import * as ClientConfig from "../ClientConfig.ts"
+import { addressProblem } from "./zeroMqAddress.ts"
 import { type ClientError, clientError, InvalidAddress } from "../ClientError.ts"
 import { type Events, type Link, type LinkConfig, type LinkState, overSocket, type Service } from "./link.ts"
 
@@ -96,7 +96,7 @@ const connect = (address: string) => (dealer: Zmq.Dealer, state: LinkState, even
  */
 export const transport: Service = {
   name: "zeromq",
-  addressProblem: ClientConfig.addressProblem,
+  addressProblem: addressProblem,
   open: (config: LinkConfig, attach: (link: Link) => Events) =>
     overSocket(() => openDealer(config), connect(config.address), attach, config.closeTimeoutMillis)
 }
