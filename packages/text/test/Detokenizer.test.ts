@@ -93,7 +93,9 @@ describe("Detokenizer", () => {
     Effect.gen(function*() {
       const tokenizer = yield* qwen3
       fc.assert(
-        fc.property(fc.string({ unit: "binary", maxLength: 40 }), (text) => {
+        // A text that itself holds U+FFFD decodes to it honestly; the claim is about the
+        // detokenizer inventing one, so such texts are left out (seed 452790646 drew "\uFFFD").
+        fc.property(fc.string({ unit: "binary", maxLength: 40 }).filter((text) => !text.includes("\uFFFD")), (text) => {
           const ids = tokenizer.encode(text)
           const { deltas, rest } = run(tokenizer, ids, ids.map((_, i) => i))
           expect(deltas.join("")).not.toContain("\uFFFD")
