@@ -102,6 +102,13 @@ export class Connection {
   private readonly canAbort: boolean
   /** What the coordinator still owes, where closing must wait for it (see `Unanswered`). */
   readonly unanswered: Unanswered | undefined
+  /**
+   * Called once the transport dropped and the pending requests have failed with
+   * `CoordinatorLost` (a fleet takes its member out of routing and redials it then).
+   */
+  onLost: (() => void) | undefined = undefined
+  /** Messages received from the coordinator so far: what tells a fleet a stalled link from a busy one. */
+  received = 0
 
   constructor(
     readonly config: ClientConfig.ResolvedOptions,
@@ -246,6 +253,7 @@ export class Connection {
     this.warn(`lost the coordinator; failing ${this.pending.size} pending request(s)`)
     this.unanswered?.forget()
     this.pending.failAll(this.lostError)
+    this.onLost?.()
   }
 
   /** ZeroMQ refused a message. */
@@ -345,7 +353,10 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
     connection = new Connection(config, metrics, link, warn)
     const options: Listener.Options = { ...listener, pending: connection.pending, unanswered: connection.unanswered }
     return {
-      message: (frames) => Listener.handle(options, frames),
+      message: (frames) => {
+        connection.received++
+        Listener.handle(options, frames)
+      },
       up: () => {
         if (connection.state.awaitingFirstAck) seen = "connected"
         connection.up()

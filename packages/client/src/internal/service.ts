@@ -26,7 +26,14 @@ const checkRequestId = (requestId: number): ClientError | undefined =>
     : invalidArgument("requestId", `expected a non-negative integer, got ${String(requestId)}`)
 
 /** The client, its reply type the union of both (see `InferenceClient.make`). */
-export const makeService = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
+export const makeService = (options: ClientConfig.ClientOptions) =>
+  Effect.map(makeWithConnection(options), ({ service }) => service)
+
+/**
+ * The client and its connection, for a fleet that watches its members' connections (see
+ * `Connection.onLost`).
+ */
+export const makeWithConnection = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
   // Nothing is opened for an address (as the transport reads it) or options the client refuses.
   const badAddress = (yield* Transport).addressProblem(options.address)
   if (badAddress !== undefined) {
@@ -119,5 +126,5 @@ export const makeService = Effect.fnUntraced(function*(options: ClientConfig.Cli
     pendingCount: Effect.sync(() => connection.pending.size),
     connected: Effect.sync(() => connection.state.phase === "ready")
   }
-  return service
+  return { service, connection }
 })

@@ -1,0 +1,293 @@
+/**
+ * Many coordinators behind one `InferenceClient`: a fleet holds one client (one connection) per
+ * coordinator, places each request on one of them, and provides the same `InferenceClient`
+ * service, so the text layer, the server and any Effect program use a fleet as they use one
+ * coordinator. All of a fleet's coordinators speak one dialect (`protocol`).
+ *
+ * - **Routing** (`routing`): `prefix` (default) keeps prompts that share a prefix on one
+ *   coordinator, so its engines' prefix caches hit, within a load bound (consistent hashing
+ *   with bounded loads over the router's own block keys, deterministic across processes);
+ *   `least-loaded`; `round-robin`. The router's blocks (`routingBlockTokens`) only decide
+ *   placement and never reach the wire. Its memory is bounded (`routingTableKeys`).
+ * - **Failover**: a coordinator whose link stalls takes no new request but keeps its connection
+ *   and what it holds (each request bounded by its deadline); one whose link drops has the
+ *   requests it held that produced no output submitted again on the others, and streams that
+ *   already streamed end with `CoordinatorLost`. Every request ends exactly once.
+ * - **Rejoin**: a coordinator that went down is redialed after `rejoinBackoff`, with a fresh
+ *   identity each time, until it acknowledges CONNECT (a restarting Megatron coordinator
+ *   swallows the first messages it receives as engine registrations); the fleet's control
+ *   state (paused, suspended, the generation epoch) is applied to it before it takes requests.
+ * - **Ids**: the ids a fleet gives (`submitWithId`, `submitAll`) name the coordinator that
+ *   holds the request ({@link FleetService.memberOf}): `abort` reaches it, wherever the request
+ *   failed over to. `releaseKvHandoff` takes a {@link FleetService.handoffId}.
+ * - **Control signals** go to every coordinator: {@link FleetService.control} returns one `Exit`
+ *   per coordinator; the service's own methods (`pauseEngines`, ...) send to every one and then
+ *   fail with the first failure, if any coordinator failed.
+ *
+ * @since 0.3.0
+ */
+import type * as Config from "effect/Config"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import * as ClientConfig from "./ClientConfig.ts"
+import { type ClientError, clientError, InvalidArgument } from "./ClientError.ts"
+import type { ReplyFor, Service } from "./ClientService.ts"
+import { InferenceClient } from "./InferenceClient.ts"
+import type { Result as ControlResult, Signal } from "./internal/fleet/control.ts"
+import type { Status } from "./internal/fleet/member.ts"
+import type { Policy } from "./internal/fleet/router.ts"
+import { type FleetConfig, makeFleet } from "./internal/fleet/service.ts"
+
+export type {
+  /**
+   * A control signal sent to every coordinator: an `InferenceClient` method's name, or a
+   * generation epoch.
+   */
+  Signal as ControlSignal,
+  /** One coordinator's result of a control signal: its index, its address, its `Exit`. */
+  ControlResult,
+  /** How requests are placed: `prefix`, `least-loaded` or `round-robin`. */
+  Policy as RoutingPolicy,
+  /**
+   * Where a coordinator is: `connecting` (dialing, not joined yet), `up`, `stalled` (joined,
+   * requests in flight and nothing received for `stallTimeout`: it takes no new request) or
+   * `down` (its link dropped; redialing).
+   */
+  Status as MemberStatus
+}
+
+/**
+ * A fleet's options: the client's (all but `address`, applied to every coordinator's client)
+ * and the fleet's own.
+ *
+ * @category models
+ * @since 0.3.0
+ */
+export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address"> {
+  /** The coordinators' addresses, each one once. */
+  readonly coordinators: ReadonlyArray<string>
+  /** How requests are placed. Default `prefix`. */
+  readonly routing?: Policy | undefined
+  /**
+   * The `prefix` router's block, in tokens (text: 4 characters a token): prompts sharing whole
+   * blocks share placement. Its own, not the engines' (`blockSizeTokens`, which Megatron
+   * dialects refuse because their coordinators hash): it never reaches the wire. Default 64.
+   */
+  readonly routingBlockTokens?: number | undefined
+  /** Blocks of a prompt the router reads, at most (the rest of a longer prompt is not read). Default 256. */
+  readonly routingMaxBlocks?: number | undefined
+  /**
+   * The load bound: a coordinator takes a new request while its requests in flight + 1 are at
+   * most `ceil(loadFactor * (all in flight + 1) / coordinators up)`. At least 1. Default 1.25.
+   */
+  readonly loadFactor?: number | undefined
+  /** Prefix keys the router remembers (about 80 bytes each). Default 65,536. */
+  readonly routingTableKeys?: number | undefined
+  /** A joined coordinator with requests in flight and nothing received for this long is stalled. Default 10 seconds. */
+  readonly stallTimeout?: import("effect/Duration").Input | undefined
+  /** The wait before redialing a coordinator that went down, doubled after each failed dial. Default 1 second. */
+  readonly rejoinBackoff?: import("effect/Duration").Input | undefined
+  /** The longest wait between dials. Default 30 seconds. */
+  readonly rejoinBackoffMax?: import("effect/Duration").Input | undefined
+}
+
+/**
+ * What a fleet's coordinator reports.
+ *
+ * @category models
+ * @since 0.3.0
+ */
+export interface MemberStats {
+  readonly index: number
+  readonly address: string
+  readonly status: Status
+  /** The fleet's requests in flight on it now. */
+  readonly inFlight: number
+  /** Requests placed on it (re-submissions included). */
+  readonly requests: number
+  /** Requests it held when it went down that were submitted again on another coordinator. */
+  readonly resubmitted: number
+  /** Times it joined (1 for one that never went down). */
+  readonly joins: number
+}
+
+/**
+ * One coordinator of a fleet, for callers that need it alone (a prefill/decode pool, metrics).
+ *
+ * @category models
+ * @since 0.3.0
+ */
+export interface Member<R extends import("./Reply.ts").Reply = import("./Reply.ts").Reply> {
+  readonly index: number
+  readonly address: string
+  /** Its client now; `undefined` while it is down or dialing (each rejoin is a new client). */
+  readonly client: Effect.Effect<Service<R> | undefined>
+  readonly stats: Effect.Effect<MemberStats>
+}
+
+/**
+ * A fleet: the `InferenceClient` service over it, and what only a fleet has.
+ *
+ * @category models
+ * @since 0.3.0
+ */
+export interface FleetService<R extends import("./Reply.ts").Reply = import("./Reply.ts").Reply> {
+  /** The fleet as one `InferenceClient` (what {@link layer} provides as `InferenceClient`). */
+  readonly client: Service<R>
+  /** The coordinators, in the order of `coordinators`. */
+  readonly members: ReadonlyArray<Member<R>>
+  /** The index of the coordinator that holds the request a fleet id names, or `undefined` for a value no fleet id has. */
+  readonly memberOf: (fleetId: number) => number | undefined
+  /**
+   * The id `client.releaseKvHandoff` takes for the engine-side request `engineRequestId` (what
+   * a prefill reply's `disaggregated_params` names) of the coordinator `member`.
+   */
+  readonly handoffId: (member: number, engineRequestId: number) => number
+  /** Sends a control signal to every coordinator; one result per coordinator, in order. */
+  readonly control: (signal: Signal) => Effect.Effect<ReadonlyArray<ControlResult>>
+}
+
+/**
+ * The fleet as a service.
+ *
+ * @category services
+ * @since 0.3.0
+ */
+export class Fleet extends Context.Service<Fleet, FleetService>()("@mcore-effect/client/Fleet") {}
+
+const defaults = {
+  routing: "prefix",
+  routingBlockTokens: 64,
+  routingMaxBlocks: 256,
+  loadFactor: 1.25,
+  routingTableKeys: 65_536,
+  stallTimeout: "10 seconds",
+  rejoinBackoff: "1 second",
+  rejoinBackoffMax: "30 seconds"
+} as const
+
+const resolveFleet = (options: FleetOptions): Result.Result<FleetConfig, ClientError> => {
+  const millis = (name: "stallTimeout" | "rejoinBackoff" | "rejoinBackoffMax"): Result.Result<number, ClientError> => {
+    const parsed = ClientConfig.durationMillis(name, options[name] ?? defaults[name])
+    return Result.isFailure(parsed) ? Result.fail(clientError(new InvalidArgument(parsed.failure))) : Result.succeed(parsed.success)
+  }
+  const stall = millis("stallTimeout")
+  if (Result.isFailure(stall)) return Result.fail(stall.failure)
+  const backoff = millis("rejoinBackoff")
+  if (Result.isFailure(backoff)) return Result.fail(backoff.failure)
+  const backoffMax = millis("rejoinBackoffMax")
+  if (Result.isFailure(backoffMax)) return Result.fail(backoffMax.failure)
+  return Result.succeed({
+    coordinators: options.coordinators,
+    routing: options.routing ?? defaults.routing,
+    routingBlockTokens: options.routingBlockTokens ?? defaults.routingBlockTokens,
+    routingMaxBlocks: options.routingMaxBlocks ?? defaults.routingMaxBlocks,
+    loadFactor: options.loadFactor ?? defaults.loadFactor,
+    routingTableKeys: options.routingTableKeys ?? defaults.routingTableKeys,
+    stallTimeoutMillis: stall.success,
+    rejoinBackoffMillis: backoff.success,
+    rejoinBackoffMaxMillis: Math.max(backoff.success, backoffMax.success)
+  })
+}
+
+/**
+ * Builds a fleet: checks every option and address before opening anything (`InvalidArgument`,
+ * `InvalidAddress`), dials every coordinator at once, and returns when each has answered or
+ * failed its first dial and at least one joined (failing with the first coordinator's error
+ * when none did); the others keep being redialed. Everything is owned by the current scope.
+ *
+ * @example
+ * ```ts
+ * import { Fleet } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const fleet = yield* Fleet.make({
+ *     coordinators: ["tcp://127.0.0.1:5555", "tcp://127.0.0.1:5556"],
+ *     protocol: "main",
+ *     routing: "prefix"
+ *   })
+ *   const reply = yield* fleet.client.submit([1, 2, 3, 4], { num_tokens_to_generate: 8 })
+ *   const paused = yield* fleet.control("pauseEngines") // one Exit per coordinator
+ *   return { reply, paused }
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @category constructors
+ * @since 0.3.0
+ */
+export const make = <const O extends FleetOptions>(
+  options: O
+): Effect.Effect<FleetService<ReplyFor<O & { readonly address: string }>>, ClientError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const fleet = resolveFleet(options)
+    if (Result.isFailure(fleet)) return yield* Effect.fail(fleet.failure)
+    const { coordinators: _, routing: _r, routingBlockTokens: _b, routingMaxBlocks: _m, loadFactor: _l, routingTableKeys: _t, stallTimeout: _s, rejoinBackoff: _rb, rejoinBackoffMax: _rm, ...client } = options
+    const handle = yield* makeFleet(fleet.success, { ...client, address: options.coordinators[0] ?? "" })
+    const n = handle.members.length
+    const service: FleetService = {
+      client: handle.service,
+      members: handle.members.map((member): Member => ({
+        index: member.index,
+        address: member.address,
+        client: Effect.sync(() => member.client),
+        stats: Effect.sync(() => ({
+          index: member.index,
+          address: member.address,
+          status: member.status,
+          inFlight: member.load,
+          requests: member.requests,
+          resubmitted: member.resubmitted,
+          joins: member.joins
+        }))
+      })),
+      memberOf: (fleetId) => handle.memberOf(fleetId)?.index,
+      handoffId: (member, engineRequestId) => engineRequestId * n + member,
+      control: handle.control
+    }
+    return service as FleetService<any>
+  }) as Effect.Effect<FleetService<any>, ClientError, Scope.Scope>
+
+/**
+ * The fleet as a layer providing both {@link Fleet} and `InferenceClient` (the fleet's
+ * `client`): the text layer and the server run over it unchanged.
+ *
+ * @example
+ * ```ts
+ * import { Fleet, InferenceClient } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const FleetLive = Fleet.layer({ coordinators: ["tcp://127.0.0.1:5555", "tcp://127.0.0.1:5556"], protocol: "main" })
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.InferenceClient // the whole fleet
+ *   return yield* client.submit("Hello", { num_tokens_to_generate: 8 })
+ * }).pipe(Effect.provide(FleetLive))
+ * ```
+ *
+ * @category layers
+ * @since 0.3.0
+ */
+export const layer = (options: FleetOptions): Layer.Layer<Fleet | InferenceClient, ClientError> =>
+  Layer.effectContext(
+    Effect.map(make(options), (fleet) => Context.make(Fleet, fleet).pipe(Context.add(InferenceClient, fleet.client)))
+  )
+
+/**
+ * The options of a fleet read from `Config`, as the client's are, with the addresses from
+ * `coordinators` (the client's `address` setting is not read).
+ *
+ * @category layers
+ * @since 0.3.0
+ */
+export const layerConfig = (
+  coordinators: ReadonlyArray<string>,
+  config: Config.Config<ClientConfig.ClientOptions> = ClientConfig.config,
+  fleetOptions?: Omit<FleetOptions, keyof ClientConfig.ClientOptions | "coordinators">
+): Layer.Layer<Fleet | InferenceClient, ClientError | Config.ConfigError> =>
+  Layer.unwrap(
+    Effect.map(config, ({ address: _, ...client }) => layer({ ...client, ...fleetOptions, coordinators }))
+  )

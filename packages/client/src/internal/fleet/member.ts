@@ -1,0 +1,169 @@
+/**
+ * One coordinator of a fleet: its client (a connection of its own), what routing reads of it
+ * (load, whether it may take new requests), and the loop that keeps it joined.
+ *
+ * What a member is, from Megatron-LM's coordinator (`data_parallel_inference_coordinator/`):
+ *
+ * - **Stalled** (connected, requests in flight, nothing received for `stallTimeout`): alive but
+ *   slow is not dead. It takes no new request, but keeps its connection and identity, and what
+ *   it holds waits for its replies (bounded by each request's deadline): a coordinator that is
+ *   only slow routes those replies to the identity that sent them, and a 0.17+/main coordinator
+ *   that routes a reply to an identity no longer connected dies (`EHOSTUNREACH`), so the fleet
+ *   never drops a stalled link. It takes requests again as soon as anything arrives from it.
+ * - **Down** (its link dropped: the connection was reset or refused, or the heartbeat timed
+ *   out): its client has failed every request it held with `CoordinatorLost` (the coordinator
+ *   knows a reconnecting DEALER by a new identity, so nothing it owed the old one can arrive),
+ *   and the fleet submits again elsewhere those that had produced no output. The member's
+ *   client is closed at once, so ZeroMQ does not redial by itself.
+ * - **Rejoining**: after `rejoinBackoff` the member dials a fresh client (a fresh DEALER, a
+ *   fresh identity). A restarting coordinator takes the first `data_parallel_size` messages it
+ *   receives, of any content, as engine registrations (`coordinator.py:176-179`), so a CONNECT
+ *   that arrives during its start-up is swallowed and never acknowledged: no CONNECT_ACK within
+ *   `connectTimeout` (or an answer that is not CONNECT_ACK: engine traffic, since the identity
+ *   was registered as an engine) closes that client, and the member backs off (doubling, up to
+ *   `rejoinBackoffMax`) and dials again with another fresh identity. Nothing that arrives
+ *   before CONNECT_ACK is read as a reply (the client's handshake rejects it). Once joined, the
+ *   fleet's control state (paused or suspended, the generation epoch) is applied to it before
+ *   it takes requests.
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Result from "effect/Result"
+import * as Scope from "effect/Scope"
+import type * as ClientConfig from "../../ClientConfig.ts"
+import type { ClientError } from "../../ClientError.ts"
+import type { Service } from "../../ClientService.ts"
+import type * as Connection from "../connection.ts"
+import { makeWithConnection } from "../service.ts"
+import type { Candidate } from "./router.ts"
+
+/**
+ * Where a member is.
+ *
+ * @internal
+ */
+export type Status = "connecting" | "up" | "stalled" | "down"
+
+/** What a member's loop needs from the fleet. */
+export interface MemberConfig {
+  readonly options: ClientConfig.ClientOptions
+  readonly stallTimeoutMillis: number
+  readonly rejoinBackoffMillis: number
+  readonly rejoinBackoffMaxMillis: number
+  /** Applies the fleet's control state to a member that (re)joined, before it takes requests. */
+  readonly rejoined: (client: Service) => Effect.Effect<void, ClientError>
+  /** The current time in milliseconds (the `Clock`'s, so a test clock drives stalls). */
+  readonly now: () => number
+  readonly warn: (message: string) => void
+}
+
+/**
+ * A member.
+ *
+ * @internal
+ */
+export class Member implements Candidate {
+  client: Service | undefined = undefined
+  private connection: Connection.Connection | undefined = undefined
+  private down = false
+  /** `received` of the connection when last looked at, and when it last changed (or was idle). */
+  private seenReceived = 0
+  private quietSince = 0
+  /** Requests routed here. */
+  requests = 0
+  /** Requests that were in flight here when it went down and were submitted again elsewhere. */
+  resubmitted = 0
+  /** Times it joined (the first included). */
+  joins = 0
+  /** Bumped at every join: what a fleet id's generation is checked against. */
+  generation = 0
+  /** The last reason a dial failed, for messages. */
+  lastError: ClientError | undefined = undefined
+
+  constructor(readonly index: number, readonly address: string, private readonly config: MemberConfig) {}
+
+  /** The fleet's requests in flight here. */
+  get load(): number {
+    return this.connection === undefined ? 0 : this.connection.pending.size
+  }
+
+  get status(): Status {
+    if (this.connection === undefined) return this.down ? "down" : "connecting"
+    return this.stalled() ? "stalled" : "up"
+  }
+
+  get routable(): boolean {
+    return this.connection !== undefined && !this.stalled()
+  }
+
+  /**
+   * Stalled: requests in flight and nothing received for `stallTimeout` (measured from the last
+   * message, or from when it was last seen idle).
+   */
+  private stalled(): boolean {
+    const connection = this.connection!
+    const now = this.config.now()
+    if (connection.pending.size === 0 || connection.received !== this.seenReceived) {
+      this.seenReceived = connection.received
+      this.quietSince = now
+      return false
+    }
+    return now - this.quietSince > this.config.stallTimeoutMillis
+  }
+
+  /**
+   * Joins and keeps the member joined until interrupted (the fleet's scope closing): dials,
+   * waits for the link to drop, closes the client, backs off, dials again. `firstTry` is
+   * completed after the first dial, with its outcome.
+   */
+  run(scope: Scope.Scope, firstTry: Deferred.Deferred<void, ClientError>): Effect.Effect<void> {
+    const member = this
+    const config = this.config
+    return Effect.gen(function*() {
+      let failures = 0
+      for (;;) {
+        const dialScope = yield* Scope.fork(scope, "sequential")
+        const lost = Deferred.makeUnsafe<void>()
+        const dialed = yield* makeWithConnection({ ...config.options, address: member.address }).pipe(
+          Effect.tap(({ service }) => config.rejoined(service)),
+          Scope.provide(dialScope),
+          Effect.exit
+        )
+        if (Exit.isSuccess(dialed)) {
+          const { connection, service } = dialed.value
+          connection.onLost = () => {
+            // Synchronously, from the transport's event: routing stops choosing it at once.
+            member.connection = undefined
+            member.client = undefined
+            member.down = true
+            Deferred.doneUnsafe(lost, Exit.void)
+          }
+          member.down = false
+          member.seenReceived = connection.received
+          member.quietSince = config.now()
+          member.connection = connection
+          member.client = service
+          member.generation++
+          member.joins++
+          failures = 0
+          if (member.joins > 1) config.warn(`coordinator ${member.address} rejoined the fleet`)
+          Deferred.doneUnsafe(firstTry, Exit.void)
+          yield* Deferred.await(lost)
+          config.warn(`coordinator ${member.address} is down: redialing with a fresh identity`)
+        } else {
+          const error = Cause.findError(dialed.cause)
+          if (Result.isSuccess(error)) member.lastError = error.success
+          Deferred.doneUnsafe(firstTry, Exit.failCause(dialed.cause))
+          failures++
+        }
+        yield* Scope.close(dialScope, Exit.void)
+        const backoff = Math.min(config.rejoinBackoffMaxMillis, config.rejoinBackoffMillis * 2 ** Math.max(0, failures - 1))
+        yield* Effect.sleep(backoff)
+      }
+    })
+  }
+}

@@ -1,0 +1,242 @@
+/**
+ * The fleet behind `Fleet.make`: the options checked before anything is opened, one member per
+ * coordinator (each its own client, joined and kept joined by its loop), the router, and each
+ * operation of the `InferenceClient` service wired over them.
+ *
+ * @internal
+ */
+import { PrefixHashing, Prompt } from "@mcore-effect/protocol"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Result from "effect/Result"
+import * as Stream from "effect/Stream"
+import * as ClientConfig from "../../ClientConfig.ts"
+import { type ClientError, clientError, CoordinatorLost, InvalidAddress, InvalidArgument, InvalidRequest } from "../../ClientError.ts"
+import type { BatchReply, BatchRequest, BatchSettled, Service, SubmitAllOptions } from "../../ClientService.ts"
+import { Transport } from "../../Transport.ts"
+import { Control, firstFailure, type Result as ControlResult, type Signal } from "./control.ts"
+import { FleetIds, placed, placedStream, type Placement } from "./failover.ts"
+import { Member } from "./member.ts"
+import { type Policy, Router } from "./router.ts"
+
+/** The fleet's own options, resolved (see `Fleet.FleetOptions`). */
+export interface FleetConfig {
+  readonly coordinators: ReadonlyArray<string>
+  readonly routing: Policy
+  readonly routingBlockTokens: number
+  readonly routingMaxBlocks: number
+  readonly loadFactor: number
+  readonly routingTableKeys: number
+  readonly stallTimeoutMillis: number
+  readonly rejoinBackoffMillis: number
+  readonly rejoinBackoffMaxMillis: number
+}
+
+/** What `Fleet.make` builds: the service and what only a fleet has. */
+export interface FleetHandle {
+  readonly service: Service
+  readonly members: ReadonlyArray<Member>
+  readonly memberOf: (fleetId: number) => Member | undefined
+  readonly control: (signal: Signal) => Effect.Effect<ReadonlyArray<ControlResult>>
+  readonly router: Router
+}
+
+const invalid = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
+
+const positiveInteger = (name: string, value: number): ClientError | undefined =>
+  Number.isSafeInteger(value) && value >= 1 ? undefined : invalid(name, `expected a positive integer, got ${String(value)}`)
+
+/** The fleet's options checked (the clients' are checked by `ClientConfig.resolve`). */
+export const checkFleet = (config: FleetConfig): ClientError | undefined => {
+  if (config.coordinators.length === 0) return invalid("coordinators", "a fleet needs at least one coordinator")
+  const seen = new Set<string>()
+  for (const address of config.coordinators) {
+    if (seen.has(address)) return invalid("coordinators", `${JSON.stringify(address)} is listed twice`)
+    seen.add(address)
+  }
+  if (!["prefix", "least-loaded", "round-robin"].includes(config.routing)) {
+    return invalid("routing", `expected prefix, least-loaded or round-robin, got ${JSON.stringify(config.routing)}`)
+  }
+  if (!(config.loadFactor >= 1 && Number.isFinite(config.loadFactor))) {
+    return invalid("loadFactor", `expected a number >= 1, got ${String(config.loadFactor)}`)
+  }
+  return positiveInteger("routingBlockTokens", config.routingBlockTokens) ??
+    positiveInteger("routingMaxBlocks", config.routingMaxBlocks) ??
+    positiveInteger("routingTableKeys", config.routingTableKeys)
+}
+
+export const makeFleet = Effect.fnUntraced(function*(fleet: FleetConfig, options: ClientConfig.ClientOptions) {
+  // Nothing is opened for options or an address the fleet or its clients refuse.
+  const refused = checkFleet(fleet)
+  if (refused !== undefined) return yield* Effect.fail(refused)
+  const transport = yield* Transport
+  for (const address of fleet.coordinators) {
+    const why = transport.addressProblem(address)
+    if (why !== undefined) return yield* Effect.fail(clientError(new InvalidAddress({ address, why })))
+  }
+  const resolved = ClientConfig.resolve({ ...options, address: fleet.coordinators[0]! })
+  if (Result.isFailure(resolved)) return yield* Effect.fail(clientError(new InvalidArgument(resolved.failure)))
+  const config = resolved.success
+
+  const scope = yield* Effect.scope
+  const clock = yield* Clock.Clock
+  const context = yield* Effect.context<never>()
+  const runFork = Effect.runForkWith(context)
+  const warn = (message: string): void => {
+    runFork(Effect.logWarning(message))
+  }
+  let closed = false
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      closed = true
+    })
+  )
+
+  const members: Array<Member> = []
+  // Applied by each member as it joins; made once the members exist.
+  let control!: Control
+  for (const [index, address] of fleet.coordinators.entries()) {
+    members.push(
+      new Member(index, address, {
+        options,
+        stallTimeoutMillis: fleet.stallTimeoutMillis,
+        rejoinBackoffMillis: fleet.rejoinBackoffMillis,
+        rejoinBackoffMaxMillis: fleet.rejoinBackoffMaxMillis,
+        rejoined: (client) => control.apply(client),
+        now: () => clock.currentTimeMillisUnsafe(),
+        warn
+      })
+    )
+  }
+  // core_v0.16's resumeEngines sends RESUME then UNPAUSE (see controlSignals.ts).
+  control = new Control(members, config.dialect.headers.values.PAUSE_ACK !== undefined)
+
+  const router = new Router({
+    policy: fleet.routing,
+    addresses: fleet.coordinators,
+    blockSizeTokens: fleet.routingBlockTokens,
+    maxBlocks: fleet.routingMaxBlocks,
+    loadFactor: fleet.loadFactor,
+    tableCapacity: fleet.routingTableKeys
+  })
+  const lostError = () => clientError(new CoordinatorLost({ address: fleet.coordinators.join(",") }))
+  const placement: Placement = {
+    members,
+    pick: (prompt, excluded) => {
+      let index = router.pick(prompt, members, excluded)
+      // Every joined member stalled: a stall is a guess, a lost link is not; the least loaded
+      // joined one then.
+      if (index < 0) {
+        for (const m of members) {
+          if (m.client === undefined || excluded?.[m.index] === true) continue
+          if (index < 0 || m.load < members[index]!.load) index = m.index
+        }
+      }
+      return index < 0 ? undefined : members[index]!
+    },
+    noMember: lostError,
+    closed: () => closed
+  }
+  const ids = new FleetIds(placement)
+
+  // Each member joins and stays joined in a fiber of the fleet's scope; the fleet is up once
+  // every member has tried once and at least one joined.
+  const firstTries = members.map(() => Deferred.makeUnsafe<void, ClientError>())
+  for (const member of members) yield* Effect.forkIn(member.run(scope, firstTries[member.index]!), scope)
+  const tries = yield* Effect.forEach(firstTries, (d) => Effect.exit(Deferred.await(d)), { concurrency: "unbounded" })
+  const first = tries[0]!
+  if (tries.every(Exit.isFailure) && Exit.isFailure(first)) return yield* Effect.failCause(first.cause)
+
+  const controlSignal = (signal: Signal) => () => Effect.flatMap(control.send(signal), firstFailure)
+
+  const batch = (
+    requests: Iterable<BatchRequest>,
+    options: SubmitAllOptions | undefined
+  ): Stream.Stream<readonly [number, BatchRequest], ClientError> => {
+    const concurrency = options?.concurrency
+    if (concurrency !== undefined && concurrency !== "unbounded" && !(Number.isSafeInteger(concurrency) && concurrency >= 1)) {
+      return Stream.fail(invalid("concurrency", `expected a positive integer or "unbounded", got ${String(concurrency)}`))
+    }
+    return Stream.map(Stream.fromIterable(requests), (request, index) => [index, request] as const)
+  }
+  const submitOne = (request: BatchRequest) =>
+    ids.submitWithId(
+      request.prompt,
+      (client) => client.submitWithId(request.prompt, request.samplingParams, request),
+      (client) => client.submitWithId(request.prompt, request.samplingParams, request)
+    )
+
+  const service: Service = {
+    submit: (prompt, samplingParams, options) => placed(placement, prompt, (client) => client.submit(prompt, samplingParams, options)),
+    submitWithId: (prompt, samplingParams, options) =>
+      ids.submitWithId(
+        prompt,
+        (client) => client.submitWithId(prompt, samplingParams, options),
+        (client) => client.submitWithId(prompt, samplingParams, options)
+      ),
+    submitAll: (requests, options) =>
+      Stream.mapEffect(
+        batch(requests, options),
+        ([index, request]) =>
+          Effect.flatMap(submitOne(request), (submitted) =>
+            Effect.map(submitted.reply, (reply): BatchReply => ({ index, requestId: submitted.requestId, reply }))),
+        { concurrency: options?.concurrency ?? "unbounded", unordered: true }
+      ),
+    submitAllSettled: (requests, options) =>
+      Stream.mapEffect(
+        batch(requests, options),
+        ([index, request]) =>
+          Effect.matchEffect(submitOne(request), {
+            onFailure: (error) => Effect.succeed<BatchSettled>({ index, requestId: undefined, exit: Exit.fail(error) }),
+            onSuccess: (submitted) =>
+              Effect.map(Effect.exit(submitted.reply), (exit): BatchSettled => ({ index, requestId: submitted.requestId, exit }))
+          }),
+        { concurrency: options?.concurrency ?? "unbounded", unordered: true }
+      ),
+    stream: (prompt, samplingParams, options) =>
+      placedStream(placement, prompt, (client) => client.stream(prompt, samplingParams, options)),
+    submitWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
+      placed(placement, prompt, (client) => client.submitWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
+    streamWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
+      placedStream(placement, prompt, (client) => client.streamWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
+    releaseKvHandoff: (handoffId) => {
+      // A handoff id names the member whose engine pinned the KV (see `Fleet.handoffId`).
+      if (!Number.isSafeInteger(handoffId) || handoffId < 0) {
+        return Effect.fail(invalid("requestId", `expected a non-negative integer, got ${String(handoffId)}`))
+      }
+      const member = members[handoffId % members.length]!
+      const client = member.client
+      if (client === undefined) return Effect.fail(clientError(new CoordinatorLost({ address: member.address })))
+      return client.releaseKvHandoff(Math.floor(handoffId / members.length))
+    },
+    abort: (requestId) => ids.abort(requestId),
+    pauseEngines: controlSignal("pauseEngines"),
+    unpauseEngines: controlSignal("unpauseEngines"),
+    suspendEngines: controlSignal("suspendEngines"),
+    resumeEngines: controlSignal("resumeEngines"),
+    stopEngines: controlSignal("stopEngines"),
+    setGenerationEpoch: (generationEpoch) => controlSignal({ generationEpoch })(),
+    startCudaProfiler: controlSignal("startCudaProfiler"),
+    stopCudaProfiler: controlSignal("stopCudaProfiler"),
+    shutdownCoordinator: controlSignal("shutdownCoordinator"),
+    blockHashes: (prompt, mediaCacheKey) =>
+      Effect.suspend(() => {
+        const valid = Prompt.validate(prompt)
+        if (Result.isFailure(valid)) return Effect.fail(clientError(new InvalidRequest({ error: valid.failure })))
+        return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, config.hashing, mediaCacheKey))
+      }),
+    dialect: config.dialect,
+    pendingCount: Effect.sync(() => members.reduce((sum, m) => sum + m.load, 0)),
+    connected: Effect.sync(() => members.some((m) => m.client !== undefined))
+  }
+  const handle: FleetHandle = {
+    service,
+    members,
+    memberOf: (fleetId) => ids.memberOf(fleetId),
+    control: (signal) => control.send(signal),
+    router
+  }
+  return handle
+})
