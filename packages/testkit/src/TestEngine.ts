@@ -226,28 +226,31 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
       (core) => Effect.sync(() => core.close())
     )
 
-    const read = (): Snapshot => ({
-      identity,
-      protocol,
-      state: core.state,
-      running: core.running,
-      active: Array.from(core.active.keys()),
-      completed: core.completed,
-      steps: core.steps,
-      registrations: core.registrations,
-      received: core.received.toArray(),
-      receivedTotal: core.received.total,
-      signals: core.signals.slice(),
-      generationEpoch: core.generationEpoch,
-      profiling: core.profiling,
-      aborted: core.aborted.slice(),
-      kvHandoffs: core.kvHandoffs.slice(),
-      pinned: Array.from(core.pinned.keys()),
-      released: core.released.slice(),
-      counters: { ...core.counters },
-      faults: core.faults.list(),
-      faultsApplied: { ...core.faults.applied }
-    })
+    const read = (): Snapshot => {
+      const e = core.shared
+      return {
+        identity,
+        protocol,
+        state: e.state,
+        running: e.running,
+        active: Array.from(e.active.keys()),
+        completed: e.completed,
+        steps: e.steps,
+        registrations: e.registrations,
+        received: e.received.toArray(),
+        receivedTotal: e.received.total,
+        signals: e.signals.slice(),
+        generationEpoch: e.generationEpoch,
+        profiling: e.profiling,
+        aborted: e.aborted.slice(),
+        kvHandoffs: e.kvHandoffs.slice(),
+        pinned: Array.from(e.pins.pinned.keys()),
+        released: e.pins.released.slice(),
+        counters: { ...e.counters },
+        faults: core.faults.list(),
+        faultsApplied: { ...core.faults.applied }
+      }
+    }
     const handle: Handle = {
       identity,
       protocol,
