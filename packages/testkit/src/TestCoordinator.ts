@@ -71,6 +71,14 @@ export interface Options {
    * of their own. Default: no encryption, no authentication.
    */
   readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
+  /**
+   * Megatron's start-up, at every start (restarts included): the first this many messages, of
+   * any content from any sender, register their senders as engines (`coordinator.py:176-179`
+   * takes `data_parallel_size` of them, so a client's CONNECT that comes too early is one), and
+   * a restart numbers requests from 0 again. Default 0: engines register by their empty frame,
+   * and a restart numbers on from where the last one stopped.
+   */
+  readonly startupRegistrations?: number | undefined
 }
 
 /**
@@ -168,7 +176,8 @@ export interface Handle {
   /**
    * Starts a fresh coordinator on the same address (crashing the current one if it runs). It
    * numbers requests on from where the last one stopped, so a reply an engine still sends for
-   * an old request is dropped (counted as `unknownRequest`), never given to a new one.
+   * an old request is dropped (counted as `unknownRequest`), never given to a new one; with
+   * `startupRegistrations`, from 0 again, as Megatron's does.
    */
   readonly restart: Effect.Effect<void, TestkitError>
   /** Resolves when the coordinator has stopped (SHUTDOWN from a client, or a crash). */
@@ -198,6 +207,7 @@ interface Resolved {
   readonly blockSizeTokens: number
   readonly recordLimit: number
   readonly curve: { readonly publicKey: string; readonly secretKey: string } | undefined
+  readonly startupRegistrations: number
 }
 
 let nextMemoryAddress = 0
@@ -209,6 +219,8 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
   const beta = options.beta ?? Routing.defaultBeta
   const blockSizeTokens = options.blockSizeTokens ?? 16
   const recordLimit = options.recordLimit ?? 1_000
+  const startupRegistrations = options.startupRegistrations ?? 0
+  if (!Number.isSafeInteger(startupRegistrations) || startupRegistrations < 0) return invalid("startupRegistrations", "must be an integer >= 0")
   // In memory, nothing is exposed whatever the name.
   if (network === undefined && !isLoopback(address)) return Effect.fail(testkitError(new NotLoopback({ address })))
   const dialect = Dialects.parse(options.protocol ?? "reference")
@@ -222,7 +234,7 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
     return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
   }
   if (curve !== undefined && network !== undefined) return invalid("curve", "CurveZMQ is ZeroMQ's: not with a network")
-  return Effect.succeed({ address, network, protocol: dialect.success.name, policy, beta, blockSizeTokens, recordLimit, curve })
+  return Effect.succeed({ address, network, protocol: dialect.success.name, policy, beta, blockSizeTokens, recordLimit, curve, startupRegistrations })
 }
 
 /** Binds, retrying briefly while a just-closed socket still holds the port. */
@@ -297,6 +309,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     beta: resolved.beta,
     blockSizeTokens: resolved.blockSizeTokens,
     recordLimit: resolved.recordLimit,
+    startupRegistrations: resolved.startupRegistrations,
     log,
     debug: LogLevel.isLessThanOrEqualTo(yield* References.MinimumLogLevel, "Debug"),
     curve: resolved.curve
@@ -362,7 +375,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
       core.close()
       // Closed, the old core routes nothing more: its next id is final, and the new one starts
       // there, since engines keep running and may still answer the old requests.
-      const next = yield* bind(address, config, resolved.network, core.nextRequestId)
+      const next = yield* bind(address, config, resolved.network, resolved.startupRegistrations > 0 ? 0 : core.nextRequestId)
       unhook()
       core = next
       restarts++

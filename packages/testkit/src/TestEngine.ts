@@ -61,6 +61,16 @@ export interface Options {
   readonly maxActiveRequests?: number | undefined
   /** KV block size, for `num_cached_tokens` and pinned blocks. Default 16. */
   readonly blockSizeTokens?: number | undefined
+  /**
+   * KV blocks the engine's prefix cache holds, the least recently used evicted first (hits and
+   * misses in {@link Snapshot.prefixCache}). Default `Infinity`: every block seen stays cached.
+   */
+  readonly prefixCacheBlocks?: number | undefined
+  /**
+   * Milliseconds to prefill each block of a prompt that is not cached, before the request's first
+   * token; one engine's prefills run one after another. Default 0 (free).
+   */
+  readonly prefillMsPerBlock?: number | undefined
   /** Tokens to generate when a request sets neither `num_tokens_to_generate` nor `num_tokens_total`. Default 8. */
   readonly defaultTokensToGenerate?: number | undefined
   /**
@@ -113,6 +123,8 @@ export interface Snapshot {
   /** Requests whose pinned KV was released by RELEASE_KV. */
   readonly released: ReadonlyArray<number>
   readonly counters: EngineCounters
+  /** The prefix cache: blocks held, and the prompt blocks that hit and missed it so far. */
+  readonly prefixCache: { readonly blocks: number; readonly hits: number; readonly misses: number }
   readonly faults: ReadonlyArray<Faults.Fault>
   readonly faultsApplied: Readonly<Record<Faults.FaultTag, number>>
 }
@@ -181,6 +193,12 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
     const defaultTokensToGenerate = options.defaultTokensToGenerate ?? 8
     const recordLimit = options.recordLimit ?? 1_000
     const abort = options.abort ?? "finish"
+    const prefixCacheBlocks = options.prefixCacheBlocks ?? Infinity
+    const prefillMsPerBlock = options.prefillMsPerBlock ?? 0
+    if (!(prefixCacheBlocks === Infinity || nonNegativeInt(prefixCacheBlocks))) {
+      return yield* invalid("prefixCacheBlocks", "must be an integer >= 0 (or Infinity)")
+    }
+    if (!Number.isFinite(prefillMsPerBlock) || prefillMsPerBlock < 0) return yield* invalid("prefillMsPerBlock", "must be a finite number >= 0")
     if (!Number.isFinite(stepMs) || stepMs < 0) return yield* invalid("stepMs", "must be a finite number >= 0")
     if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return yield* invalid("blockSizeTokens", "must be an integer >= 1")
     if (!(maxActiveRequests === Infinity || (Number.isSafeInteger(maxActiveRequests) && maxActiveRequests >= 1))) {
@@ -211,6 +229,8 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
       stepMs,
       maxActiveRequests,
       blockSizeTokens,
+      prefixCacheBlocks,
+      prefillMsPerBlock,
       defaultTokensToGenerate,
       continuations: options.continuations,
       recordLimit,
@@ -247,6 +267,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
         pinned: Array.from(e.pins.pinned.keys()),
         released: e.pins.released.slice(),
         counters: { ...e.counters },
+        prefixCache: { blocks: e.prefixCache.size, hits: e.prefixCache.hits, misses: e.prefixCache.misses },
         faults: core.faults.list(),
         faultsApplied: { ...core.faults.applied }
       }

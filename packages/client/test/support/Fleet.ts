@@ -3,7 +3,7 @@
  * in-memory network, and a fleet over them reaching them through `Transport.memory`.
  */
 import { MemorySocket } from "@mcore-effect/protocol"
-import { Generation, TestCluster, type TestkitError } from "@mcore-effect/testkit"
+import { Generation, type TestCluster, TestFleet, type TestkitError } from "@mcore-effect/testkit"
 import { Effect, Exit, type Scope } from "effect"
 import { type ClientError, Fleet, Transport } from "../../src/index.ts"
 
@@ -11,13 +11,14 @@ import { type ClientError, Fleet, Transport } from "../../src/index.ts"
 export const fleetSetup = (
   count: number,
   options?: {
-    readonly cluster?: Omit<TestCluster.Options, "network"> | undefined
+    readonly cluster?: Omit<TestFleet.Options, "network" | "coordinators"> | undefined
     readonly fleet?: Partial<Fleet.FleetOptions> | undefined
   }
 ): Effect.Effect<
   {
     readonly network: MemorySocket.Network
     readonly clusters: ReadonlyArray<TestCluster.Handle>
+    readonly testFleet: TestFleet.Handle
     readonly fleet: Fleet.FleetService
   },
   TestkitError.TestkitError | ClientError.ClientError,
@@ -25,17 +26,17 @@ export const fleetSetup = (
 > =>
   Effect.gen(function*() {
     const network = new MemorySocket.Network()
-    const clusters: Array<TestCluster.Handle> = []
-    for (let i = 0; i < count; i++) clusters.push(yield* TestCluster.make({ engines: 2, ...options?.cluster, network }))
+    const testFleet = yield* TestFleet.make({ engines: 2, ...options?.cluster, coordinators: count, network })
+    const clusters = testFleet.clusters
     const fleet = yield* Fleet.make({
-      coordinators: clusters.map((c) => c.address),
+      coordinators: testFleet.addresses,
       protocol: "reference",
       rejoinBackoff: "20 millis",
       rejoinBackoffMax: "200 millis",
       connectTimeout: "500 millis",
       ...options?.fleet
     }).pipe(Effect.provide(Transport.layerMemory(network)))
-    return { network, clusters, fleet }
+    return { network, clusters, testFleet, fleet }
   })
 
 /** Requests the coordinator of each cluster has routed to its engines so far. */

@@ -24,6 +24,8 @@ export interface CoordinatorConfig {
   readonly blockSizeTokens: number
   /** How many messages per engine are kept for inspection (oldest dropped first). */
   readonly recordLimit: number
+  /** Megatron's start-up: the first this many messages after a start register their senders as engines. */
+  readonly startupRegistrations: number
   readonly log: Log
   /**
    * Whether debug lines are wanted: a request's start, completion and abort are logged at debug

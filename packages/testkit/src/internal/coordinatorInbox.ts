@@ -48,6 +48,12 @@ export class CoordinatorInbox {
     const s = this.s
     const identity = frames[0]!
     const message = frames.slice(1)
+    // Megatron's start-up (`coordinator.py:176-179`): the first `data_parallel_size` messages
+    // register their senders as engines, whatever they hold: a client's early CONNECT included.
+    if (s.registrationsLeft > 0) {
+      s.registrationsLeft--
+      return RequestDispatch.registerEngine(s, identity)
+    }
     // Megatron's engines register by sending one empty frame (a client that did CONNECT cannot
     // turn itself into an engine that way: it would be sent other clients' requests).
     if (Messages.isEngineRegistration(message)) {

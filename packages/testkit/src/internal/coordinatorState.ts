@@ -47,6 +47,8 @@ export class CoordinatorState {
    * must not match a new request that reused the id (it is dropped as `unknownRequest`).
    */
   nextRequestId: number
+  /** Messages still to be taken as engine registrations, whatever they hold (Megatron's start-up). */
+  registrationsLeft: number
 
   constructor(
     readonly config: CoordinatorConfig,
@@ -57,6 +59,7 @@ export class CoordinatorState {
   ) {
     this.wire = config.wire
     this.nextRequestId = firstRequestId
+    this.registrationsLeft = config.startupRegistrations
     this.rejections = new RecentLog(config.recordLimit)
     this.toClients = new ClientOutbox(out)
     this.pool = new EnginePool(writer, this.ownership, config, nameOf)

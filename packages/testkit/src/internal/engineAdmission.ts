@@ -1,7 +1,7 @@
 /**
  * How a request enters a test engine: its sampling parameters and prompt read, its prompt's
- * blocks matched against the blocks this engine has seen (the leading run counts as cached, as
- * Megatron's prefix cache reports it), a KV hand-off's blocks counted as cached, and the request
+ * blocks matched against the engine's prefix cache (`PrefixCache`: the leading run counts as
+ * cached, as Megatron's prefix cache reports it; the rest is prefilled first), a KV hand-off's blocks counted as cached, and the request
  * made active; and how it leaves early: an ABORT finishes it at the next step with what it has
  * (Megatron), or drops it (`abort: "drop"`).
  *
@@ -26,7 +26,6 @@ export const wallClockSeconds = (): number => (performance.timeOrigin + performa
 
 /** @internal */
 export class EngineAdmission {
-  private readonly seenBlocks = new Set<bigint>()
   /** Encoded sampling parameters by the bytes that carried them: a burst shares one. */
   private readonly encodedParams = new Map<string, Uint8Array>()
 
@@ -58,10 +57,10 @@ export class EngineAdmission {
       // A media key that is not 64 hex characters: hash unsalted rather than refuse the request.
       hashes = Array.from(BlockHashes.blockHashes(promptTokens, blockSize, null))
     }
-    // Cached: the leading run of this prompt's blocks this engine has seen before.
-    let matched = 0
-    while (matched < hashes.length && this.seenBlocks.has(hashes[matched]!)) matched++
-    for (const h of hashes) this.seenBlocks.add(h)
+    // Cached: the leading run of this prompt's blocks still in this engine's prefix cache; the
+    // rest (a last partial block included) are prefilled before the request generates.
+    const matched = e.prefixCache.admit(hashes)
+    if (kv === null) e.prefixCache.prefill(requestId, Math.ceil(promptTokens.length / blockSize) - matched, performance.now())
     let numCachedTokens = matched * blockSize
     let disaggregatedParams: Record<string, unknown> | null = null
     if (kv !== null) {
@@ -102,7 +101,10 @@ export class EngineAdmission {
       return
     }
     e.aborted.push(request.requestId)
-    if (e.config.abort === "drop") e.active.delete(request.requestId)
+    if (e.config.abort === "drop") {
+      e.active.delete(request.requestId)
+      e.prefixCache.forget(request.requestId)
+    }
     else {
       request.aborted = true
       e.wake()

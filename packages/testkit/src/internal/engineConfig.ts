@@ -33,6 +33,10 @@ export interface EngineConfig {
   /** Requests generated per step; later ones wait their turn in arrival order (Megatron's `max_requests`). */
   readonly maxActiveRequests: number
   readonly blockSizeTokens: number
+  /** KV blocks the prefix cache holds (least recently used evicted first); `Infinity`: all. */
+  readonly prefixCacheBlocks: number
+  /** Milliseconds to prefill each block not cached; 0: prefill is free. */
+  readonly prefillMsPerBlock: number
   readonly defaultTokensToGenerate: number
   readonly continuations?: Continuations.Script | undefined
   readonly recordLimit: number

@@ -13,6 +13,7 @@ import type { EngineConfig, EngineCounters, EngineState, KvHandoff, Received } f
 import type { EngineRequest } from "./engineRequest.ts"
 import type { FaultedPeer } from "./faultedPeer.ts"
 import { KvPins } from "./kvPins.ts"
+import { PrefixCache } from "./prefixCache.ts"
 import { RecentLog } from "./recentLog.ts"
 
 /** @internal */
@@ -40,6 +41,8 @@ export class EngineShared {
   readonly signals: Array<Headers.HeaderName> = []
   /** The prefills' KV pinned for a peer to pull, and their releases. */
   readonly pins: KvPins
+  /** The prefix cache and the prefill queue. */
+  readonly prefixCache: PrefixCache
   private wakeStepper: (() => void) | undefined
 
   constructor(
@@ -51,6 +54,7 @@ export class EngineShared {
   ) {
     this.received = new RecentLog(config.recordLimit)
     this.pins = new KvPins(config, this.counters)
+    this.prefixCache = new PrefixCache(config.prefixCacheBlocks, config.prefillMsPerBlock)
   }
 
   /** Drops a message: counted and logged. */

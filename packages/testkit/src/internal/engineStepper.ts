@@ -87,8 +87,11 @@ export class EngineStepper {
     // The releases have no partials: a `streaming` key there is an attribute nobody reads.
     const streams = wire.ENGINE_REPLY_PARTIAL !== undefined
     // A Map iterates in insertion order: the oldest requests step, the rest wait their turn.
+    const nowMs = performance.now()
     for (const request of e.active.values()) {
       if (admitted++ >= e.config.maxActiveRequests) break
+      // Still prefilling its uncached blocks: no token yet (an abort ends it at once).
+      if (!request.aborted && !e.prefixCache.ready(request.requestId, nowMs)) continue
       if (request.step(now)) finished.push(request)
       else {
         const partial = streams ? request.partial() : null
@@ -101,6 +104,7 @@ export class EngineStepper {
     const bodies: Array<Uint8Array> = []
     for (const request of finished) {
       e.active.delete(request.requestId)
+      e.prefixCache.forget(request.requestId)
       e.completed++
       if (request.samplingParams.do_kv_handoff === true && !request.aborted) e.pins.pin(request)
       if (faults.take("DropReplies")) continue

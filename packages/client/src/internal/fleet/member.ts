@@ -126,6 +126,7 @@ export class Member implements Candidate {
     return Effect.gen(function*() {
       let failures = 0
       for (;;) {
+        member.down = false
         const dialScope = yield* Scope.fork(scope, "sequential")
         const lost = Deferred.makeUnsafe<void>()
         const dialed = yield* makeWithConnection({ ...config.options, address: member.address }).pipe(
@@ -142,7 +143,6 @@ export class Member implements Candidate {
             member.down = true
             Deferred.doneUnsafe(lost, Exit.void)
           }
-          member.down = false
           member.seenReceived = connection.received
           member.quietSince = config.now()
           member.connection = connection
@@ -158,6 +158,7 @@ export class Member implements Candidate {
           const error = Cause.findError(dialed.cause)
           if (Result.isSuccess(error)) member.lastError = error.success
           Deferred.doneUnsafe(firstTry, Exit.failCause(dialed.cause))
+          member.down = true
           failures++
         }
         yield* Scope.close(dialScope, Exit.void)
