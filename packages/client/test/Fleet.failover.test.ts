@@ -26,10 +26,10 @@ const run = (fleet: Fleet.FleetService, i: number) => {
   const prompt = promptOf(i, i, 1, 0)
   const count = 5 + (i % 20)
   const tokens = i % 2 === 0
-    ? Effect.map(fleet.client.submit(prompt, { num_tokens_to_generate: count }), (r) => r.generated_tokens)
+    ? Effect.map(fleet.client.submit(prompt, { num_tokens_to_generate: count }), (r) => r.generated_tokens as ReadonlyArray<number>)
     : Effect.map(Stream.runCollect(fleet.client.stream(prompt, { num_tokens_to_generate: count })), (events) => {
       const last = events[events.length - 1]!
-      return last._tag === "Final" ? last.reply.generated_tokens : []
+      return (last._tag === "Final" ? last.reply.generated_tokens : []) as ReadonlyArray<number>
     })
   return Effect.map(Effect.exit(tokens), outcomeOf(prompt, count))
 }
