@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, Dialects, type MemorySocket } from "@mcore-effect/protocol"
+import { BlockHashes, type Dialect, Dialects, type MemorySocket } from "@mcore-effect/protocol"
 import { randomUUID } from "node:crypto"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -147,6 +147,8 @@ export interface Handle {
   ) => Effect.Effect<Snapshot, TestkitError>
   readonly injectFault: (fault: Faults.Fault) => Effect.Effect<void>
   readonly clearFaults: (tag?: Faults.FaultTag) => Effect.Effect<void>
+  /** How many leading blocks of a token prompt the prefix cache holds now (what an oracle router reads). */
+  readonly cachedBlocks: (promptTokens: ReadonlyArray<number>) => Effect.Effect<number>
 }
 
 /**
@@ -279,7 +281,9 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
       waitFor: (what, predicate, options) =>
         waitUntil(`engine ${identity}: ${what}`, (l) => core.onChange(l), read, predicate, options?.timeoutMillis ?? defaultTimeoutMillis),
       injectFault: (fault) => Effect.sync(() => core.injectFault(fault)).pipe(Effect.withSpan("TestEngine.injectFault")),
-      clearFaults: (tag) => Effect.sync(() => core.clearFaults(tag)).pipe(Effect.withSpan("TestEngine.clearFaults"))
+      clearFaults: (tag) => Effect.sync(() => core.clearFaults(tag)).pipe(Effect.withSpan("TestEngine.clearFaults")),
+      cachedBlocks: (promptTokens) =>
+        Effect.sync(() => core.shared.prefixCache.peek(BlockHashes.blockHashes(promptTokens, blockSizeTokens)))
     }
     return handle
   }

@@ -29,6 +29,13 @@ export class PrefixCache {
     return this.blocks.size
   }
 
+  /** How many of `hashes`' leading blocks are cached, the recency order untouched. */
+  peek(hashes: ArrayLike<bigint>): number {
+    let matched = 0
+    while (matched < hashes.length && this.blocks.has(hashes[matched]!)) matched++
+    return matched
+  }
+
   /**
    * A prompt's blocks arrive: returns how many of its leading blocks were cached; every block is
    * then the most recently used, and the oldest are evicted beyond capacity.

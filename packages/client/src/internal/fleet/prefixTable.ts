@@ -33,6 +33,8 @@ export class PrefixTable {
 
   /** Records that the first `count` of `keys` (a prompt's, shortest prefix first) went to `member`. */
   place(keys: Float64Array, count: number, member: number): void {
+    // Placed here lately, longest prefix included: its shorter keys were written with it.
+    if (count === 0 || this.young.get(keys[count - 1]!) === member) return
     for (let i = 0; i < count; i++) {
       const key = keys[i]!
       if (this.young.get(key) === member) continue
