@@ -90,9 +90,11 @@ export class EngineStepper {
     const nowMs = performance.now()
     for (const request of e.active.values()) {
       if (admitted++ >= e.config.maxActiveRequests) break
-      // Still prefilling its uncached blocks: no token yet (an abort ends it at once).
-      if (!request.aborted && !e.prefixCache.ready(request.requestId, nowMs)) continue
-      if (request.step(now)) finished.push(request)
+      // Still prefilling its uncached blocks: no token yet (an abort ends it at once). Just
+      // prefilled: its first token is the prefill's, at the time the prefill ended.
+      const prefilled = request.aborted || e.prefixCache.prefilled(request.requestId, nowMs)
+      if (prefilled === false) continue
+      if (request.step(prefilled === true ? now : (performance.timeOrigin + prefilled) / 1000)) finished.push(request)
       else {
         const partial = streams ? request.partial() : null
         if (partial !== null) partials.push(partial)

@@ -5,7 +5,9 @@
  * rest misses (counted in blocks). With `prefillMsPerBlock`, a request generates nothing until
  * its uncached blocks are prefilled, one engine's prefills one after another (a GPU's prefill
  * is compute-bound: two at once take as long as one after the other), so a request whose prefix
- * is cached gets its first token sooner, as on a real engine.
+ * is cached gets its first token sooner, as on a real engine. The prefill pass yields the first
+ * token: its time is when the prefill ended, whenever the step loop next runs (so the reported
+ * `ttft` is the model's, not the event loop's lag).
  *
  * @since 0.3.0
  * @internal
@@ -68,13 +70,17 @@ export class PrefixCache {
     this.prefilling.set(requestId, done)
   }
 
-  /** True when `requestId` may generate at `now` (its prefill is done, or it had none). */
-  ready(requestId: number, now: number): boolean {
+  /**
+   * Whether `requestId` may generate at `now`: `false` while it prefills; once its prefill has
+   * ended, when it ended (once: the prefill pass yields the first token, so that is the first
+   * token's time); `true` when it had no prefill to wait for.
+   */
+  prefilled(requestId: number, now: number): boolean | number {
     const done = this.prefilling.get(requestId)
     if (done === undefined) return true
     if (done > now) return false
     this.prefilling.delete(requestId)
-    return true
+    return done
   }
 
   /** The request left (finished or dropped) before its prefill ended. */
