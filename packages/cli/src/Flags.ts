@@ -71,15 +71,6 @@ export const addressVariable = ClientConfig.settings.address.env
 export const address: Flag.Flag<string> = SettingFlags.flag(ClientConfig.settings.address).pipe(connectable)
 
 /**
- * `--connect-timeout`: how long to wait for the coordinator's CONNECT_ACK before failing with
- * `ConnectTimeout`; the client's `connectTimeout` option's flag. Unset keeps the client's
- * default, which its help text states.
- *
- * @since 0.1.0
- */
-export const connectTimeout: Flag.Flag<Option.Option<Duration.Input>> = SettingFlags.flag(ClientConfig.settings.connectTimeout)
-
-/**
  * The environment variable `--protocol` falls back to, the one the client's own `ClientConfig`
  * reads.
  *
@@ -138,19 +129,25 @@ export const optionalProtocol = (description: string): Flag.Flag<Option.Option<D
   dialect(`${description} (${choices}; env ${protocolVariable})`).pipe(Flag.optional)
 
 /**
- * The flags every command that talks to a coordinator takes.
+ * The client's options but `address`: for `mcore serve`, which names the coordinator with
+ * `--coordinator` and takes the other client flags as every command does.
+ *
+ * @since 0.2.0
+ */
+export const clientSettingsBesidesAddress: Omit<typeof ClientConfig.settings, "address"> = (({ address: _address, ...rest }) => rest)(ClientConfig.settings)
+
+/**
+ * The flags every command that talks to a coordinator takes: one for each client option that
+ * declares a flag (`ClientConfig.settings`: `--address`, `--connect-timeout`, and any added
+ * there), with `--address` checked by the client's rule ({@link connectable}), and `--protocol`.
  *
  * @since 0.1.0
  */
-export const connection = { address, connectTimeout, protocol } as const
+export const connection = { ...SettingFlags.flags(ClientConfig.settings), address, protocol } as const
 
 /**
  * What {@link connection} parses to.
  *
  * @since 0.1.0
  */
-export interface Connection {
-  readonly address: string
-  readonly connectTimeout: Option.Option<Duration.Input>
-  readonly protocol: Dialect.Name
-}
+export type Connection = { readonly [K in keyof typeof connection]: typeof connection[K] extends Flag.Flag<infer A> ? A : never }

@@ -148,7 +148,7 @@ export const flags = <S extends Setting.Settings>(settings: S): Flags<S> =>
 export const given = <S extends Setting.Settings>(
   settings: S,
   parsedFlags: { readonly [K in keyof Flags<S>]: Flags<S>[K] extends Flag.Flag<infer A> ? A : never }
-): { readonly [K in keyof Flags<S>]?: Setting.InputOf<S[K]> | undefined } =>
+): { readonly [K in keyof Setting.Options<S> as K extends keyof Flags<S> ? K : never]: Setting.Options<S>[K] } =>
   Object.fromEntries(
     Object.keys(settings).filter((key) => settings[key]!.flag !== undefined).map((key) => {
       const value = (parsedFlags as Record<string, unknown>)[key]

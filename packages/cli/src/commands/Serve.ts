@@ -67,7 +67,8 @@ const flags = {
   ),
   // Every server option that has a flag, with its declared default in its help text.
   ...SettingFlags.flags(ServerConfig.settings),
-  connectTimeout: Flags.connectTimeout,
+  // The client's options with a flag (--connect-timeout, ...), as every command takes them.
+  ...SettingFlags.flags(Flags.clientSettingsBesidesAddress),
   protocol: Flags.optionalProtocol(
     "The coordinator's wire protocol, by Megatron-LM version: required with --coordinator (no default: a wrong one can kill the coordinator); with --embedded the test cluster speaks it (default reference)"
   ),
@@ -169,7 +170,7 @@ const serveHere = (
       address: coordinator,
       // The embedded coordinator speaks it too (a worker parses the same flags as its primary).
       protocol,
-      connectTimeout: Option.getOrUndefined(options.connectTimeout)
+      ...SettingFlags.given(Flags.clientSettingsBesidesAddress, options)
     })
     const context = yield* Layer.build(
       Server.layer(serverOptions(options, model, embedded)).pipe(
