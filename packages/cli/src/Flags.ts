@@ -58,7 +58,7 @@ export const loopback: (self: Flag.Flag<string>) => Flag.Flag<string> = Flag.fil
  *
  * @since 0.1.0
  */
-export const addressVariable = ClientConfig.settings.address.env
+export const addressVariable: string = SettingFlags.variable(ClientConfig.settings.address)
 
 /**
  * `--address`: the coordinator's ROUTER address, the client's `address` option's flag (with its
@@ -75,7 +75,7 @@ export const address: Flag.Flag<string> = SettingFlags.flag(ClientConfig.setting
  *
  * @since 0.2.0
  */
-export const protocolVariable = ClientConfig.settings.protocol.env
+export const protocolVariable: string = SettingFlags.variable(ClientConfig.settings.protocol)
 
 /**
  * What a missing `--protocol` is told, after the command's name: one line listing the dialects

@@ -58,6 +58,17 @@ export const help = (setting: AnySetting): string => {
   return notes.length === 0 ? text : `${text} (${notes.join("; ")})`
 }
 
+/**
+ * The environment variable a setting is read from, for a flag made by hand that falls back to
+ * the same one (`mcore serve --coordinator`).
+ *
+ * @since 0.2.0
+ */
+export const variable = (setting: AnySetting): string => {
+  if (setting.env === undefined) throw new Error(`the setting "${setting.description}" names no environment variable`)
+  return setting.env
+}
+
 const commaList = (list: string): Array<string> => list.split(",").map((item) => item.trim()).filter((item) => item.length > 0)
 
 /** A flag of text, falling back to the setting's variable, then parsed as the kind says. */
