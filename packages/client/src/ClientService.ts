@@ -18,6 +18,7 @@ import type { RawReply, Reply, StreamEvent } from "./Reply.ts"
  * A prompt: text, or token ids (an array or an integer typed array).
  *
  * @since 0.1.0
+ * @category models
  */
 export type PromptInput = Prompt.Prompt
 
@@ -25,6 +26,7 @@ export type PromptInput = Prompt.Prompt
  * Options of a submission.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface SubmitOptions {
   /** vLLM-style modality map: `image` and/or `video` (raw bytes, a list of them, or tensors). */
@@ -39,6 +41,7 @@ export interface SubmitOptions {
  * Options of a KV handoff submission.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface KvHandoffOptions {
   /** A deadline for this request, overriding the client's `requestTimeout`. */
@@ -50,6 +53,7 @@ export interface KvHandoffOptions {
  * fiber awaiting `reply` aborts the request.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Submitted<R extends Reply = Reply> {
   readonly requestId: number
@@ -60,6 +64,7 @@ export interface Submitted<R extends Reply = Reply> {
  * One request of a {@link Service.submitAll} batch: what `submit` takes, as one object.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface BatchRequest extends SubmitOptions {
   readonly prompt: PromptInput
@@ -71,6 +76,7 @@ export interface BatchRequest extends SubmitOptions {
  * its reply.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface BatchReply<R extends Reply = Reply> {
   readonly index: number
@@ -85,6 +91,7 @@ export interface BatchReply<R extends Reply = Reply> {
  * prompt or parameter), and how it ended.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface BatchSettled<R extends Reply = Reply> {
   readonly index: number
@@ -96,6 +103,7 @@ export interface BatchSettled<R extends Reply = Reply> {
  * Options of {@link Service.submitAll}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface SubmitAllOptions {
   /**
@@ -112,6 +120,7 @@ export interface SubmitAllOptions {
  * two when that is not known statically (options read from configuration).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service<R extends Reply = Reply> {
   /**
@@ -280,6 +289,7 @@ export interface Service<R extends Reply = Reply> {
  * known statically.
  *
  * @since 0.1.0
+ * @category models
  */
 export type ReplyFor<O extends ClientOptions> = O extends { readonly deserialize: true } ?
   ProtocolReply.DynamicInferenceRequest
