@@ -148,6 +148,30 @@ const unknownDropped = Metric.withAttributes(messagesDropped, { reason: "unknown
 const tooLargeDropped = Metric.withAttributes(messagesDropped, { reason: "too_large" })
 
 /**
+ * A fleet's coordinators that are joined now (1) or not (0), each with a `coordinator`
+ * attribute, its address. (A fleet builds each coordinator's client with that attribute too, so
+ * every `mcore_client_*` metric above is per coordinator under a fleet.)
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const fleetCoordinatorUp = Metric.gauge("mcore_fleet_coordinator_up", {
+  description: "1 while the fleet's coordinator is joined, else 0"
+})
+
+/**
+ * Requests a fleet's coordinator held when it went down that were submitted again on another
+ * coordinator (attribute `coordinator`: the one that went down).
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const fleetResubmitted = Metric.counter("mcore_fleet_requests_resubmitted", {
+  description: "Requests submitted again elsewhere after their coordinator went down",
+  incremental: true
+})
+
+/**
  * Records into the metrics from plain callbacks (the socket loops run outside the fiber runtime),
  * against the context the client was built in.
  *

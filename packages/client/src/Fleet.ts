@@ -33,6 +33,8 @@ import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as ClientConfig from "./ClientConfig.ts"
+import * as FleetConfigSettings from "./FleetConfig.ts"
+import type * as FleetConfig_ from "./FleetConfig.ts"
 import { type ClientError, clientError, InvalidArgument } from "./ClientError.ts"
 import type { ReplyFor, Service } from "./ClientService.ts"
 import { InferenceClient } from "./InferenceClient.ts"
@@ -40,6 +42,7 @@ import type { Result as ControlResult, Signal } from "./internal/fleet/control.t
 import type { Status } from "./internal/fleet/member.ts"
 import type { Policy } from "./internal/fleet/router.ts"
 import { type FleetConfig, makeFleet } from "./internal/fleet/service.ts"
+import * as Setting from "./Setting.ts"
 
 export type {
   /**
@@ -60,38 +63,16 @@ export type {
 }
 
 /**
- * A fleet's options: the client's (all but `address`, applied to every coordinator's client)
- * and the fleet's own.
+ * A fleet's options: the client's (all but `address`, applied to every coordinator's client),
+ * the coordinators' addresses, and the fleet's own (`FleetConfig.settings`: `routing`,
+ * `routingBlockTokens`, `loadFactor`, `stallTimeout`, `rejoinBackoff`, ...).
  *
  * @category models
  * @since 0.3.0
  */
-export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address"> {
+export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address">, FleetConfig_.FleetSettings {
   /** The coordinators' addresses, each one once. */
   readonly coordinators: ReadonlyArray<string>
-  /** How requests are placed. Default `prefix`. */
-  readonly routing?: Policy | undefined
-  /**
-   * The `prefix` router's block, in tokens (text: 4 characters a token): prompts sharing whole
-   * blocks share placement. Its own, not the engines' (`blockSizeTokens`, which Megatron
-   * dialects refuse because their coordinators hash): it never reaches the wire. Default 64.
-   */
-  readonly routingBlockTokens?: number | undefined
-  /** Blocks of a prompt the router reads, at most (the rest of a longer prompt is not read). Default 256. */
-  readonly routingMaxBlocks?: number | undefined
-  /**
-   * The load bound: a coordinator takes a new request while its requests in flight + 1 are at
-   * most `ceil(loadFactor * (all in flight + 1) / coordinators up)`. At least 1. Default 1.25.
-   */
-  readonly loadFactor?: number | undefined
-  /** Prefix keys the router remembers (about 80 bytes each). Default 65,536. */
-  readonly routingTableKeys?: number | undefined
-  /** A joined coordinator with requests in flight and nothing received for this long is stalled. Default 10 seconds. */
-  readonly stallTimeout?: import("effect/Duration").Input | undefined
-  /** The wait before redialing a coordinator that went down, doubled after each failed dial. Default 1 second. */
-  readonly rejoinBackoff?: import("effect/Duration").Input | undefined
-  /** The longest wait between dials. Default 30 seconds. */
-  readonly rejoinBackoffMax?: import("effect/Duration").Input | undefined
 }
 
 /**
@@ -158,38 +139,20 @@ export interface FleetService<R extends import("./Reply.ts").Reply = import("./R
  */
 export class Fleet extends Context.Service<Fleet, FleetService>()("@mcore-effect/client/Fleet") {}
 
-const defaults = {
-  routing: "prefix",
-  routingBlockTokens: 64,
-  routingMaxBlocks: 256,
-  loadFactor: 1.25,
-  routingTableKeys: 65_536,
-  stallTimeout: "10 seconds",
-  rejoinBackoff: "1 second",
-  rejoinBackoffMax: "30 seconds"
-} as const
-
 const resolveFleet = (options: FleetOptions): Result.Result<FleetConfig, ClientError> => {
-  const millis = (name: "stallTimeout" | "rejoinBackoff" | "rejoinBackoffMax"): Result.Result<number, ClientError> => {
-    const parsed = ClientConfig.durationMillis(name, options[name] ?? defaults[name])
-    return Result.isFailure(parsed) ? Result.fail(clientError(new InvalidArgument(parsed.failure))) : Result.succeed(parsed.success)
-  }
-  const stall = millis("stallTimeout")
-  if (Result.isFailure(stall)) return Result.fail(stall.failure)
-  const backoff = millis("rejoinBackoff")
-  if (Result.isFailure(backoff)) return Result.fail(backoff.failure)
-  const backoffMax = millis("rejoinBackoffMax")
-  if (Result.isFailure(backoffMax)) return Result.fail(backoffMax.failure)
+  const resolved = Setting.resolve(FleetConfigSettings.settings, options)
+  if (Result.isFailure(resolved)) return Result.fail(clientError(new InvalidArgument(resolved.failure)))
+  const r = resolved.success
   return Result.succeed({
     coordinators: options.coordinators,
-    routing: options.routing ?? defaults.routing,
-    routingBlockTokens: options.routingBlockTokens ?? defaults.routingBlockTokens,
-    routingMaxBlocks: options.routingMaxBlocks ?? defaults.routingMaxBlocks,
-    loadFactor: options.loadFactor ?? defaults.loadFactor,
-    routingTableKeys: options.routingTableKeys ?? defaults.routingTableKeys,
-    stallTimeoutMillis: stall.success,
-    rejoinBackoffMillis: backoff.success,
-    rejoinBackoffMaxMillis: Math.max(backoff.success, backoffMax.success)
+    routing: r.routing ?? "prefix",
+    routingBlockTokens: r.routingBlockTokens,
+    routingMaxBlocks: r.routingMaxBlocks,
+    loadFactor: r.loadFactor,
+    routingTableKeys: r.routingTableKeys,
+    stallTimeoutMillis: r.stallTimeout,
+    rejoinBackoffMillis: r.rejoinBackoff,
+    rejoinBackoffMaxMillis: Math.max(r.rejoinBackoff, r.rejoinBackoffMax)
   })
 }
 
@@ -225,8 +188,10 @@ export const make = <const O extends FleetOptions>(
   Effect.gen(function*() {
     const fleet = resolveFleet(options)
     if (Result.isFailure(fleet)) return yield* Effect.fail(fleet.failure)
-    const { coordinators: _, routing: _r, routingBlockTokens: _b, routingMaxBlocks: _m, loadFactor: _l, routingTableKeys: _t, stallTimeout: _s, rejoinBackoff: _rb, rejoinBackoffMax: _rm, ...client } = options
-    const handle = yield* makeFleet(fleet.success, { ...client, address: options.coordinators[0] ?? "" })
+    const client: Record<string, unknown> = { ...(options as FleetOptions) }
+    delete client.coordinators
+    for (const name of Object.keys(FleetConfigSettings.settings)) delete client[name]
+    const handle = yield* makeFleet(fleet.success, { ...(client as Omit<ClientConfig.ClientOptions, "address">), address: options.coordinators[0] ?? "" })
     const n = handle.members.length
     const service: FleetService = {
       client: handle.service,
@@ -277,17 +242,21 @@ export const layer = (options: FleetOptions): Layer.Layer<Fleet | InferenceClien
   )
 
 /**
- * The options of a fleet read from `Config`, as the client's are, with the addresses from
- * `coordinators` (the client's `address` setting is not read).
+ * The fleet as a layer whose options are read from `Config`: the client's as a client reads them
+ * (`ClientConfig.config`: `MCORE_PROTOCOL` and friends; its address is not read) and the fleet's
+ * own (`FleetConfig.config`: `MCORE_ROUTING`), over the given coordinators.
  *
  * @category layers
  * @since 0.3.0
  */
 export const layerConfig = (
   coordinators: ReadonlyArray<string>,
-  config: Config.Config<ClientConfig.ClientOptions> = ClientConfig.config,
-  fleetOptions?: Omit<FleetOptions, keyof ClientConfig.ClientOptions | "coordinators">
+  clientConfig: Config.Config<ClientConfig.ClientOptions> = ClientConfig.config,
+  fleetConfig: Config.Config<FleetConfig_.FleetSettings> = FleetConfigSettings.config
 ): Layer.Layer<Fleet | InferenceClient, ClientError | Config.ConfigError> =>
   Layer.unwrap(
-    Effect.map(config, ({ address: _, ...client }) => layer({ ...client, ...fleetOptions, coordinators }))
+    Effect.map(
+      Effect.all([clientConfig, fleetConfig]),
+      ([{ address: _, ...client }, fleet]) => layer({ ...client, ...fleet, coordinators })
+    )
   )

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Generation } from "@mcore-effect/testkit"
-import { Effect, Exit, Stream } from "effect"
-import { InferenceClient } from "../src/index.ts"
+import { Effect, Exit, Metric, Schedule, Stream } from "effect"
+import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import { withRegistry } from "./support/Cluster.ts"
 import { fleetSetup, promptOf, routedCounts } from "./support/Fleet.ts"
 
@@ -152,6 +152,24 @@ describe("Fleet", () => {
         return yield* client.submit([1, 2, 3], { num_tokens_to_generate: 2 })
       }).pipe(Effect.provideService(InferenceClient.InferenceClient, fleet.client))
       expect(reply.generated_tokens).toEqual(Generation.tokens([1, 2, 3], 2))
+    }).pipe(withRegistry))
+
+  it.live("metrics per coordinator: each client's carry its address; up and re-submissions are the fleet's", () =>
+    Effect.gen(function*() {
+      const { clusters, fleet } = yield* fleetSetup(2, { fleet: { routing: "round-robin", rejoinBackoff: "1 hour" } })
+      yield* Effect.forEach([0, 1, 2, 3], (i) => fleet.client.submit(promptOf(i, i, 1, 0), { num_tokens_to_generate: 2 }))
+      const of = <M extends Metric.Metric<any, any>>(metric: M, coordinator: string) =>
+        Metric.value(Metric.withAttributes(metric, { coordinator }))
+      for (const cluster of clusters) {
+        expect((yield* of(ClientMetrics.completed, cluster.address)).count).toBe(2)
+        expect((yield* of(ClientMetrics.fleetCoordinatorUp, cluster.address)).value).toBe(1)
+      }
+      yield* clusters[1]!.coordinator.crash
+      yield* Effect.map(fleet.members[1]!.stats, (s) => s.status !== "up").pipe(
+        Effect.repeat({ until: (down) => down, schedule: Schedule.spaced("10 millis") })
+      )
+      expect((yield* of(ClientMetrics.fleetCoordinatorUp, clusters[1]!.address)).value).toBe(0)
+      expect((yield* of(ClientMetrics.fleetCoordinatorUp, clusters[0]!.address)).value).toBe(1)
     }).pipe(withRegistry))
 
   it.effect("options a fleet refuses fail before anything is opened", () =>

@@ -67,7 +67,7 @@ export const placed = <A>(
     if (member === undefined) return Effect.fail(placement.noMember())
     member.requests++
     return Effect.catchIf(op(member.client!, member), lostWithMember(placement), () => {
-      member.resubmitted++
+      member.lostRequest()
       return placed(placement, prompt, op, without(placement, excluded, member))
     })
   })
@@ -91,7 +91,7 @@ export const placedStream = (
           return event
         }),
         Stream.catchIf((error) => !emitted && lost(error), () => {
-          member.resubmitted++
+          member.lostRequest()
           return attempt(without(placement, excluded, member))
         })
       )
@@ -132,7 +132,7 @@ export class FleetIds {
     return Effect.flatMap(started, (submitted) => {
       const fleetId = this.encode(member, submitted.requestId, generation)
       const failedOver = Effect.catchIf(submitted.reply, lostWithMember(this.placement), () => {
-        member.resubmitted++
+        member.lostRequest()
         return this.resubmit(fleetId, prompt, again, without(this.placement, undefined, member))
       })
       return Effect.map(Effect.cached(failedOver), (reply) => ({ requestId: fleetId, reply }))
@@ -157,7 +157,7 @@ export class FleetIds {
         }),
         Effect.ensuring(Effect.sync(() => this.moved.delete(fleetId))),
         Effect.catchIf(lostWithMember(this.placement), () => {
-          member.resubmitted++
+          member.lostRequest()
           return this.resubmit(fleetId, prompt, again, without(this.placement, excluded, member))
         })
       )

@@ -29,13 +29,16 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
 import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import type * as ClientConfig from "../../ClientConfig.ts"
 import type { ClientError } from "../../ClientError.ts"
+import { fleetCoordinatorUp, fleetResubmitted } from "../../ClientMetrics.ts"
 import type { Service } from "../../ClientService.ts"
 import type * as Connection from "../connection.ts"
 import { makeWithConnection } from "../service.ts"
@@ -77,6 +80,8 @@ export class Member implements Candidate {
   requests = 0
   /** Requests that were in flight here when it went down and were submitted again elsewhere. */
   resubmitted = 0
+  /** The fleet's context with this member's `coordinator` metric attribute (set by `run`). */
+  private metrics: Context.Context<never> | undefined = undefined
   /** Times it joined (the first included). */
   joins = 0
   /** Bumped at every join: what a fleet id's generation is checked against. */
@@ -98,6 +103,12 @@ export class Member implements Candidate {
 
   get routable(): boolean {
     return this.connection !== undefined && !this.stalled()
+  }
+
+  /** A request it held was lost with it and is submitted again elsewhere. */
+  lostRequest(): void {
+    this.resubmitted++
+    if (this.metrics !== undefined) fleetResubmitted.updateUnsafe(1, this.metrics)
   }
 
   /**
@@ -124,6 +135,12 @@ export class Member implements Candidate {
     const member = this
     const config = this.config
     return Effect.gen(function*() {
+      // Its client's metrics, and the fleet's about it, carry its address.
+      const context = yield* Effect.context<never>()
+      const attributes = { ...Context.get(context, Metric.CurrentMetricAttributes), coordinator: member.address }
+      const metrics = Context.add(context, Metric.CurrentMetricAttributes, attributes)
+      member.metrics = metrics
+      fleetCoordinatorUp.updateUnsafe(0, metrics)
       let failures = 0
       for (;;) {
         member.down = false
@@ -132,6 +149,7 @@ export class Member implements Candidate {
         const dialed = yield* makeWithConnection({ ...config.options, address: member.address }).pipe(
           Effect.tap(({ service }) => config.rejoined(service)),
           Scope.provide(dialScope),
+          Effect.provideService(Metric.CurrentMetricAttributes, attributes),
           Effect.exit
         )
         if (Exit.isSuccess(dialed)) {
@@ -141,6 +159,7 @@ export class Member implements Candidate {
             member.connection = undefined
             member.client = undefined
             member.down = true
+            fleetCoordinatorUp.updateUnsafe(0, metrics)
             Deferred.doneUnsafe(lost, Exit.void)
           }
           member.seenReceived = connection.received
@@ -149,6 +168,7 @@ export class Member implements Candidate {
           member.client = service
           member.generation++
           member.joins++
+          fleetCoordinatorUp.updateUnsafe(1, metrics)
           failures = 0
           if (member.joins > 1) config.warn(`coordinator ${member.address} rejoined the fleet`)
           Deferred.doneUnsafe(firstTry, Exit.void)

@@ -1,0 +1,92 @@
+/**
+ * A fleet's own options (`Fleet.make`), each declared once as a `Setting` (its type, default,
+ * check, environment variable and `mcore` flag), as the client's are in `ClientConfig`. The
+ * client's options, applied to every coordinator's client, are `ClientConfig.settings` without
+ * `address`; the coordinators' addresses are `coordinators`.
+ *
+ * @since 0.3.0
+ */
+import type * as Config from "effect/Config"
+import * as Result from "effect/Result"
+import * as Setting from "./Setting.ts"
+
+const policies = new Map([
+  ["prefix", "prefix"],
+  ["least-loaded", "least-loaded"],
+  ["round-robin", "round-robin"]
+] as const)
+
+/**
+ * The fleet's options.
+ *
+ * @since 0.3.0
+ * @category settings
+ */
+export const settings = {
+  routing: Setting.choice({
+    description: "How requests are placed on the coordinators: prefix, least-loaded or round-robin",
+    choices: policies,
+    defaultText: "prefix",
+    env: "MCORE_ROUTING",
+    flag: "routing"
+  }),
+  routingBlockTokens: Setting.integer({
+    description: "The prefix router's block, in tokens (its own: it never reaches the wire)",
+    default: 64,
+    min: 1,
+    flag: "routing-block-tokens"
+  }),
+  routingMaxBlocks: Setting.integer({ description: "Blocks of a prompt the prefix router reads, at most", default: 256, min: 1 }),
+  loadFactor: Setting.custom<number, number>({
+    description: "The load bound: a coordinator takes a request while its in flight + 1 <= ceil(loadFactor * (all + 1) / up)",
+    default: 1.25,
+    defaultText: "1.25",
+    resolve: (n) =>
+      n === undefined
+        ? Result.succeed(1.25)
+        : typeof n === "number" && Number.isFinite(n) && n >= 1
+        ? Result.succeed(n)
+        : Result.fail(`expected a number >= 1, got ${String(n)}`)
+  }),
+  routingTableKeys: Setting.integer({ description: "Prefix keys the router remembers (about 80 bytes each)", default: 65_536, min: 1 }),
+  stallTimeout: Setting.duration({
+    description: "A coordinator with requests in flight and nothing received for this long takes no new request",
+    default: "10 seconds",
+    positive: true,
+    infinite: "refused",
+    flag: "stall-timeout"
+  }),
+  rejoinBackoff: Setting.duration({
+    description: "The wait before redialing a coordinator that went down, doubled after each failed dial",
+    default: "1 second",
+    infinite: "refused",
+    flag: "rejoin-backoff"
+  }),
+  rejoinBackoffMax: Setting.duration({ description: "The longest wait between dials", default: "30 seconds", infinite: "refused" })
+}
+
+/**
+ * The fleet's own options, one for each of {@link settings}.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface FleetSettings extends Setting.Options<typeof settings> {}
+
+/**
+ * The declared defaults.
+ *
+ * @since 0.3.0
+ * @category defaults
+ */
+export const defaults = Setting.defaults(settings)
+
+/**
+ * The fleet's own options read from the environment (`MCORE_ROUTING`); the others keep their
+ * defaults.
+ *
+ * @since 0.3.0
+ * @category config
+ */
+export const config: Config.Config<FleetSettings> = Setting.config(settings)
+
