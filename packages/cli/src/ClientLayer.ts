@@ -4,7 +4,7 @@
  * @since 0.1.0
  * @internal
  */
-import { ClientConfig, type ClientError, InferenceClient } from "@mcore-effect/client"
+import { ClientConfig, type ClientError, Fleet, InferenceClient } from "@mcore-effect/client"
 import type * as Duration from "effect/Duration"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -13,14 +13,15 @@ import * as SettingFlags from "./SettingFlags.ts"
 
 /**
  * The client layer for the connection flags (`--address`, `--connect-timeout`, `--protocol`; and, for commands that take it, a
- * deadline on every request).
+ * deadline on every request): one client, or a fleet (`Fleet.layer`) when `--address` names
+ * several coordinators.
  *
  * @example
  * ```ts
  * import { Option } from "effect"
  * import { clientLayer } from "./ClientLayer.ts"
  *
- * const layer = clientLayer({ address: "tcp://127.0.0.1:5555", connectTimeout: Option.none(), protocol: "main" })
+ * const layer = clientLayer({ address: ["tcp://127.0.0.1:5555"], connectTimeout: Option.none(), protocol: "main" })
  * ```
  *
  * @since 0.1.0
@@ -28,10 +29,16 @@ import * as SettingFlags from "./SettingFlags.ts"
 export const clientLayer = (
   connection: Connection,
   options?: { readonly requestTimeout?: Option.Option<Duration.Duration> | undefined }
-): Layer.Layer<InferenceClient.InferenceClient, ClientError.ClientError> =>
-  InferenceClient.layer({
-    // Every client option its flags gave (the rest keep the client's defaults).
-    ...SettingFlags.given(ClientConfig.settings, connection),
+): Layer.Layer<InferenceClient.InferenceClient, ClientError.ClientError> => {
+  const [first, ...others] = connection.address
+  // Every client option its flags gave (the rest keep the client's defaults).
+  const client = {
+    ...SettingFlags.given(ClientConfig.settings, { ...connection, address: first! }),
     protocol: connection.protocol,
     requestTimeout: options?.requestTimeout === undefined ? undefined : Option.getOrUndefined(options.requestTimeout)
-  })
+  }
+  if (others.length === 0) return InferenceClient.layer(client)
+  // Several addresses: a fleet over them, its own options at their defaults.
+  const { address: _, ...besidesAddress } = client
+  return Fleet.layer({ ...besidesAddress, coordinators: connection.address })
+}

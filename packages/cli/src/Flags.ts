@@ -61,13 +61,52 @@ export const loopback: (self: Flag.Flag<string>) => Flag.Flag<string> = Flag.fil
 export const addressVariable: string = SettingFlags.variable(ClientConfig.settings.address)
 
 /**
+ * A repeatable address flag whose values may each hold several, comma-separated, falling back to
+ * the client's variable (`MCORE_COORDINATOR_ADDRESS`, comma-separated too): one coordinator, or
+ * a fleet's. Each address is checked by the client's rule ({@link connectable}); the same one
+ * twice is a bad value.
+ *
+ * @since 0.3.0
+ */
+export const addressList = (flag: Flag.Flag<string>, description: string): Flag.Flag<ReadonlyArray<string>> =>
+  flag.pipe(
+    Flag.withMetavar("address"),
+    Flag.withDescription(description),
+    Flag.atLeast(1),
+    Flag.withFallbackConfig(Config.map(Config.String(addressVariable), (text) => [text])),
+    Flag.filterMap(
+      (given: ReadonlyArray<string>) => {
+        const addresses = splitAddresses(given)
+        return addressesProblem(addresses) === undefined ? Option.some(addresses) : Option.none()
+      },
+      (given: ReadonlyArray<string>) => addressesProblem(splitAddresses(given)) ?? ""
+    )
+  )
+
+const splitAddresses = (given: ReadonlyArray<string>): ReadonlyArray<string> =>
+  given.flatMap((text) => text.split(",")).map((text) => text.trim()).filter((text) => text.length > 0)
+
+const addressesProblem = (addresses: ReadonlyArray<string>): string | undefined => {
+  if (addresses.length === 0) return "expected an address"
+  for (const [i, text] of addresses.entries()) {
+    const problem = ClientConfig.addressProblem(text)
+    if (problem !== undefined) return addresses.length > 1 ? `${text}: ${problem}` : problem
+    if (addresses.indexOf(text) !== i) return `${text} is given twice`
+  }
+  return undefined
+}
+
+/**
  * `--address`: the coordinator's ROUTER address, the client's `address` option's flag (with its
  * description and its fallback, `MCORE_COORDINATOR_ADDRESS`). A malformed address is a bad value
  * ({@link connectable}).
  *
  * @since 0.1.0
  */
-export const address: Flag.Flag<string> = SettingFlags.flag(ClientConfig.settings.address).pipe(connectable)
+export const address: Flag.Flag<ReadonlyArray<string>> = addressList(
+  Flag.String("address").pipe(Flag.withAlias("a")),
+  `${SettingFlags.help(ClientConfig.settings.address)}; several (repeated, or comma-separated) make a fleet`
+)
 
 /**
  * The environment variable `--protocol` falls back to, the one the client's own `ClientConfig`

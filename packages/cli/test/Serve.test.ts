@@ -4,7 +4,8 @@
  * SIGTERM ends everything, and a missing coordinator is one line, not a stack trace.
  */
 import { beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
+import { Effect, Schedule } from "effect"
 import { ensureBuilt } from "./support/Build.ts"
 import * as Mcore from "./support/Mcore.ts"
 
@@ -154,6 +155,35 @@ describe("mcore serve", () => {
       yield* process.kill("SIGTERM")
       const ended = yield* process.exited(30_000)
       expect(ended.code).toBe(143)
+    }), 120_000)
+
+  it.live("a fleet: --coordinator twice (or comma-separated) serves over both; /health 200 while one is up; /metrics per coordinator", () =>
+    Effect.gen(function*() {
+      const a = yield* TestCluster.make({ engines: 1 })
+      const b = yield* TestCluster.make({ engines: 1 })
+      const tokenizer = yield* WordTokenizer.directory
+      const process = yield* Mcore.start([
+        "serve", "--coordinator", a.address, "--coordinator", b.address, "--protocol", "reference",
+        "--tokenizer", tokenizer, "--port", "0", "--routing", "round-robin", "--rejoin-backoff", "60m"
+      ])
+      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      for (let i = 0; i < 4; i++) expect((yield* completion(url)).status).toBe(200)
+      const routed = (cluster: TestCluster.Handle) =>
+        Effect.map(cluster.coordinator.snapshot, (s) => s.engines.reduce((n, e) => n + e.received.filter((d) => d.name === "SUBMIT_REQUEST").length, 0))
+      expect([yield* routed(a), yield* routed(b)]).toEqual([2, 2])
+      const text = (path: string) => Effect.promise(() => fetch(`${url}${path}`).then(async (r) => ({ status: r.status, body: await r.text() })))
+      const up = (body: string, address: string) => body.split("\n").find((l) => l.startsWith("mcore_fleet_coordinator_up{") && l.includes(`"${address}"`))
+      const metrics = yield* text("/metrics")
+      expect(up(metrics.body, a.address)).toMatch(/ 1$/)
+      expect(up(metrics.body, b.address)).toMatch(/ 1$/)
+      yield* b.coordinator.crash
+      // Down: the metric says so, /health stays 200 with one up, requests go to the other.
+      yield* text("/metrics").pipe(Effect.repeat({ until: (m) => / 0$/.test(up(m.body, b.address) ?? ""), schedule: Schedule.spaced("20 millis") }))
+      expect((yield* text("/health")).status).toBe(200)
+      for (let i = 0; i < 2; i++) expect((yield* completion(url)).status).toBe(200)
+      expect(yield* routed(a)).toBe(4)
+      yield* process.kill("SIGTERM")
+      yield* process.exited(30_000)
     }), 120_000)
 
   it.live("without a coordinator or --embedded: one line, exit code 1", () =>

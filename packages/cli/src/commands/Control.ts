@@ -30,7 +30,7 @@ const deliver = (
     const client = yield* InferenceClient.InferenceClient
     yield* send(client)
     const ignored = when === undefined ? "" : ` (it acts on ${header} only ${when})`
-    yield* Output.line(`${header} sent to ${connection.address}; the coordinator does not confirm${ignored}`)
+    yield* Output.line(`${header} sent to ${connection.address.join(", ")}; the coordinator does not confirm${ignored}`)
   }).pipe(Effect.provide(clientLayer(connection)))
 
 const signal = (

@@ -11,12 +11,11 @@
  *
  * @since 0.1.0
  */
-import { ClientConfig, InferenceClient } from "@mcore-effect/client"
+import { ClientConfig, Fleet, FleetConfig, InferenceClient } from "@mcore-effect/client"
 import type { Dialect } from "@mcore-effect/protocol"
 import { Server, ServerConfig, Workers } from "@mcore-effect/server"
 import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
 import { Tokenizer } from "@mcore-effect/text"
-import * as Config from "effect/Config"
 import * as Data from "effect/Data"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -43,14 +42,12 @@ const WORKER_TOKENIZER = "MCORE_SERVE_TOKENIZER"
 const WORKER_EMBEDDED = "MCORE_SERVE_EMBEDDED"
 
 const flags = {
-  coordinator: Flag.String("coordinator").pipe(
-    Flag.withAlias("a"),
-    Flag.withMetavar("address"),
-    // The client's `address` option under the name vLLM-style servers use; the same words and variable.
-    Flag.withDescription(SettingFlags.help(ClientConfig.settings.address)),
-    Flag.withFallbackConfig(Config.String(Flags.addressVariable)),
-    Flag.optional
-  ),
+  // The client's `address` option under the name vLLM-style servers use; the same words and
+  // variable. Several (repeated, or comma-separated) make a fleet.
+  coordinator: Flags.addressList(
+    Flag.String("coordinator").pipe(Flag.withAlias("a")),
+    `${SettingFlags.help(ClientConfig.settings.address)}; several (repeated, or comma-separated) serve a fleet`
+  ).pipe(Flag.optional),
   tokenizer: Flag.String("tokenizer").pipe(
     Flag.withMetavar("directory"),
     Flag.withDescription("The model's Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json)"),
@@ -68,6 +65,8 @@ const flags = {
   ...SettingFlags.flags(ServerConfig.settings),
   // The client's options with a flag (--connect-timeout, ...), as every command takes them.
   ...SettingFlags.flags(Flags.clientSettingsBesidesAddress),
+  // A fleet's options with a flag (--routing, --stall-timeout, ...), read with several coordinators.
+  ...SettingFlags.flags(FleetConfig.settings),
   protocol: Flags.optionalProtocol(
     "The coordinator's wire protocol, by Megatron-LM version: required with --coordinator (no default: a wrong one can kill the coordinator); with --embedded the test cluster speaks it (default reference)"
   ),
@@ -139,7 +138,7 @@ const backend = (options: Parsed, protocol: Dialect.Name) =>
     if (Option.isNone(options.coordinator)) return yield* usage(noCoordinator)
     if (Option.isNone(options.tokenizer)) return yield* usage("--tokenizer DIR is required without --embedded")
     return {
-      coordinator: options.coordinator.value,
+      coordinator: options.coordinator.value.join(","),
       tokenizer: options.tokenizer.value,
       model: Path.basename(Path.resolve(options.tokenizer.value)),
       embedded: false
@@ -165,12 +164,14 @@ const serveHere = (
   embedded: boolean
 ) =>
   Effect.gen(function*() {
-    const client = InferenceClient.layer({
-      address: coordinator,
-      // The embedded coordinator speaks it too (a worker parses the same flags as its primary).
-      protocol,
-      ...SettingFlags.given(Flags.clientSettingsBesidesAddress, options)
-    })
+    // The embedded coordinator speaks it too (a worker parses the same flags as its primary).
+    const clientOptions = { protocol, ...SettingFlags.given(Flags.clientSettingsBesidesAddress, options) }
+    const coordinators = coordinator.split(",")
+    // Several coordinators: a fleet, which the server takes as its `InferenceClient` (its
+    // `/health` is 200 while one is up; `/metrics` has each coordinator's).
+    const client = coordinators.length === 1
+      ? InferenceClient.layer({ ...clientOptions, address: coordinator })
+      : Fleet.layer({ ...clientOptions, ...SettingFlags.given(FleetConfig.settings, options), coordinators })
     const context = yield* Layer.build(
       Server.layer(serverOptions(options, model, embedded)).pipe(
         Layer.provide(Layer.merge(client, Tokenizer.layer(tokenizer)))
