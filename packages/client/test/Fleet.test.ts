@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Generation } from "@mcore-effect/testkit"
-import { Effect, Exit, Metric, Schedule, Stream } from "effect"
+import { Effect, Exit, Fiber, Metric, Schedule, Scope, Stream } from "effect"
 import { ClientMetrics, InferenceClient } from "../src/index.ts"
 import { withRegistry } from "./support/Cluster.ts"
 import { fleetSetup, promptOf, routedCounts } from "./support/Fleet.ts"
@@ -170,6 +170,23 @@ describe("Fleet", () => {
       )
       expect((yield* of(ClientMetrics.fleetCoordinatorUp, clusters[1]!.address)).value).toBe(0)
       expect((yield* of(ClientMetrics.fleetCoordinatorUp, clusters[0]!.address)).value).toBe(1)
+    }).pipe(withRegistry))
+
+  it.live("closing the fleet fails what is pending with ClientClosed, submitted nowhere else", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { fleet } = yield* fleetSetup(2, { cluster: { engine: { stepMs: 50 } } }).pipe(Scope.provide(scope))
+      const pending = yield* Effect.forEach([0, 1, 2, 3], (i) =>
+        Effect.forkChild(Effect.flip(fleet.client.submit(promptOf(i, i, 1, 0), { num_tokens_to_generate: 1000 }))))
+      yield* Effect.map(fleet.client.pendingCount, (n) => n === 4).pipe(
+        Effect.repeat({ until: (all) => all, schedule: Schedule.spaced("5 millis") })
+      )
+      yield* Scope.close(scope, Exit.void)
+      const errors = yield* Effect.forEach(pending, Fiber.join)
+      const stats = yield* Effect.forEach(fleet.members, (m) => m.stats)
+      expect(errors.map((e) => e.reason._tag)).toEqual(Array(4).fill("ClientClosed"))
+      expect(stats.reduce((n, s) => n + s.requests, 0)).toBe(4)
+      expect(stats.every((s) => s.resubmitted === 0)).toBe(true)
     }).pipe(withRegistry))
 
   it.effect("options a fleet refuses fail before anything is opened", () =>

@@ -11,6 +11,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as ClientConfig from "../../ClientConfig.ts"
 import { type ClientError, clientError, CoordinatorLost, InvalidAddress, InvalidArgument, InvalidRequest } from "../../ClientError.ts"
@@ -88,11 +89,6 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: FleetConfig, options
     runFork(Effect.logWarning(message))
   }
   let closed = false
-  yield* Effect.addFinalizer(() =>
-    Effect.sync(() => {
-      closed = true
-    })
-  )
 
   const members: Array<Member> = []
   // Applied by each member as it joins; made once the members exist.
@@ -144,7 +140,16 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: FleetConfig, options
   // Each member joins and stays joined in a fiber of the fleet's scope; the fleet is up once
   // every member has tried once and at least one joined.
   const firstTries = members.map(() => Deferred.makeUnsafe<void, ClientError>())
-  for (const member of members) yield* Effect.forkIn(member.run(scope, firstTries[member.index]!), scope)
+  // The members' clients and loops live in a scope of their own, closed after `closed` is set
+  // (finalizers run last-added first): what their closing fails is the fleet's closing
+  // (`ClientClosed`), never submitted again elsewhere.
+  const membersScope = yield* Scope.fork(scope, "sequential")
+  for (const member of members) yield* Effect.forkIn(member.run(membersScope, firstTries[member.index]!), membersScope)
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      closed = true
+    })
+  )
   const tries = yield* Effect.forEach(firstTries, (d) => Effect.exit(Deferred.await(d)), { concurrency: "unbounded" })
   const first = tries[0]!
   if (tries.every(Exit.isFailure) && Exit.isFailure(first)) return yield* Effect.failCause(first.cause)
