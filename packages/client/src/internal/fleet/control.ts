@@ -12,6 +12,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import { type ClientError, clientError, CoordinatorLost } from "../../ClientError.ts"
 import type { Service } from "../../ClientService.ts"
 import type { Member } from "./member.ts"
@@ -67,13 +68,10 @@ export class Control {
         return Effect.map(exit, (exit): Result => ({ index: member.index, address: member.address, exit }))
       }, { concurrency: "unbounded" }),
       (results) => {
-        // Remembered unless every coordinator refused the signal itself (a bad epoch, a signal
-        // the dialect lacks): then there is no state to apply to a later one either.
-        const refused = results.every((r) =>
-          Exit.isFailure(r.exit) && (Exit.findErrorOption(r.exit)._tag === "Some") &&
-          isRefusal(Exit.findErrorOption(r.exit))
-        )
-        if (!refused) this.remember(signal)
+        // Remembered unless a coordinator's client refused the signal itself (a bad epoch, a
+        // signal the dialect lacks: every one would, one dialect for all): then there is no
+        // state to apply to a later one either.
+        if (!results.some((r) => isRefusal(r.exit))) this.remember(signal)
         return results
       }
     )
@@ -99,9 +97,11 @@ export class Control {
   }
 }
 
-const isRefusal = (error: { readonly _tag: "Some"; readonly value: ClientError } | { readonly _tag: "None" }): boolean =>
-  error._tag === "Some" &&
-  (error.value.reason._tag === "InvalidArgument" || error.value.reason._tag === "InvalidRequest")
+/** A failure of the signal itself (a bad epoch, a signal the dialect lacks), not of a coordinator. */
+const isRefusal = (exit: Exit.Exit<void, ClientError>): boolean => {
+  const error = Exit.findErrorOption(exit)
+  return Option.isSome(error) && (error.value.reason._tag === "InvalidArgument" || error.value.reason._tag === "InvalidRequest")
+}
 
 /**
  * The first failure among `results`, as one `ClientError` (what the fleet's `InferenceClient`
