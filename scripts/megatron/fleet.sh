@@ -41,7 +41,7 @@ OUT="$S" PYTHON="$PY" bash "$HERE/stage.sh" "$REF" >/dev/null 2>"$WORK/stage.err
 
 ADDRS=()
 for name in a b c; do
-  "$PY" "$HERE/run_coordinator.py" --stage "$S" --engines 2 --policy load_balanced \
+  "$PY" "$HERE/run_coordinator.py" --stage "$S" --engines 2 --policy load_balanced --step-ms 20 \
     --stats "$WORK/$name.stats.json" >"$WORK/$name.out" 2>"$WORK/$name.err" &
   PIDS+=("$!")
 done
@@ -54,8 +54,9 @@ for name in a b c; do
   [ -n "$addr" ] || { echo "fleet: coordinator $name did not start: $(tail -3 "$WORK/$name.err" | tr '\n' ' ')"; exit 2; }
   ADDRS+=("$addr")
 done
-# The coordinator itself is the spawned child of run_coordinator.py (its engines are threads of the parent).
-VICTIM=$(pgrep -P "${PIDS[1]}" | head -1)
+# The coordinator itself is the spawned child of run_coordinator.py (its engines are threads of the
+# parent; the other child, resource_tracker, is multiprocessing's).
+VICTIM=$(pgrep -P "${PIDS[1]}" -f spawn_main | head -1)
 [ -n "$VICTIM" ] || { echo "fleet: no coordinator process under run_coordinator.py ${PIDS[1]}"; exit 2; }
 timeout 180 node "$HERE/fleet_check.mjs" "$ROOT" "$(IFS=,; echo "${ADDRS[*]}")" --protocol "$PROTOCOL" --kill "$VICTIM"
 rc=$?
