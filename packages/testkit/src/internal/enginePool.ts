@@ -2,7 +2,7 @@
  * The test coordinator's engines: the ones registered, ordered by identity as Megatron ranks
  * them (so routing ties do not depend on who connected first), the ones removed (whose late
  * replies are still delivered), and the one way a message reaches an engine, recorded for
- * inspection. `CoordinatorCore` routes over it.
+ * inspection. `requestDispatch.ts` routes over it.
  *
  * @since 0.2.0
  * @internal

@@ -1,0 +1,126 @@
+/**
+ * The test coordinator's way from clients to engines: CONNECT, a submission re-numbered and sent
+ * to the engine the policy picks (or held until a first engine registers), an ABORT sent to the
+ * engine holding the request (or the held submission forgotten). Megatron's
+ * `data_parallel_inference_coordinator` (`handlers.py`) where the wire format alone does not say.
+ *
+ * @since 0.2.0
+ * @internal
+ */
+import { type Frames, Headers, Messages, MessageSpec } from "@mcore-effect/protocol"
+import type { Waiting } from "./coordinatorRecords.ts"
+import type { CoordinatorState } from "./coordinatorState.ts"
+import * as Routing from "../Routing.ts"
+import * as SubmissionHashes from "./submissionHashes.ts"
+import { NIL, packHeader, packHeaderInt, showIdentity, withRequestId } from "./wireFrames.ts"
+
+const H = Headers.values
+
+/** The frame of a SUBMIT's block hashes, from the declaration. */
+const HASHES_FRAME = MessageSpec.frameIndex(Messages.SubmitRequest, "blockHashes")
+
+/** A client's CONNECT: acknowledged once; a duplicate is counted and ignored. */
+export const connect = (s: CoordinatorState, identity: Buffer, key: string): void => {
+  if (s.knownClients.has(key)) {
+    s.counters.duplicateConnect++
+    s.config.log("Info", `coordinator: client ${showIdentity(identity)} sent a duplicate CONNECT; ignored`)
+    return
+  }
+  s.knownClients.add(key)
+  s.writer.send([identity, packHeader(s.wire.CONNECT_ACK)])
+}
+
+/** An engine registered: the submissions held for one go out. */
+export const registerEngine = (s: CoordinatorState, identity: Buffer): void => {
+  if (!s.pool.register(identity)) return
+  if (s.backlog.length > 0) {
+    const waiting = s.backlog
+    s.backlog = []
+    for (const w of waiting) dispatch(s, w)
+  }
+}
+
+/** A submission (SUBMIT_REQUEST or SUBMIT_REQUEST_WITH_KV), its envelope read. */
+export const submit = (s: CoordinatorState, identity: Buffer, key: string, envelope: Frames.Envelope): void => {
+  const clientRequestId = envelope.metadata.requestId as number
+  let hashes: ReadonlyArray<bigint> = []
+  if (envelope.spec.tag === "SubmitRequest" && s.config.policy !== "load_balanced") {
+    const computed = SubmissionHashes.routingHashes(envelope, s.config.policy, s.config.blockSizeTokens, s.wire.client)
+    if (typeof computed === "string") return s.reject("malformed", identity, computed)
+    hashes = computed
+  }
+  dispatch(s, { envelope, client: identity, clientKey: key, clientRequestId, hashes })
+}
+
+/** Re-numbers a submission and sends it to the engine the policy picks (or holds it until one registers). */
+const dispatch = (s: CoordinatorState, w: Waiting): void => {
+  const engines = s.pool.engines
+  if (engines.length === 0) {
+    s.backlog.push(w)
+    return
+  }
+  const loads = engines.map((e) => e.load)
+  const engine = engines[
+    w.hashes.length === 0
+      ? Routing.leastLoaded(loads)
+      : Routing.choose({
+        beta: s.config.beta,
+        loads,
+        depths: s.ownership.depths(w.hashes, engines.map((e) => e.key)),
+        hashCount: w.hashes.length
+      }).engine
+  ]!
+  const requestId = s.nextRequestId
+  const f = w.envelope.frames
+  let metadata: Uint8Array
+  try {
+    // One frame: optional bodies the client left out go to the engine as nil, as main's
+    // coordinator sends `[20, crid, prompt, sp, None]` for a four-element SUBMIT_REQUEST.
+    metadata = withRequestId(f[0]!, requestId, s.wire.single ? 1 + w.envelope.spec.bodyKeys.length - f.length : 0)
+  } catch (error) {
+    // Only a frame not laid out as Python writes it takes the re-encoding path; a value msgpackr
+    // decoded into something with no msgpack form (an extension type) ends here.
+    return s.reject("malformed", w.client, `cannot re-number the metadata frame: ${String(error)}`)
+  }
+  s.nextRequestId++
+  s.inFlight.add(requestId, {
+    client: w.client,
+    clientKey: w.clientKey,
+    clientRequestId: w.clientRequestId,
+    engine,
+    hashes: w.hashes
+  })
+  engine.load++
+  if (w.hashes.length > 0) s.ownership.claim(engine.key, w.hashes)
+  // The bodies as they came, but the client's block hashes: they were for routing only, and the
+  // engine gets nil in their place. (One frame: the message is frame 0, its bodies views into it.)
+  const out = s.wire.single
+    ? [metadata]
+    : f.map((frame, i) => (i === 0 ? metadata : i === HASHES_FRAME && w.envelope.spec.tag === "SubmitRequest" ? NIL : frame))
+  s.pool.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client)
+  if (s.config.debug === true) {
+    s.config.log(
+      "Debug",
+      `coordinator: request ${requestId} (client ${showIdentity(w.client)}'s ${w.clientRequestId}) started on engine ${engine.name}`
+    )
+  }
+}
+
+/** A client's ABORT: to the engine holding the request, or the held submission forgotten. */
+export const abort = (s: CoordinatorState, identity: Buffer, key: string, clientRequestId: number): void => {
+  const requestId = s.inFlight.idOf(key, clientRequestId)
+  const request = requestId === undefined ? undefined : s.inFlight.get(requestId)
+  if (request === undefined) {
+    // Not yet routed: it never reaches an engine. Otherwise unknown or finished: dropped.
+    const before = s.backlog.length
+    s.backlog = s.backlog.filter((w) => !(w.clientKey === key && w.clientRequestId === clientRequestId))
+    if (s.backlog.length === before) s.counters.abortsDropped++
+    return
+  }
+  // Only decoded where the dialect has ABORT_REQUEST.
+  const frame = packHeaderInt(s.wire.ABORT_REQUEST!, requestId!)
+  s.pool.deliver(request.engine, [frame], H.ABORT_REQUEST, requestId, clientRequestId, identity)
+  if (s.config.debug === true) {
+    s.config.log("Debug", `coordinator: request ${requestId} (client ${showIdentity(identity)}'s ${clientRequestId}) aborted`)
+  }
+}
