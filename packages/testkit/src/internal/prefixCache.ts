@@ -48,6 +48,13 @@ export class PrefixCache {
     while (matched < hashes.length && blocks.has(hashes[matched]!)) matched++
     this.hits += matched
     this.misses += hashes.length - matched
+    this.insert(hashes)
+    return matched
+  }
+
+  /** Blocks the engine now holds (a KV import admitted): the most recently used, the oldest evicted beyond capacity. */
+  insert(hashes: ReadonlyArray<bigint>): void {
+    const blocks = this.blocks
     for (const h of hashes) {
       blocks.delete(h)
       blocks.set(h, true)
@@ -59,7 +66,6 @@ export class PrefixCache {
         if (--excess === 0) break
       }
     }
-    return matched
   }
 
   /** Queues the prefill of `uncachedBlocks` blocks for `requestId` (nothing without a prefill cost). */
