@@ -197,12 +197,23 @@ describe("Fleet failover", () => {
               yield* Fiber.join(burst)
               expect(ends.every((n) => n === 1)).toBe(true)
               expect(outcomes.filter((o) => o !== "ok" && o !== "CoordinatorLost")).toEqual([])
-              // Submits end lost only when no coordinator could take them.
-              if (killed.size < 3) expect(yield* fleet.client.connected).toBe(true)
+              // A coordinator left running (or restarted) is joined again, in time: one that lost its
+              // link to a restart is redialed after the backoff.
+              if (killed.size < 3) yield* until(fleet.client.connected)
             }).pipe(Effect.scoped, withRegistry)
             await Effect.runPromise(program)
           }),
-          { numRuns: 8 }
+          {
+            numRuns: 8,
+            // A run of the full suite drew it (seed 636256456): coordinator 2's link dropped by its
+            // restart, the fleet was checked before its backoff ended.
+            examples: [[[
+              { kind: "kill", index: 0, after: 0 },
+              { kind: "restart", index: 2, after: 0 },
+              { kind: "kill", index: 1, after: 0 },
+              { kind: "stall", index: 0, after: 1 }
+            ]]]
+          }
         )
       )
     }), { timeout: 120_000 })

@@ -72,6 +72,7 @@ export interface Options {
    * token; one engine's prefills run one after another. Default 0 (free).
    */
   readonly prefillMsPerBlock?: number | undefined
+  /**
    * MTP proposals per step (Megatron's `num_speculative_tokens`): a prefill's hand-off carries
    * this many plus one `resume_tokens`, and a decode refuses (dies of) any other count. Default 0.
    */
