@@ -71,6 +71,21 @@ describe("Fleet failover", () => {
       expect((yield* routedCounts(testFleet.clusters))[1]!).toBeGreaterThan(before)
     }).pipe(withRegistry), { timeout: 30_000 })
 
+  it.live("submitWithId on a coordinator that dies: its reply comes from the other, and the fleet id names the other after it", () =>
+    Effect.gen(function*() {
+      const { fleet, testFleet } = yield* fleetSetup(2, { cluster: { engine: { stepMs: 20 } }, fleet: { routing: "round-robin", rejoinBackoff: "60 minutes" } })
+      const prompts = [promptOf(1, 1, 1, 0), promptOf(2, 2, 1, 0)]
+      const submitted = yield* Effect.forEach(prompts, (p) => fleet.client.submitWithId(p, { num_tokens_to_generate: 20 }))
+      const onOne = submitted.findIndex((s) => fleet.memberOf(s.requestId) === 1)
+      expect(onOne).toBeGreaterThanOrEqual(0)
+      yield* testFleet.clusters[1]!.coordinator.waitFor("its request on an engine", (s) => s.inFlight === 1)
+      yield* testFleet.kill(1)
+      const replies = yield* Effect.forEach(submitted, (s) => s.reply)
+      expect(replies.map((r) => r.generated_tokens)).toEqual(prompts.map((p) => Generation.tokens(p, 20)))
+      expect(fleet.memberOf(submitted[onOne]!.requestId)).toBe(0)
+      expect((yield* fleet.members[1]!.stats).resubmitted).toBe(1)
+    }).pipe(withRegistry), { timeout: 30_000 })
+
   it.live("a stalled coordinator takes no new request, keeps its connection, and answers what it holds when it wakes: nothing is submitted again", () =>
     Effect.gen(function*() {
       const { fleet, testFleet } = yield* fleetSetup(2, {

@@ -31,6 +31,13 @@ import type { Member } from "./member.ts"
 /** Generations a fleet id tells apart (see the module's header). */
 export const GENERATIONS = 64
 
+/**
+ * Failed-over requests whose new place is kept, at most, the oldest forgotten first: so that
+ * `memberOf` names where a request was answered after its reply (a prefill's KV is pinned
+ * there), in bounded memory. Fail-overs happen only when a coordinator goes down.
+ */
+export const MOVED_KEPT = 65_536
+
 /** What the request wrappers need of the fleet. */
 export interface Placement {
   readonly members: ReadonlyArray<Member>
@@ -101,7 +108,7 @@ export const placedStream = (
 
 /** The ids of one fleet's `submitWithId` requests, and where those that failed over went. */
 export class FleetIds {
-  /** Requests submitted again elsewhere, by their fleet id, while their new reply is awaited. */
+  /** Requests submitted again elsewhere, by their fleet id (at most {@link MOVED_KEPT}). */
   private readonly moved = new Map<number, { readonly member: Member; readonly localId: number; readonly generation: number }>()
 
   constructor(private readonly placement: Placement) {}
@@ -152,10 +159,11 @@ export class FleetIds {
       const generation = member.generation
       return again(member.client!).pipe(
         Effect.flatMap((submitted) => {
+          this.moved.delete(fleetId)
           this.moved.set(fleetId, { member, localId: submitted.requestId, generation })
+          if (this.moved.size > MOVED_KEPT) this.moved.delete(this.moved.keys().next().value!)
           return submitted.reply
         }),
-        Effect.ensuring(Effect.sync(() => this.moved.delete(fleetId))),
         Effect.catchIf(lostWithMember(this.placement), () => {
           member.lostRequest()
           return this.resubmit(fleetId, prompt, again, without(this.placement, excluded, member))
