@@ -5,6 +5,7 @@
  * @since 0.2.0
  * @internal
  */
+import * as Generation from "../Generation.ts"
 import type { EngineConfig, EngineCounters } from "./engineConfig.ts"
 import type { EngineRequest } from "./engineRequest.ts"
 
@@ -24,7 +25,13 @@ export class KvPins {
     const tokens = request.init.promptTokens.length + request.generated.length
     const blocks = Math.max(1, Math.ceil(tokens / this.config.blockSizeTokens))
     const blockIds = Array.from({ length: blocks }, () => this.nextBlockId++)
-    const params = { request_id: request.requestId, block_ids: blockIds, kv_meta: { engine: this.config.identity } }
+    // The token the prefill sampled, as Megatron main's `kv_meta.resume_tokens` carries it (no MTP).
+    const resumeTokens = Generation.tokens(request.init.promptTokens, 1)
+    const params = {
+      request_id: request.requestId,
+      block_ids: blockIds,
+      kv_meta: { engine: this.config.identity, resume_tokens: resumeTokens }
+    }
     this.pinned.set(request.requestId, params)
     request.disaggregatedParams = params
   }

@@ -1,0 +1,387 @@
+/**
+ * Prefill/decode disaggregation over Megatron-LM's KV hand-off: a client of a prefill pool and a
+ * decode pool that is itself an `InferenceClient` service, so the text layer and the server run
+ * on it unchanged. Each request is prefilled on a prefill coordinator (`do_kv_handoff`, no token
+ * to generate: its engine samples the first token and pins the prompt's KV blocks), decoded on a
+ * decode coordinator (SUBMIT_REQUEST_WITH_KV with the prefill reply's `kv_meta` and `block_ids`:
+ * its engine pulls the blocks and generates the whole answer, starting with the sampled token),
+ * and the prefill's pin released with exactly one RELEASE_KV, sent through the member and on the
+ * connection that made it, once the decode can no longer read the blocks (see
+ * `internal/handoff.ts` for every path).
+ *
+ * Megatron-LM main (d98e8a64dd) and the dialects that carry the hand-off (`main`, `pr-6497`,
+ * `reference`) are served; the others are refused by name. Refused before anything is sent: a
+ * text prompt (the decode engine takes token ids only), log probs (the decode import ends its
+ * engine on them), `num_tokens_total`, media.
+ *
+ * Risk, sized by `decodeGrace`: when the decode coordinator is lost before the decode's first
+ * output, the prefill's blocks are released after `decodeGrace`. Should the decode engine still
+ * be importing them then (its coordinator lost, the engine not), it reads freed blocks and may
+ * cache corrupted KV. A prefill connection that drops takes its pins with it: the blocks stay
+ * pinned on that engine until it restarts (counted in `Stats.died`), because the id may name
+ * another request's blocks on a coordinator that came back.
+ *
+ * @since 0.4.0
+ */
+import { Dialect } from "@mcore-effect/protocol"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as ClientConfig from "./ClientConfig.ts"
+import { type ClientError, clientError, InvalidArgument, InvalidRequest } from "./ClientError.ts"
+import type { BatchReply, BatchRequest, BatchSettled, Service, Submitted } from "./ClientService.ts"
+import { InferenceClient, make as makeClient } from "./InferenceClient.ts"
+import type { Reply, StreamEvent } from "./Reply.ts"
+import { begin, type Context as HandoffContext, type Flight, finish, type Member } from "./internal/handoff.ts"
+import { Ledger, type Stats } from "./internal/handoffLedger.ts"
+import { refusal } from "./internal/handoffParams.ts"
+
+export type { Member } from "./internal/handoff.ts"
+export { blocksPinned, handoffsDecoded, handoffsFailed, handoffsReleased, handoffsStarted, type Stats } from "./internal/handoffLedger.ts"
+
+/**
+ * The pools and settings of a disaggregated client.
+ *
+ * @since 0.4.0
+ */
+export interface Options {
+  /** The prefill pool: one member per coordinator (round robin over the connected ones). */
+  readonly prefill: ReadonlyArray<Member>
+  /** The decode pool. */
+  readonly decode: ReadonlyArray<Member>
+  /** A deadline per request (its `timeout` overrides it). Default: none. */
+  readonly requestTimeout?: Duration.Input | undefined
+  /**
+   * How long after the decode coordinator is lost, before the decode's first output, the
+   * prefill's blocks are released (see the module's risk note). Default 30 seconds.
+   */
+  readonly decodeGrace?: Duration.Input | undefined
+}
+
+/**
+ * A disaggregated client: the `InferenceClient` service over both pools, and its books.
+ *
+ * @since 0.4.0
+ */
+export interface Disaggregated {
+  readonly client: Service
+  /** What the requests and pins came to so far. */
+  readonly stats: Effect.Effect<Stats>
+  /** Waits until no background wait runs (every pin of an ended request settled). */
+  readonly idle: Effect.Effect<void>
+}
+
+const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
+
+/** The dialects' check: every member speaks one dialect, which carries the hand-off and ABORT. */
+const dialectOf = (options: Options): Result.Result<Dialect.Dialect, ClientError> => {
+  if (options.prefill.length === 0) return Result.fail(invalidArgument("prefill", "needs at least one coordinator"))
+  if (options.decode.length === 0) return Result.fail(invalidArgument("decode", "needs at least one coordinator"))
+  const dialect = options.prefill[0]!.client.dialect
+  for (const member of [...options.prefill, ...options.decode]) {
+    if (member.client.dialect.name !== dialect.name) {
+      return Result.fail(
+        invalidArgument("protocol", `${member.name} speaks ${member.client.dialect.name}, ${options.prefill[0]!.name} ${dialect.name}`)
+      )
+    }
+  }
+  for (const feature of ["kvHandoff", "abort"] as const) {
+    const supported = Dialect.requireFeature(dialect, feature, "prefill/decode disaggregation")
+    if (Result.isFailure(supported)) return Result.fail(clientError(new InvalidRequest({ error: supported.failure })))
+  }
+  return Result.succeed(dialect)
+}
+
+const millisOf = (name: string, input: Duration.Input | undefined, fallback: number | undefined): Result.Result<number | undefined, ClientError> => {
+  if (input === undefined) return Result.succeed(fallback)
+  const millis = ClientConfig.durationMillis(name, input)
+  if (Result.isFailure(millis)) return Result.fail(clientError(new InvalidArgument(millis.failure)))
+  return Result.succeed(millis.success === Infinity ? undefined : millis.success)
+}
+
+/**
+ * Builds the disaggregated client over member clients built elsewhere (their scopes must outlive
+ * this one's). Closing its scope releases at once the pins whose release waits in the
+ * background. Fails with `InvalidArgument` for an empty pool or mixed dialects, with
+ * `InvalidRequest` (`UnsupportedByDialect`, naming it) for a dialect without the hand-off.
+ *
+ * @example
+ * ```ts
+ * import { Disaggregated, InferenceClient } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const prefill = yield* InferenceClient.make({ address: "tcp://127.0.0.1:5555", protocol: "main" })
+ *   const decode = yield* InferenceClient.make({ address: "tcp://127.0.0.1:5556", protocol: "main" })
+ *   const disaggregated = yield* Disaggregated.make({
+ *     prefill: [{ name: "tcp://127.0.0.1:5555", client: prefill }],
+ *     decode: [{ name: "tcp://127.0.0.1:5556", client: decode }]
+ *   })
+ *   const reply = yield* disaggregated.client.submit([1, 2, 3, 4], { num_tokens_to_generate: 16 })
+ *   return reply.generated_tokens
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.4.0
+ */
+export const make = Effect.fnUntraced(function*(options: Options) {
+  const dialect = dialectOf(options)
+  if (Result.isFailure(dialect)) return yield* Effect.fail(dialect.failure)
+  const timeout = millisOf("requestTimeout", options.requestTimeout, undefined)
+  if (Result.isFailure(timeout)) return yield* Effect.fail(timeout.failure)
+  const grace = millisOf("decodeGrace", options.decodeGrace, 30_000)
+  if (Result.isFailure(grace)) return yield* Effect.fail(grace.failure)
+  const ledger = new Ledger(yield* Effect.context<never>())
+  const scope = yield* Effect.scope
+  const context: HandoffContext = {
+    prefill: options.prefill,
+    decode: options.decode,
+    requestTimeoutMillis: timeout.success,
+    decodeGrace: grace.success === undefined ? Duration.infinity : Duration.millis(grace.success),
+    ledger,
+    scope,
+    cursor: { prefill: 0, decode: 0 }
+  }
+  const client = makeService(context, dialect.success)
+  return { client, stats: Effect.sync(() => ledger.stats), idle: ledger.idle } satisfies Disaggregated
+})
+
+/** Ids of this client's requests (what `abort` takes), and the fibers `abort` interrupts. */
+class Flights {
+  next = 0
+  readonly fibers = new Map<number, Fiber.Fiber<unknown, unknown>>()
+}
+
+/** The checks and the prefill's start, in the caller's fiber: nothing is sent when they refuse. */
+const beginChecked = (
+  context: HandoffContext,
+  id: number,
+  prompt: BatchRequest["prompt"],
+  params: BatchRequest["samplingParams"],
+  options: Omit<BatchRequest, "prompt" | "samplingParams"> | undefined,
+  streaming: boolean
+): Effect.Effect<Flight, ClientError> => {
+  const refused = refusal(prompt, params, options)
+  if (refused !== undefined) return Effect.fail(refused)
+  const timeout = millisOf("timeout", options?.timeout, context.requestTimeoutMillis)
+  if (Result.isFailure(timeout)) return Effect.fail(timeout.failure)
+  return begin(context, id, prompt, params, options, streaming, timeout.success)
+}
+
+const makeService = (context: HandoffContext, dialect: Dialect.Dialect): Service => {
+  const flights = new Flights()
+  const everyMember = [...context.prefill, ...context.decode]
+  const toAll = (op: (client: Service) => Effect.Effect<void, ClientError>): Effect.Effect<void, ClientError> =>
+    Effect.forEach(everyMember, (member) => op(member.client), { discard: true })
+
+  const submit = (prompt: BatchRequest["prompt"], params: BatchRequest["samplingParams"], options: Omit<BatchRequest, "prompt" | "samplingParams"> | undefined) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(beginChecked(context, flights.next++, prompt, params, options, false), (flight) =>
+        finish(context, flight, restore, undefined))
+    )
+
+  /** The rest of a request in a fiber of its own, in the client's scope (what `abort` interrupts). */
+  const detached = (flight: Flight, emit: ((event: StreamEvent) => void) | undefined) =>
+    Effect.map(
+      Effect.forkIn(Effect.uninterruptibleMask((restore) => finish(context, flight, restore, emit)), context.scope, {
+        startImmediately: true
+      }),
+      (fiber) => {
+        flights.fibers.set(flight.id, fiber)
+        fiber.addObserver(() => flights.fibers.delete(flight.id))
+        return fiber
+      }
+    )
+
+  const submitWithId = (
+    prompt: BatchRequest["prompt"],
+    params: BatchRequest["samplingParams"],
+    options: Omit<BatchRequest, "prompt" | "samplingParams"> | undefined
+  ): Effect.Effect<Submitted, ClientError> =>
+    Effect.uninterruptible(
+      Effect.flatMap(beginChecked(context, flights.next++, prompt, params, options, false), (flight) =>
+        Effect.map(detached(flight, undefined), (fiber): Submitted => ({
+          requestId: flight.id,
+          reply: Effect.onInterrupt(Fiber.join(fiber), () => Fiber.interrupt(fiber)) as Effect.Effect<Reply, ClientError>
+        })))
+    )
+
+  const stream = (
+    prompt: BatchRequest["prompt"],
+    params: BatchRequest["samplingParams"],
+    options: Omit<BatchRequest, "prompt" | "samplingParams"> | undefined
+  ): Stream.Stream<StreamEvent, ClientError> =>
+    Stream.callback<StreamEvent, ClientError>((queue) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(beginChecked(context, flights.next++, prompt, params, options, true), (flight) =>
+          Effect.andThen(
+            finish(context, flight, restore, (event) => {
+              Queue.offerUnsafe(queue, event)
+            }),
+            Queue.end(queue)
+          ))
+      )
+    )
+
+  /** A batch's requests, each settled (in completion order) with its id. */
+  const batch = (
+    requests: Iterable<BatchRequest>,
+    concurrency: number | "unbounded" | undefined
+  ): Stream.Stream<{ readonly index: number; readonly requestId: number | undefined; readonly exit: Exit.Exit<Reply, ClientError> }> =>
+    Stream.mapEffect(
+      Stream.fromIterable(Array.from(requests, (request, index) => ({ request, index }))),
+      ({ index, request }) => {
+        let requestId: number | undefined = undefined
+        const run = Effect.flatMap(submitWithId(request.prompt, request.samplingParams, request), (submitted) => {
+          requestId = submitted.requestId
+          return submitted.reply
+        })
+        return Effect.map(Effect.exit(run), (exit) => ({ index, requestId, exit }))
+      },
+      { concurrency: concurrency ?? "unbounded", unordered: true }
+    )
+
+  const notHere = (operation: string) =>
+    Effect.fail(
+      invalidArgument(
+        operation,
+        "a disaggregated client makes and releases its own hand-offs: call this on a member's client"
+      )
+    )
+
+  return {
+    submit,
+    submitWithId,
+    stream,
+    submitAll: (requests, options) =>
+      Stream.mapEffect(batch(requests, options?.concurrency), ({ exit, index, requestId }) =>
+        Exit.isSuccess(exit)
+          ? Effect.succeed<BatchReply>({ index, requestId: requestId!, reply: exit.value })
+          : Effect.failCause(exit.cause)),
+    submitAllSettled: (requests, options) =>
+      Stream.map(batch(requests, options?.concurrency), ({ exit, index, requestId }): BatchSettled => ({ index, requestId, exit })),
+    submitWithKvHandoff: () => notHere("submitWithKvHandoff"),
+    streamWithKvHandoff: () => Stream.fromEffect(notHere("streamWithKvHandoff")),
+    releaseKvHandoff: () => notHere("releaseKvHandoff"),
+    start: (request) =>
+      Effect.flatMap(Queue.make<StreamEvent, ClientError | Cause.Done>(), (queue) =>
+        Effect.uninterruptible(
+          Effect.flatMap(
+            beginChecked(context, flights.next++, request.prompt, request.samplingParams, request, request.streaming === true),
+            (flight) =>
+              Effect.map(
+                detached(flight, (event) => {
+                  Queue.offerUnsafe(queue, event)
+                  if (event._tag === "Final") Queue.endUnsafe(queue)
+                }),
+                (fiber) => {
+                  fiber.addObserver((exit) => {
+                    if (exit._tag === "Failure") Queue.failCauseUnsafe(queue, exit.cause)
+                  })
+                  return { requestId: flight.id, connection: flight.started.connection, events: queue }
+                }
+              )
+          )
+        )),
+    abort: (requestId) =>
+      Effect.suspend(() => {
+        const fiber = flights.fibers.get(requestId)
+        return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
+      }),
+    sendAbort: (requestId) =>
+      Effect.suspend(() => {
+        const fiber = flights.fibers.get(requestId)
+        return fiber === undefined ? Effect.void : Fiber.interrupt(fiber)
+      }),
+    pauseEngines: () => toAll((c) => c.pauseEngines()),
+    unpauseEngines: () => toAll((c) => c.unpauseEngines()),
+    suspendEngines: () => toAll((c) => c.suspendEngines()),
+    resumeEngines: () => toAll((c) => c.resumeEngines()),
+    stopEngines: () => toAll((c) => c.stopEngines()),
+    setGenerationEpoch: (epoch) => toAll((c) => c.setGenerationEpoch(epoch)),
+    startCudaProfiler: () => toAll((c) => c.startCudaProfiler()),
+    stopCudaProfiler: () => toAll((c) => c.stopCudaProfiler()),
+    shutdownCoordinator: () => toAll((c) => c.shutdownCoordinator()),
+    blockHashes: (prompt, mediaCacheKey) => context.prefill[0]!.client.blockHashes(prompt, mediaCacheKey),
+    dialect,
+    pendingCount: Effect.sync(() => context.ledger.inFlight),
+    connected: Effect.map(
+      Effect.all([anyConnected(context.prefill), anyConnected(context.decode)]),
+      ([prefill, decode]) => prefill && decode
+    )
+  }
+}
+
+const anyConnected = (members: ReadonlyArray<Member>): Effect.Effect<boolean> =>
+  Effect.map(Effect.forEach(members, (member) => member.client.connected), (up) => up.some(Boolean))
+
+/**
+ * A disaggregated client over coordinators it connects to itself: one `InferenceClient` per
+ * address (each member named by its address), all in one dialect.
+ *
+ * @since 0.4.0
+ */
+export interface AddressOptions extends Omit<Options, "prefill" | "decode"> {
+  /** The client options shared by every member (the address is each member's own). */
+  readonly client: Omit<ClientConfig.ClientOptions, "address">
+  readonly prefill: ReadonlyArray<string>
+  readonly decode: ReadonlyArray<string>
+}
+
+/**
+ * {@link make} over clients it builds, one per address, owned by the same scope (closed after
+ * it: its pins are released before the members close).
+ *
+ * @since 0.4.0
+ */
+export const connect = (options: AddressOptions): Effect.Effect<Disaggregated, ClientError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const members = (addresses: ReadonlyArray<string>) =>
+      Effect.forEach(addresses, (address) =>
+        Effect.map(makeClient({ ...options.client, address }), (client): Member => ({ name: address, client: client as Service })))
+    const prefill = yield* members(options.prefill)
+    const decode = yield* members(options.decode)
+    return yield* make({ ...options, prefill, decode })
+  })
+
+/**
+ * The disaggregated client's books, as a service beside the `InferenceClient` {@link layer}
+ * provides.
+ *
+ * @since 0.4.0
+ */
+export class DisaggregatedStats extends Context.Service<DisaggregatedStats, Omit<Disaggregated, "client">>()(
+  "@mcore-effect/client/DisaggregatedStats"
+) {}
+
+/**
+ * {@link connect} as a layer providing the `InferenceClient` service (so the text layer and the
+ * server run on it unchanged) and its books.
+ *
+ * @example
+ * ```ts
+ * import { Disaggregated } from "@mcore-effect/client"
+ *
+ * const ClientLive = Disaggregated.layer({
+ *   client: { protocol: "main" },
+ *   prefill: ["tcp://127.0.0.1:5555"],
+ *   decode: ["tcp://127.0.0.1:5556"],
+ *   decodeGrace: "10 seconds"
+ * })
+ * ```
+ *
+ * @since 0.4.0
+ */
+export const layer = (options: AddressOptions): Layer.Layer<InferenceClient | DisaggregatedStats, ClientError> =>
+  Layer.effectContext(
+    Effect.map(connect(options), (d) =>
+      Context.make(InferenceClient, d.client).pipe(Context.add(DisaggregatedStats, { stats: d.stats, idle: d.idle })))
+  )
