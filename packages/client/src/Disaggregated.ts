@@ -15,7 +15,7 @@
  * engine on them), `num_tokens_total`, media.
  *
  * Risk, sized by `decodeGrace`: when the decode coordinator is lost before the decode's first
- * output, the prefill's blocks are released after `decodeGrace`. Should the decode engine still
+ * output, or does not answer an ABORT, the prefill's blocks are released after `decodeGrace`. Should the decode engine still
  * be importing them then (its coordinator lost, the engine not), it reads freed blocks and may
  * cache corrupted KV. A prefill connection that drops takes its pins with it: the blocks stay
  * pinned on that engine until it restarts (counted in `Stats.died`), because the id may name
@@ -41,11 +41,19 @@ import type { BatchReply, BatchRequest, BatchSettled, Service, Submitted } from 
 import { InferenceClient, make as makeClient } from "./InferenceClient.ts"
 import type { Reply, StreamEvent } from "./Reply.ts"
 import { begin, type Context as HandoffContext, type Flight, finish, type Member } from "./internal/handoff.ts"
-import { Ledger, type Stats } from "./internal/handoffLedger.ts"
+import { type Event, Ledger, type Stats } from "./internal/handoffLedger.ts"
 import { refusal } from "./internal/handoffParams.ts"
 
 export type { Member } from "./internal/handoff.ts"
-export { blocksPinned, handoffsDecoded, handoffsFailed, handoffsReleased, handoffsStarted, type Stats } from "./internal/handoffLedger.ts"
+export {
+  blocksPinned,
+  type Event,
+  handoffsDecoded,
+  handoffsFailed,
+  handoffsReleased,
+  handoffsStarted,
+  type Stats
+} from "./internal/handoffLedger.ts"
 
 /**
  * The pools and settings of a disaggregated client.
@@ -60,10 +68,14 @@ export interface Options {
   /** A deadline per request (its `timeout` overrides it). Default: none. */
   readonly requestTimeout?: Duration.Input | undefined
   /**
-   * How long after the decode coordinator is lost, before the decode's first output, the
-   * prefill's blocks are released (see the module's risk note). Default 30 seconds.
+   * How long the decode may stay silent before the prefill's blocks are released anyway: after
+   * the decode coordinator is lost before the decode's first output, or after an ABORT (the
+   * caller gone, the deadline passed) that the decode does not answer (see the module's risk
+   * note). Default 30 seconds.
    */
   readonly decodeGrace?: Duration.Input | undefined
+  /** Told of each step of every hand-off, in order (see {@link Event}): for logs and audits. */
+  readonly observe?: ((event: Event) => void) | undefined
 }
 
 /**
@@ -139,7 +151,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   if (Result.isFailure(timeout)) return yield* Effect.fail(timeout.failure)
   const grace = millisOf("decodeGrace", options.decodeGrace, 30_000)
   if (Result.isFailure(grace)) return yield* Effect.fail(grace.failure)
-  const ledger = new Ledger(yield* Effect.context<never>())
+  const ledger = new Ledger(yield* Effect.context<never>(), options.observe)
   const scope = yield* Effect.scope
   const context: HandoffContext = {
     prefill: options.prefill,

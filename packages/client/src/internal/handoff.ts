@@ -13,7 +13,9 @@
  * - Interrupted (or the deadline passed) before D's first output: ABORT to D, which Megatron's
  *   decode ignores while its KV import is pending (`inference_state_handoff.py:973`: the request
  *   enters `requests` only when admitted), then, in the background, D's next output is awaited
- *   (a partial: ABORT again, for good), then the release. The caller is not kept waiting.
+ *   (a partial: ABORT again, for good), then the release. The caller is not kept waiting. D
+ *   silent for `decodeGrace` after the ABORT (its coordinator dropped the hand-off, as Megatron's
+ *   does without a word when no engine is reachable, `handlers.py:198`): released then.
  * - D lost before its first output: after `decodeGrace`, in the background (its engine may
  *   still be importing: the risk the option sizes).
  * - Interrupted while P is still prefilling: ABORT to P, P's reply awaited in the background,
@@ -102,15 +104,22 @@ export interface Flight {
 export class Hold {
   /** Released, or died with its connection: nothing more is ever sent for it. */
   done = false
-  constructor(readonly member: Member, readonly pin: Pin, readonly connection: number, readonly ledger: Ledger) {}
+  constructor(
+    /** The disaggregated request's id. */
+    readonly id: number,
+    readonly member: Member,
+    readonly pin: Pin,
+    readonly connection: number,
+    readonly ledger: Ledger
+  ) {}
 
   /** RELEASE_KV, once, on the connection that made the pin; else counted as died with it. */
   release(): Effect.Effect<void> {
     if (this.done) return Effect.void
     this.done = true
     return Effect.matchEffect(this.member.client.releaseKvHandoff(this.pin.requestId, { connection: this.connection }), {
-      onFailure: () => Effect.sync(() => this.ledger.died(this.pin.blockIds.length)),
-      onSuccess: () => Effect.sync(() => this.ledger.released(this.pin.blockIds.length))
+      onFailure: () => Effect.sync(() => this.ledger.died(this.id, this.pin)),
+      onSuccess: () => Effect.sync(() => this.ledger.released(this.id, this.pin))
     })
   }
 }
@@ -210,12 +219,12 @@ export const finish = (
     if (reading._tag === "Refused") {
       ledger.ended("failed")
       if (reading.pinned === undefined) return Effect.fail(reading.error)
-      const hold = new Hold(prefill, { requestId: reading.pinned, blockIds: [], kvMeta: {} }, flight.started.connection, ledger)
-      ledger.pinned(0)
+      const hold = new Hold(flight.id, prefill, { requestId: reading.pinned, blockIds: [], kvMeta: {} }, flight.started.connection, ledger)
+      ledger.pinned(flight.id, hold.pin)
       return Effect.andThen(hold.release(), Effect.fail(reading.error))
     }
-    const hold = new Hold(prefill, reading.pin, flight.started.connection, ledger)
-    ledger.pinned(reading.pin.blockIds.length)
+    const hold = new Hold(flight.id, prefill, reading.pin, flight.started.connection, ledger)
+    ledger.pinned(flight.id, reading.pin)
     return decode(context, flight, hold, restore, emit)
   })
 
@@ -245,7 +254,7 @@ const decode = (
           )
         },
         onSuccess: (started) => {
-          context.ledger.decodeStarted()
+          context.ledger.decodeStarted(flight.id)
           return events(context, flight, hold, member, started, restore, emit)
         }
       }
@@ -267,6 +276,7 @@ const events = (
       if (Exit.isSuccess(exit)) {
         const event = exit.value
         // D's first output: it holds the blocks now.
+        if (!hold.done) ledger.note(flight.id, "DecodeOutput")
         const released = hold.done ? Effect.void : hold.release()
         if (event._tag === "Tokens") {
           emit?.({ _tag: "Tokens", requestId: flight.id, newTokens: event.newTokens, newLogProbs: event.newLogProbs })
@@ -288,16 +298,19 @@ const events = (
       ledger.ended("failed")
       const error = errorOf(exit, member.name)
       if (hold.done) return Effect.fail(error)
+      ledger.note(flight.id, isLost(error) ? "DecodeLost" : "DecodeFailed")
       return Effect.andThen(afterDecodeFailure(context, hold, error), Effect.fail(error))
     }
   )
   return loop
 }
 
+/** D's coordinator lost (or its client closed): D's engine may still be importing. */
+const isLost = (error: ClientError): boolean => error.reason._tag === "CoordinatorLost" || error.reason._tag === "ClientClosed"
+
 /** D's request failed before any output: lost with D (release after the grace period), or answered. */
 const afterDecodeFailure = (context: Context, hold: Hold, error: ClientError): Effect.Effect<void> => {
-  const tag = error.reason._tag
-  if (tag === "CoordinatorLost" || tag === "ClientClosed") {
+  if (isLost(error)) {
     return background(context, Effect.andThen(Effect.sleep(context.decodeGrace), Effect.suspend(() => hold.release())))
   }
   // A reply arrived (malformed, too large) or the request never went out (SendFailed): D is not reading.
@@ -311,14 +324,22 @@ const afterDecodeFailure = (context: Context, hold: Hold, error: ClientError): E
  */
 const decodeAfterCancel = (context: Context, hold: Hold, member: Member, started: Started): Effect.Effect<void> =>
   Effect.onInterrupt(
-    Effect.flatMap(Effect.exit(Queue.take(started.events)), (exit) => {
+    Effect.flatMap(Effect.exit(Effect.timeoutOrElse(Queue.take(started.events), { duration: context.decodeGrace, orElse: () => Effect.fail(TIMED_OUT) })), (exit) => {
+      const ledger = context.ledger
+      if (isEarlyEnd(exit)) {
+        // Silent past the grace period (a coordinator with no engine drops a hand-off without a
+        // word, `handlers.py:198`): given up here, and the blocks released (the documented risk).
+        ledger.note(hold.id, "DecodeSilent")
+        return Effect.andThen(Effect.ignore(member.client.abort(started.requestId)), Effect.suspend(() => hold.release()))
+      }
       if (Exit.isSuccess(exit)) {
+        ledger.note(hold.id, "DecodeOutput")
         const again = exit.value._tag === "Tokens" ? Effect.ignore(member.client.abort(started.requestId)) : Effect.void
         return Effect.andThen(again, Effect.suspend(() => hold.release()))
       }
       const error = Cause.findErrorOption(exit.cause)
-      const lost = error._tag === "Some" && (error.value as ClientError).reason !== undefined &&
-        ["CoordinatorLost", "ClientClosed"].includes((error.value as ClientError).reason._tag)
+      const lost = error._tag === "Some" && isLost(error.value as ClientError)
+      ledger.note(hold.id, lost ? "DecodeLost" : "DecodeFailed")
       return lost
         ? Effect.andThen(Effect.sleep(context.decodeGrace), Effect.suspend(() => hold.release()))
         : Effect.suspend(() => hold.release())
@@ -345,8 +366,8 @@ const prefillAfterCancel = (context: Context, flight: Flight): Effect.Effect<voi
           ? undefined
           : { requestId: reading.pinned, blockIds: [], kvMeta: {} }
         if (pinned === undefined) return Effect.void
-        hold = new Hold(prefill, pinned, started.connection, ledger)
-        ledger.pinned(pinned.blockIds.length)
+        hold = new Hold(flight.id, prefill, pinned, started.connection, ledger)
+        ledger.pinned(flight.id, pinned)
         return hold.release()
       })
     ),

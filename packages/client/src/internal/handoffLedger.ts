@@ -91,6 +91,30 @@ export interface Stats {
 }
 
 /**
+ * A step of a disaggregated request's hand-off, as `Disaggregated.Options.observe` is told of it:
+ * `request` is the disaggregated client's id; `pin` the prefill coordinator's id for the pin and
+ * its blocks (on `Pinned`, `Released`, `Died`). In order for one request: `Pinned`, then
+ * `DecodeSubmitted` (unless the decode was never submitted), then `DecodeOutput` (D's first),
+ * `DecodeFailed` (a reply), `DecodeLost` (D's coordinator lost) or `DecodeSilent` (no answer
+ * within `decodeGrace` of an ABORT), then `Released` or `Died`.
+ *
+ * @since 0.4.0
+ */
+export interface Event {
+  readonly _tag:
+    | "Pinned"
+    | "DecodeSubmitted"
+    | "DecodeOutput"
+    | "DecodeFailed"
+    | "DecodeLost"
+    | "DecodeSilent"
+    | "Released"
+    | "Died"
+  readonly request: number
+  readonly pin?: { readonly requestId: number; readonly blocks: number } | undefined
+}
+
+/**
  * The books of one disaggregated client.
  *
  * @since 0.4.0
@@ -112,7 +136,16 @@ export class Ledger {
   }
   private idleWaiters: Array<() => void> = []
 
-  constructor(private readonly context: Context.Context<never>) {}
+  constructor(
+    private readonly context: Context.Context<never>,
+    private readonly observe: ((event: Event) => void) | undefined
+  ) {}
+
+  /** Tells the observer, if any. */
+  note(request: number, tag: Event["_tag"], pin?: { readonly requestId: number; readonly blockIds: ReadonlyArray<number> }): void {
+    if (this.observe === undefined) return
+    this.observe(pin === undefined ? { _tag: tag, request } : { _tag: tag, request, pin: { requestId: pin.requestId, blocks: pin.blockIds.length } })
+  }
 
   get stats(): Stats {
     return { ...this.s }
@@ -134,24 +167,31 @@ export class Ledger {
     else handoffsFailed.updateUnsafe(1, this.context)
   }
 
-  decodeStarted(): void {
+  decodeStarted(request: number): void {
     this.s.decodes++
+    this.note(request, "DecodeSubmitted")
   }
 
-  pinned(blocks: number): void {
+  pinned(request: number, pin: { readonly requestId: number; readonly blockIds: ReadonlyArray<number> }): void {
+    const blocks = pin.blockIds.length
+    this.note(request, "Pinned", pin)
     this.s.pins++
     this.s.pinnedBlocks += blocks
     blocksPinned.modifyUnsafe(blocks, this.context)
   }
 
-  released(blocks: number): void {
+  released(request: number, pin: { readonly requestId: number; readonly blockIds: ReadonlyArray<number> }): void {
+    const blocks = pin.blockIds.length
+    this.note(request, "Released", pin)
     this.s.released++
     this.s.releasedBlocks += blocks
     handoffsReleased.updateUnsafe(1, this.context)
     blocksPinned.modifyUnsafe(-blocks, this.context)
   }
 
-  died(blocks: number): void {
+  died(request: number, pin: { readonly requestId: number; readonly blockIds: ReadonlyArray<number> }): void {
+    const blocks = pin.blockIds.length
+    this.note(request, "Died", pin)
     this.s.died++
     this.s.diedBlocks += blocks
     blocksPinned.modifyUnsafe(-blocks, this.context)

@@ -15,6 +15,7 @@ export interface SetupOptions {
   readonly decodeGrace?: Disaggregated.Options["decodeGrace"]
   readonly requestTimeout?: Disaggregated.Options["requestTimeout"]
   readonly client?: Partial<ClientConfig.ClientOptions> | undefined
+  readonly observe?: Disaggregated.Options["observe"]
 }
 
 /** What {@link setup} gives. */
@@ -39,7 +40,7 @@ export const setup = (
     const prefillCluster = yield* TestCluster.make({ engines: 1, protocol, network, engine })
     const decodeCluster = yield* TestCluster.make({ engines: 1, protocol, network, engine })
     const clientOf = (address: string) =>
-      InferenceClient.make({ address, protocol, heartbeatTimeout: "1 second", ...options?.client }).pipe(
+      InferenceClient.make({ address, protocol, heartbeatTimeout: "1 second", drainTimeout: "200 millis", ...options?.client }).pipe(
         Effect.provide(Transport.layerMemory(network))
       )
     const prefill = yield* clientOf(prefillCluster.address)
@@ -47,8 +48,9 @@ export const setup = (
     const disaggregated = yield* Disaggregated.make({
       prefill: [{ name: prefillCluster.address, client: prefill }],
       decode: [{ name: decodeCluster.address, client: decode }],
-      decodeGrace: options?.decodeGrace ?? 0,
-      requestTimeout: options?.requestTimeout
+      decodeGrace: options?.decodeGrace ?? "30 seconds",
+      requestTimeout: options?.requestTimeout,
+      observe: options?.observe
     })
     return { network, prefillCluster, decodeCluster, prefill, decode, disaggregated, client: disaggregated.client }
   })
