@@ -4,14 +4,15 @@
  * @since 0.1.0
  * @internal
  */
-import { type ClientError, InferenceClient } from "@mcore-effect/client"
+import { ClientConfig, type ClientError, InferenceClient } from "@mcore-effect/client"
 import type * as Duration from "effect/Duration"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { Connection } from "./Flags.ts"
+import * as SettingFlags from "./SettingFlags.ts"
 
 /**
- * The client layer for `--address` / `--connect-timeout` (and, for commands that take it, a
+ * The client layer for the connection flags (`--address`, `--connect-timeout`, `--protocol`; and, for commands that take it, a
  * deadline on every request).
  *
  * @example
@@ -29,8 +30,8 @@ export const clientLayer = (
   options?: { readonly requestTimeout?: Option.Option<Duration.Duration> | undefined }
 ): Layer.Layer<InferenceClient.InferenceClient, ClientError.ClientError> =>
   InferenceClient.layer({
-    address: connection.address,
+    // Every client option its flags gave (the rest keep the client's defaults).
+    ...SettingFlags.given(ClientConfig.settings, connection),
     protocol: connection.protocol,
-    connectTimeout: Option.getOrUndefined(connection.connectTimeout),
     requestTimeout: options?.requestTimeout === undefined ? undefined : Option.getOrUndefined(options.requestTimeout)
   })

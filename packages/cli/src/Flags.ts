@@ -10,51 +10,25 @@ import { ClientConfig } from "@mcore-effect/client"
 import { Dialect, Dialects } from "@mcore-effect/protocol"
 import { Loopback } from "@mcore-effect/testkit"
 import * as Config from "effect/Config"
-import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import { Flag } from "effect/cli"
+import * as SettingFlags from "./SettingFlags.ts"
 
-const shorthand = /^(\d+(?:\.\d+)?)(ms|s|m)$/
-const units = { ms: "millis", s: "seconds", m: "minutes" } as const
-
-/**
- * Reads a duration as people type it on a command line: `500` (milliseconds), `500ms`, `2s`,
- * `1m`, or Effect's own `"2 seconds"`. Negative durations are refused.
- *
- * @example
- * ```ts
- * import { parseDuration } from "./Flags.ts"
- *
- * parseDuration("250ms") // Option.some(Duration.millis(250))
- * parseDuration("soon") // Option.none()
- * ```
- *
- * @since 0.1.0
- */
-export const parseDuration = (text: string): Option.Option<Duration.Duration> => {
-  const trimmed = text.trim()
-  const short = shorthand.exec(trimmed)
-  const input = /^\d+(?:\.\d+)?$/.test(trimmed)
-    ? Number(trimmed)
-    : short !== null
-    ? `${short[1]} ${units[short[2] as keyof typeof units]}`
-    : trimmed
-  return Duration.fromInput(input as Duration.Input).pipe(
-    Option.filter((d) => Duration.isGreaterThanOrEqualTo(d, Duration.zero))
-  )
-}
-
-/**
- * A duration flag (see {@link parseDuration}).
- *
- * @since 0.1.0
- */
-export const duration = (name: string): Flag.Flag<Duration.Duration> =>
-  Flag.String(name).pipe(
-    Flag.withMetavar("duration"),
-    Flag.filterMap(parseDuration, () => `expected a duration such as 500ms, 2s or "2 seconds"`)
-  )
+export {
+  /**
+   * A duration flag (see {@link parseDuration}).
+   *
+   * @since 0.1.0
+   */
+  duration,
+  /**
+   * Reads a duration as people type it on a command line (see `Values.parseDuration`).
+   *
+   * @since 0.1.0
+   */
+  parseDuration
+} from "./Values.ts"
 
 /**
  * Refuses an address a client cannot connect to, by the client's own rule
@@ -79,37 +53,21 @@ export const loopback: (self: Flag.Flag<string>) => Flag.Flag<string> = Flag.fil
 )
 
 /**
- * The environment variable `--address` falls back to.
+ * The environment variable `--address` falls back to: the one the client's own `ClientConfig`
+ * reads (its declaration, `ClientConfig.settings.address`).
  *
  * @since 0.1.0
  */
-export const addressVariable = "MCORE_COORDINATOR_ADDRESS"
+export const addressVariable: string = SettingFlags.variable(ClientConfig.settings.address)
 
 /**
- * `--address`: the coordinator's ROUTER address. Falls back to `MCORE_COORDINATOR_ADDRESS`, the
- * variable the client's own `ClientConfig` reads. A malformed address is a bad value
+ * `--address`: the coordinator's ROUTER address, the client's `address` option's flag (with its
+ * description and its fallback, `MCORE_COORDINATOR_ADDRESS`). A malformed address is a bad value
  * ({@link connectable}).
  *
  * @since 0.1.0
  */
-export const address: Flag.Flag<string> = Flag.String("address").pipe(
-  Flag.withAlias("a"),
-  Flag.withMetavar("address"),
-  Flag.withDescription("The coordinator's address: tcp://host:port or ipc://path (env MCORE_COORDINATOR_ADDRESS)"),
-  Flag.withFallbackConfig(Config.String(addressVariable)),
-  connectable
-)
-
-/**
- * `--connect-timeout`: how long to wait for the coordinator's CONNECT_ACK before failing with
- * `ConnectTimeout`. Unset keeps the client's default (10 seconds).
- *
- * @since 0.1.0
- */
-export const connectTimeout: Flag.Flag<Option.Option<Duration.Duration>> = duration("connect-timeout").pipe(
-  Flag.withDescription("How long to wait for the coordinator to answer CONNECT (default 10s)"),
-  Flag.optional
-)
+export const address: Flag.Flag<string> = SettingFlags.flag(ClientConfig.settings.address).pipe(connectable)
 
 /**
  * The environment variable `--protocol` falls back to, the one the client's own `ClientConfig`
@@ -117,7 +75,7 @@ export const connectTimeout: Flag.Flag<Option.Option<Duration.Duration>> = durat
  *
  * @since 0.2.0
  */
-export const protocolVariable = "MCORE_PROTOCOL"
+export const protocolVariable: string = SettingFlags.variable(ClientConfig.settings.protocol)
 
 /**
  * What a missing `--protocol` is told, after the command's name: one line listing the dialects
@@ -170,19 +128,25 @@ export const optionalProtocol = (description: string): Flag.Flag<Option.Option<D
   dialect(`${description} (${choices}; env ${protocolVariable})`).pipe(Flag.optional)
 
 /**
- * The flags every command that talks to a coordinator takes.
+ * The client's options but `address`: for `mcore serve`, which names the coordinator with
+ * `--coordinator` and takes the other client flags as every command does.
+ *
+ * @since 0.2.0
+ */
+export const clientSettingsBesidesAddress: Omit<typeof ClientConfig.settings, "address"> = (({ address: _address, ...rest }) => rest)(ClientConfig.settings)
+
+/**
+ * The flags every command that talks to a coordinator takes: one for each client option that
+ * declares a flag (`ClientConfig.settings`: `--address`, `--connect-timeout`, and any added
+ * there), with `--address` checked by the client's rule ({@link connectable}), and `--protocol`.
  *
  * @since 0.1.0
  */
-export const connection = { address, connectTimeout, protocol } as const
+export const connection = { ...SettingFlags.flags(ClientConfig.settings), address, protocol } as const
 
 /**
  * What {@link connection} parses to.
  *
  * @since 0.1.0
  */
-export interface Connection {
-  readonly address: string
-  readonly connectTimeout: Option.Option<Duration.Duration>
-  readonly protocol: Dialect.Name
-}
+export type Connection = { readonly [K in keyof typeof connection]: typeof connection[K] extends Flag.Flag<infer A> ? A : never }

@@ -9,6 +9,7 @@
  * @since 0.1.0
  * @internal
  */
+import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import { Argument, Flag } from "effect/cli"
 
@@ -118,4 +119,45 @@ export const keyValues = (name: string, example: string): Flag.Flag<ReadonlyArra
     Flag.withMetavar("key=value"),
     Flag.filterMap(parseKeyValue, () => `expected KEY=VALUE, such as ${example}`),
     Flag.atLeast(0)
+  )
+
+const shorthand = /^(\d+(?:\.\d+)?)(ms|s|m)$/
+const units = { ms: "millis", s: "seconds", m: "minutes" } as const
+
+/**
+ * Reads a duration as people type it on a command line: `500` (milliseconds), `500ms`, `2s`,
+ * `1m`, or Effect's own `"2 seconds"`. Negative durations are refused.
+ *
+ * @example
+ * ```ts
+ * import { parseDuration } from "./Values.ts"
+ *
+ * parseDuration("250ms") // Option.some(Duration.millis(250))
+ * parseDuration("soon") // Option.none()
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const parseDuration = (text: string): Option.Option<Duration.Duration> => {
+  const trimmed = text.trim()
+  const short = shorthand.exec(trimmed)
+  const input = /^\d+(?:\.\d+)?$/.test(trimmed)
+    ? Number(trimmed)
+    : short !== null
+    ? `${short[1]} ${units[short[2] as keyof typeof units]}`
+    : trimmed
+  return Duration.fromInput(input as Duration.Input).pipe(
+    Option.filter((d) => Duration.isGreaterThanOrEqualTo(d, Duration.zero))
+  )
+}
+
+/**
+ * A duration flag (see {@link parseDuration}).
+ *
+ * @since 0.1.0
+ */
+export const duration = (name: string): Flag.Flag<Duration.Duration> =>
+  Flag.String(name).pipe(
+    Flag.withMetavar("duration"),
+    Flag.filterMap(parseDuration, () => `expected a duration such as 500ms, 2s or "2 seconds"`)
   )

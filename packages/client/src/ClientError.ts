@@ -15,11 +15,13 @@ import * as Schema from "effect/Schema"
  * retrying), or `nothing` (no attempt finished in time).
  *
  * @since 0.1.0
+ * @category models
  */
 export const ConnectSeen = Schema.Literals(["connected", "refused", "unreachable", "nothing"])
 
 /**
  * @since 0.1.0
+ * @category models
  */
 export type ConnectSeen = typeof ConnectSeen.Type
 
@@ -35,6 +37,7 @@ const seenText: Record<ConnectSeen, string> = {
  * meanwhile.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ConnectTimeout extends Schema.Class<ConnectTimeout>("@mcore-effect/client/ConnectTimeout")({
   _tag: Schema.tag("ConnectTimeout"),
@@ -51,6 +54,7 @@ export class ConnectTimeout extends Schema.Class<ConnectTimeout>("@mcore-effect/
  * The coordinator answered the CONNECT with something other than CONNECT_ACK.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class HandshakeRejected extends Schema.Class<HandshakeRejected>("@mcore-effect/client/HandshakeRejected")({
   _tag: Schema.tag("HandshakeRejected"),
@@ -67,6 +71,7 @@ export class HandshakeRejected extends Schema.Class<HandshakeRejected>("@mcore-e
  * The client's scope closed while the request was pending, or an operation was called after it.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ClientClosed extends Schema.Class<ClientClosed>("@mcore-effect/client/ClientClosed")({
   _tag: Schema.tag("ClientClosed")
@@ -82,6 +87,7 @@ export class ClientClosed extends Schema.Class<ClientClosed>("@mcore-effect/clie
  * until the coordinator is back and has acknowledged a new CONNECT.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class CoordinatorLost extends Schema.Class<CoordinatorLost>("@mcore-effect/client/CoordinatorLost")({
   _tag: Schema.tag("CoordinatorLost"),
@@ -96,6 +102,7 @@ export class CoordinatorLost extends Schema.Class<CoordinatorLost>("@mcore-effec
  * The request was aborted with `abort(requestId)` while something was waiting for it.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class RequestAborted extends Schema.Class<RequestAborted>("@mcore-effect/client/RequestAborted")({
   _tag: Schema.tag("RequestAborted"),
@@ -110,6 +117,7 @@ export class RequestAborted extends Schema.Class<RequestAborted>("@mcore-effect/
  * The request's deadline passed; it was aborted on the coordinator.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class RequestTimeout extends Schema.Class<RequestTimeout>("@mcore-effect/client/RequestTimeout")({
   _tag: Schema.tag("RequestTimeout"),
@@ -128,6 +136,7 @@ export class RequestTimeout extends Schema.Class<RequestTimeout>("@mcore-effect/
  * form. `error.reason` says which.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class InvalidRequest extends Schema.Class<InvalidRequest>("@mcore-effect/client/InvalidRequest")({
   _tag: Schema.tag("InvalidRequest"),
@@ -143,6 +152,7 @@ export class InvalidRequest extends Schema.Class<InvalidRequest>("@mcore-effect/
  * known field has the wrong type with `deserialize` on). The request cannot finish otherwise.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class MalformedReply extends Schema.Class<MalformedReply>("@mcore-effect/client/MalformedReply")({
   _tag: Schema.tag("MalformedReply"),
@@ -159,6 +169,7 @@ export class MalformedReply extends Schema.Class<MalformedReply>("@mcore-effect/
  * integer, a generation epoch that is not an integer, a negative timeout).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class InvalidArgument extends Schema.Class<InvalidArgument>("@mcore-effect/client/InvalidArgument")({
   _tag: Schema.tag("InvalidArgument"),
@@ -174,6 +185,7 @@ export class InvalidArgument extends Schema.Class<InvalidArgument>("@mcore-effec
  * The coordinator's address is not `tcp://host:port` or `ipc://path`, or ZeroMQ refused it.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class InvalidAddress extends Schema.Class<InvalidAddress>("@mcore-effect/client/InvalidAddress")({
   _tag: Schema.tag("InvalidAddress"),
@@ -191,6 +203,7 @@ export class InvalidAddress extends Schema.Class<InvalidAddress>("@mcore-effect/
  * estimate, measured no further than the limit). It was not decoded; only its request fails.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ReplyTooLarge extends Schema.Class<ReplyTooLarge>("@mcore-effect/client/ReplyTooLarge")({
   _tag: Schema.tag("ReplyTooLarge"),
@@ -210,6 +223,7 @@ export class ReplyTooLarge extends Schema.Class<ReplyTooLarge>("@mcore-effect/cl
  * ZeroMQ refused to queue a message (the socket failed under us).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class SendFailed extends Schema.Class<SendFailed>("@mcore-effect/client/SendFailed")({
   _tag: Schema.tag("SendFailed"),
@@ -319,6 +333,7 @@ export class DecodeRefused extends Schema.Class<DecodeRefused>("@mcore-effect/cl
  * Every reason a client operation can fail.
  *
  * @since 0.1.0
+ * @category errors
  */
 export const ClientErrorReason = Schema.Union([
   ConnectTimeout,
@@ -342,6 +357,7 @@ export const ClientErrorReason = Schema.Union([
 
 /**
  * @since 0.1.0
+ * @category errors
  */
 export type ClientErrorReason = typeof ClientErrorReason.Type
 
@@ -362,6 +378,7 @@ export type ClientErrorReason = typeof ClientErrorReason.Type
  * ```
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ClientError extends Schema.TaggedError<ClientError>("@mcore-effect/client/ClientError")(
   "ClientError",
@@ -376,5 +393,6 @@ export class ClientError extends Schema.TaggedError<ClientError>("@mcore-effect/
  * Wraps a reason in a {@link ClientError}.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const clientError = (reason: ClientErrorReason): ClientError => new ClientError({ reason })

@@ -28,6 +28,7 @@ const seconds = Metric.exponentialBoundaries({ start: 0.0005, factor: 2, count: 
  * Requests handed to the coordinator (validation failures are not counted).
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const submitted = Metric.counter("mcore_client_requests_submitted", {
   description: "Requests sent to the coordinator",
@@ -38,6 +39,7 @@ export const submitted = Metric.counter("mcore_client_requests_submitted", {
  * Requests whose final reply arrived.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const completed = Metric.counter("mcore_client_requests_completed", {
   description: "Requests whose final reply arrived",
@@ -49,6 +51,7 @@ export const completed = Metric.counter("mcore_client_requests_completed", {
  * `abort(requestId)` was called while it was pending.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const aborted = Metric.counter("mcore_client_requests_aborted", {
   description: "Requests aborted (interruption, early end of a stream, abort)",
@@ -60,6 +63,7 @@ export const aborted = Metric.counter("mcore_client_requests_aborted", {
  * `SendFailed`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const failed = Metric.counter("mcore_client_requests_failed", {
   description: "Requests failed after submission (coordinator lost, client closed, timeout, send failure)",
@@ -70,6 +74,7 @@ export const failed = Metric.counter("mcore_client_requests_failed", {
  * Requests submitted and not yet finished.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const inFlight = Metric.gauge("mcore_client_requests_in_flight", {
   description: "Requests submitted and not yet finished"
@@ -79,6 +84,7 @@ export const inFlight = Metric.gauge("mcore_client_requests_in_flight", {
  * Seconds from submission to the final reply (the `latency` added to the reply).
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const latency = Metric.histogram("mcore_client_request_latency_seconds", {
   description: "Seconds from submission to the final reply",
@@ -89,6 +95,7 @@ export const latency = Metric.histogram("mcore_client_request_latency_seconds", 
  * Seconds from submission to the first partial of a streaming request.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const timeToFirstToken = Metric.histogram("mcore_client_time_to_first_token_seconds", {
   description: "Seconds from submission to the first streamed tokens",
@@ -99,6 +106,7 @@ export const timeToFirstToken = Metric.histogram("mcore_client_time_to_first_tok
  * Generated tokens received in final replies.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const tokensReceived = Metric.counter("mcore_client_tokens_received", {
   description: "Generated tokens received in final replies",
@@ -112,6 +120,7 @@ export const tokensReceived = Metric.counter("mcore_client_tokens_received", {
  * its request failed with `ReplyTooLarge`).
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const messagesDropped = Metric.counter("mcore_client_messages_dropped", {
   description: "Messages from the coordinator dropped (malformed, or for a request that is not pending)",
@@ -124,6 +133,7 @@ export const messagesDropped = Metric.counter("mcore_client_messages_dropped", {
  * whoever sent the signal. They are expected, not malformed: counted here, nothing else.
  *
  * @since 0.2.0
+ * @category metrics
  */
 export const controlAcks = Metric.counter("mcore_client_control_acks", {
   description: "PAUSE_ACK / STOP_ACK messages relayed by the coordinator (core_v0.16)",
@@ -142,6 +152,7 @@ const tooLargeDropped = Metric.withAttributes(messagesDropped, { reason: "too_la
  * against the context the client was built in.
  *
  * @since 0.1.0
+ * @category metrics
  * @internal
  */
 export class Recorder {

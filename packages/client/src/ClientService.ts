@@ -20,6 +20,7 @@ import type { RawReply, Reply, StreamEvent } from "./Reply.ts"
  * A prompt: text, or token ids (an array or an integer typed array).
  *
  * @since 0.1.0
+ * @category models
  */
 export type PromptInput = Prompt.Prompt
 
@@ -27,6 +28,7 @@ export type PromptInput = Prompt.Prompt
  * Options of a submission.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface SubmitOptions {
   /** vLLM-style modality map: `image` and/or `video` (raw bytes, a list of them, or tensors). */
@@ -41,6 +43,7 @@ export interface SubmitOptions {
  * Options of a KV handoff submission.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface KvHandoffOptions {
   /** A deadline for this request, overriding the client's `requestTimeout`. */
@@ -52,6 +55,7 @@ export interface KvHandoffOptions {
  * fiber awaiting `reply` aborts the request.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Submitted<R extends Reply = Reply> {
   readonly requestId: number
@@ -62,6 +66,7 @@ export interface Submitted<R extends Reply = Reply> {
  * One request of a {@link Service.submitAll} batch: what `submit` takes, as one object.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface BatchRequest extends SubmitOptions {
   readonly prompt: PromptInput
@@ -73,6 +78,7 @@ export interface BatchRequest extends SubmitOptions {
  * its reply.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface BatchReply<R extends Reply = Reply> {
   readonly index: number
@@ -87,6 +93,7 @@ export interface BatchReply<R extends Reply = Reply> {
  * prompt or parameter), and how it ended.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface BatchSettled<R extends Reply = Reply> {
   readonly index: number
@@ -98,6 +105,7 @@ export interface BatchSettled<R extends Reply = Reply> {
  * Options of {@link Service.submitAll}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface SubmitAllOptions {
   /**
@@ -168,6 +176,7 @@ export interface ReleaseKvOptions {
  * two when that is not known statically (options read from configuration).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Service<R extends Reply = Reply> {
   /**
@@ -353,6 +362,7 @@ export interface Service<R extends Reply = Reply> {
  * known statically.
  *
  * @since 0.1.0
+ * @category models
  */
 export type ReplyFor<O extends ClientOptions> = O extends { readonly deserialize: true } ?
   ProtocolReply.DynamicInferenceRequest

@@ -27,6 +27,7 @@ import { makeService } from "./internal/service.ts"
  * them.
  *
  * @since 0.1.0
+ * @category models
  */
 export type { Final, RawReply, Reply, StreamEvent, Tokens } from "./Reply.ts"
 
@@ -34,6 +35,7 @@ export type { Final, RawReply, Reply, StreamEvent, Tokens } from "./Reply.ts"
  * True for a typed reply (a client built with `deserialize: true`); see `Reply.isDeserialized`.
  *
  * @since 0.1.0
+ * @category guards
  */
 export { isDeserialized } from "./Reply.ts"
 
@@ -43,6 +45,7 @@ export { isDeserialized } from "./Reply.ts"
  * see `Reply.requestOf`.
  *
  * @since 0.2.0
+ * @category getters
  */
 export { requestOf } from "./Reply.ts"
 
@@ -51,6 +54,7 @@ export { requestOf } from "./Reply.ts"
  * `ClientService.ts`, re-exported here beside the operations that take and return them.
  *
  * @since 0.1.0
+ * @category models
  */
 export type {
   BatchReply,
@@ -81,6 +85,7 @@ export type {
  * ```
  *
  * @since 0.1.0
+ * @category services
  */
 export class InferenceClient extends Context.Service<InferenceClient, Service>()(
   "@mcore-effect/client/InferenceClient"
@@ -108,6 +113,7 @@ export class InferenceClient extends Context.Service<InferenceClient, Service>()
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = <const O extends ClientConfig.ClientOptions>(
   options: O
@@ -142,6 +148,7 @@ export const make = <const O extends ClientConfig.ClientOptions>(
  * ```
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (options: ClientConfig.ClientOptions): Layer.Layer<InferenceClient, ClientError> =>
   Layer.effect(InferenceClient, make(options))
@@ -151,6 +158,7 @@ export const layer = (options: ClientConfig.ClientOptions): Layer.Layer<Inferenc
  * `DynamicInferenceRequest`s (no `isDeserialized` needed). Provided by {@link layerDeserialized}.
  *
  * @since 0.1.0
+ * @category services
  */
 export class DeserializedInferenceClient extends Context.Service<
   DeserializedInferenceClient,
@@ -173,6 +181,7 @@ export class DeserializedInferenceClient extends Context.Service<
  * ```
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layerDeserialized = (
   options: Omit<ClientConfig.ClientOptions, "deserialize">
@@ -194,6 +203,7 @@ export const layerDeserialized = (
  * ```
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layerConfig = (
   config: Config.Config<ClientConfig.ClientOptions> = ClientConfig.config

@@ -16,6 +16,7 @@ import { Reply as ProtocolReply } from "@mcore-effect/protocol"
  * `latency`: seconds from submission, a float.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RawReply {
   readonly latency: number
@@ -28,6 +29,7 @@ export interface RawReply {
  * when `deserialize: true`. Tell them apart with {@link isDeserialized}.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Reply = RawReply | ProtocolReply.DynamicInferenceRequest
 
@@ -45,6 +47,7 @@ export type Reply = RawReply | ProtocolReply.DynamicInferenceRequest
  * ```
  *
  * @since 0.1.0
+ * @category guards
  */
 export const isDeserialized = (reply: Reply): reply is ProtocolReply.DynamicInferenceRequest =>
   reply instanceof ProtocolReply.DynamicInferenceRequest
@@ -71,6 +74,7 @@ export const isDeserialized = (reply: Reply): reply is ProtocolReply.DynamicInfe
  * ```
  *
  * @since 0.2.0
+ * @category getters
  */
 export const requestOf = (reply: Reply): Reply => {
   if (isDeserialized(reply)) return reply
@@ -89,6 +93,7 @@ const mergedLists = ["generated_tokens", "generated_log_probs", "generated_top_n
  * `generated_tokens`, and every element of its `requests` is a map).
  *
  * @since 0.2.0
+ * @category getters
  * @internal
  */
 export const recordRequest = (map: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined => {
@@ -118,6 +123,7 @@ export const recordRequest = (map: Readonly<Record<string, unknown>>): Record<st
  * New tokens of a streamed request (`ENGINE_REPLY_PARTIAL`), in order.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Tokens {
   readonly _tag: "Tokens"
@@ -132,6 +138,7 @@ export interface Tokens {
  * The last event of a streamed request (`ENGINE_REPLY`): its reply, exactly once.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Final<R = Reply> {
   readonly _tag: "Final"
@@ -143,5 +150,6 @@ export interface Final<R = Reply> {
  * one {@link Final}; then the stream ends.
  *
  * @since 0.1.0
+ * @category models
  */
 export type StreamEvent<R = Reply> = Tokens | Final<R>

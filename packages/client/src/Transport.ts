@@ -29,6 +29,7 @@ export type { Events, Link, LinkConfig, Service } from "./internal/link.ts"
  * linger that lets what is queued at close reach a connected coordinator (`closeTimeout`).
  *
  * @since 0.2.0
+ * @category transports
  */
 export const zeromq: Service = ZeroMqTransport.transport
 
@@ -37,6 +38,7 @@ export const zeromq: Service = ZeroMqTransport.transport
  * testkit coordinator given the same network). Any non-empty address is accepted.
  *
  * @since 0.2.0
+ * @category transports
  */
 export const memory = (network: MemorySocket.Network): Service => MemoryTransport.transport(network)
 
@@ -58,6 +60,7 @@ export const memory = (network: MemorySocket.Network): Service => MemoryTranspor
  * ```
  *
  * @since 0.2.0
+ * @category services
  */
 export const Transport: Context.Reference<Service> = Context.Reference<Service>("@mcore-effect/client/Transport", {
   defaultValue: () => zeromq
@@ -67,6 +70,7 @@ export const Transport: Context.Reference<Service> = Context.Reference<Service>(
  * Provides {@link zeromq} (what a client uses when nothing is provided).
  *
  * @since 0.2.0
+ * @category layers
  */
 export const layer: Layer.Layer<never> = Layer.succeed(Transport, zeromq)
 
@@ -74,5 +78,6 @@ export const layer: Layer.Layer<never> = Layer.succeed(Transport, zeromq)
  * Provides {@link memory} over `network`.
  *
  * @since 0.2.0
+ * @category layers
  */
 export const layerMemory = (network: MemorySocket.Network): Layer.Layer<never> => Layer.succeed(Transport, memory(network))

@@ -25,6 +25,7 @@ import type { ServeError } from "effect/http/HttpServerError"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
 import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
+import * as Result from "effect/Result"
 import * as Scheduler from "effect/Scheduler"
 import { createServer, type IncomingMessage, type Server as Http, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
@@ -162,8 +163,11 @@ export const layer = (
   ServeError | TextError.TextError | ReturnType<typeof invalidOptions>,
   InferenceClient.InferenceClient | Tokenizer.Tokenizer
 > => {
-  const config = ServerConfig.resolve(options)
-  if (typeof config === "string") return Layer.effectDiscard(Effect.fail(invalidOptions(config))) as never
+  const resolved = ServerConfig.resolve(options)
+  if (Result.isFailure(resolved)) {
+    return Layer.effectDiscard(Effect.fail(invalidOptions(`${resolved.failure.name}: ${resolved.failure.why}`))) as never
+  }
+  const config = resolved.success
   const app = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provide(Layer.succeed(Scheduler.Scheduler, new SharedDispatch()))
   )

@@ -16,9 +16,7 @@ const tools = [
 ]
 
 const config = (options: Partial<ServerConfig.ServerOptions>) => {
-  const resolved = ServerConfig.resolve({ model: "m", ...options })
-  if (typeof resolved === "string") throw new Error(resolved)
-  return resolved
+  return Result.getOrThrow(ServerConfig.resolve({ model: "m", ...options }))
 }
 
 const plan = (body: Record<string, unknown>, options: Partial<ServerConfig.ServerOptions>) => {

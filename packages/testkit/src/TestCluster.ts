@@ -9,6 +9,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Dialect, MemorySocket } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
+import * as KvPins from "./KvPins.ts"
 import * as TestCoordinator from "./TestCoordinator.ts"
 import * as TestEngine from "./TestEngine.ts"
 import { InvalidOption, testkitError, type TestkitError } from "./TestkitError.ts"
@@ -56,6 +57,11 @@ export interface Handle {
   readonly coordinator: TestCoordinator.Handle
   /** In rank order. */
   readonly engines: ReadonlyArray<TestEngine.Handle>
+  /**
+   * The KV hand-off counts of every engine together (`KvPins.sum`): pins made and released,
+   * releases repeated, foreign (no engine pinned the id) or early (a decode still reading).
+   */
+  readonly kvPins: Effect.Effect<KvPins.Stats>
 }
 
 /**
@@ -118,7 +124,8 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
       )
     }
     yield* coordinator.awaitEngines(count)
-    return { address: coordinator.address, protocol: coordinator.protocol, coordinator, engines }
+    const kvPins = Effect.map(Effect.forEach(engines, (engine) => engine.snapshot), (snapshots) => KvPins.sum(snapshots.map((s) => s.kvPins)))
+    return { address: coordinator.address, protocol: coordinator.protocol, coordinator, engines, kvPins }
   }
 )
 

@@ -22,6 +22,7 @@ import type { CurveClientKeys, EngineConfig, EngineCounters, EngineState, KvHand
 import { EngineCore } from "./internal/engineCore.ts"
 import * as EngineSocket from "./internal/engineSocket.ts"
 import type * as Faults from "./Faults.ts"
+import type * as KvPins from "./KvPins.ts"
 import * as ReplyShapes from "./internal/replyShapes.ts"
 import { ConnectFailed, InvalidOption, testkitError, type TestkitError } from "./TestkitError.ts"
 import { defaultTimeoutMillis, waitUntil } from "./internal/waiting.ts"
@@ -61,6 +62,11 @@ export interface Options {
   readonly maxActiveRequests?: number | undefined
   /** KV block size, for `num_cached_tokens` and pinned blocks. Default 16. */
   readonly blockSizeTokens?: number | undefined
+  /**
+   * MTP proposals per step (Megatron's `num_speculative_tokens`): a prefill's hand-off carries
+   * this many plus one `resume_tokens`, and a decode refuses (dies of) any other count. Default 0.
+   */
+  readonly numSpeculativeTokens?: number | undefined
   /** Tokens to generate when a request sets neither `num_tokens_to_generate` nor `num_tokens_total`. Default 8. */
   readonly defaultTokensToGenerate?: number | undefined
   /**
@@ -108,10 +114,19 @@ export interface Snapshot {
   readonly aborted: ReadonlyArray<number>
   /** KV-handoff submissions (`kv_meta`, `src_block_ids`) as received. */
   readonly kvHandoffs: ReadonlyArray<KvHandoff>
+  /** KV imports (SUBMIT_REQUEST_WITH_KV) not yet admitted: an ABORT for one is ignored. */
+  readonly importing: ReadonlyArray<number>
   /** Requests whose KV is pinned for a peer (`do_kv_handoff`), not yet released. */
   readonly pinned: ReadonlyArray<number>
   /** Requests whose pinned KV was released by RELEASE_KV. */
   readonly released: ReadonlyArray<number>
+  /** The hand-off's counts: pins, releases (repeated, foreign, early), blocks. */
+  readonly kvPins: KvPins.EngineStats
+  /**
+   * Why the engine ended as Megatron-LM's engine would have died (a decode's KV import with a
+   * text prompt, log probs, or the wrong resume-token or block count); `null` while it has not.
+   */
+  readonly failure: string | null
   readonly counters: EngineCounters
   readonly faults: ReadonlyArray<Faults.Fault>
   readonly faultsApplied: Readonly<Record<Faults.FaultTag, number>>
@@ -178,6 +193,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
     const stepMs = options.stepMs ?? 0
     const maxActiveRequests = options.maxActiveRequests ?? 1024
     const blockSizeTokens = options.blockSizeTokens ?? 16
+    const numSpeculativeTokens = options.numSpeculativeTokens ?? 0
     const defaultTokensToGenerate = options.defaultTokensToGenerate ?? 8
     const recordLimit = options.recordLimit ?? 1_000
     const abort = options.abort ?? "finish"
@@ -186,6 +202,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
     if (!(maxActiveRequests === Infinity || (Number.isSafeInteger(maxActiveRequests) && maxActiveRequests >= 1))) {
       return yield* invalid("maxActiveRequests", "must be an integer >= 1 (or Infinity)")
     }
+    if (!nonNegativeInt(numSpeculativeTokens)) return yield* invalid("numSpeculativeTokens", "must be an integer >= 0")
     if (!nonNegativeInt(defaultTokensToGenerate)) return yield* invalid("defaultTokensToGenerate", "must be an integer >= 0")
     if (!nonNegativeInt(recordLimit)) return yield* invalid("recordLimit", "must be an integer >= 0")
     if (abort !== "finish" && abort !== "drop") return yield* invalid("abort", "must be \"finish\" or \"drop\"")
@@ -211,6 +228,7 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
       stepMs,
       maxActiveRequests,
       blockSizeTokens,
+      numSpeculativeTokens,
       defaultTokensToGenerate,
       continuations: options.continuations,
       recordLimit,
@@ -244,8 +262,11 @@ export const make: (options: Options) => Effect.Effect<Handle, TestkitError, Sco
         profiling: e.profiling,
         aborted: e.aborted.slice(),
         kvHandoffs: e.kvHandoffs.slice(),
+        importing: Array.from(e.imports.pending.keys()),
         pinned: Array.from(e.pins.pinned.keys()),
         released: e.pins.released.slice(),
+        kvPins: e.pins.stats(),
+        failure: e.failure,
         counters: { ...e.counters },
         faults: core.faults.list(),
         faultsApplied: { ...core.faults.applied }

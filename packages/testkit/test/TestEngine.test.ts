@@ -217,15 +217,19 @@ describe("TestEngine: control", () => {
 })
 
 describe("TestEngine: KV", () => {
-  it.effect("records KV-handoff submissions and counts their blocks as cached", () =>
+  it.effect("records KV-handoff submissions, counts the prompt as cached and starts from the resume token", () =>
     Effect.gen(function*() {
       const { client, engine } = yield* setup({ engine: { blockSizeTokens: 4 } })
-      const kvMeta = { agent: "nixl-7", layout: [1, 2] }
+      // Not the stream's own first token: the decode's first token comes from kv_meta.
+      const resume = Generation.tokens(promptTokens, 1)[0]! + 1
+      const kvMeta = { agent: "nixl-7", layout: [1, 2], resume_tokens: [resume] }
       yield* client.submitWithKv(3, promptTokens, kvMeta, [10, 11], { num_tokens_to_generate: 2 })
       const reply = yield* client.nextReply()
       expect(reply.requestId).toBe(3)
       expect(reply.body?.num_cached_tokens).toBe(7)
-      expect(reply.body?.disaggregated_params).toMatchObject({ block_ids: [10, 11], kv_meta: kvMeta })
+      expect(reply.body?.generated_tokens).toEqual([resume, Generation.tokens(promptTokens, 2)[1]])
+      // A decode's request is a new one on its engine: no hand-off parameters of its own.
+      expect(reply.body?.disaggregated_params).toBeNull()
       const snapshot = yield* engine.snapshot
       expect(snapshot.kvHandoffs).toEqual([{ requestId: 0, kvMeta, srcBlockIds: [10, 11] }])
       expect(snapshot.received[0]!.frames.length).toBe(3)
@@ -273,13 +277,15 @@ describe("TestEngine: malformed input", () => {
       expect((yield* cluster.coordinator.snapshot).inFlight).toBe(1)
     }).pipe(Effect.scoped))
 
-  it.effect("a reply it cannot encode is dropped and counted; the next reply is intact", () =>
+  it.effect("a submission whose parameters it cannot re-encode is dropped and counted; the next reply is intact", () =>
     Effect.gen(function*() {
       const { client, engine } = yield* setup()
-      // kv_meta holding a timestamp extension: the engine decodes it to a Date, which cannot be re-encoded.
-      const head = Msgpack.encode([H.SUBMIT_REQUEST_WITH_KV, 0, RawClient.params({ num_tokens_to_generate: 1 }), { when: 0 }])
-      const withExtension = Uint8Array.from([...head.subarray(0, head.length - 1), 0xd6, 0xff, 0, 0, 0, 1])
-      yield* client.send([withExtension, Msgpack.encode("the cat"), Msgpack.encode([1])])
+      // An unknown sampling parameter holding a timestamp extension: the engine decodes it to a
+      // Date, which cannot be re-encoded for the reply's echo of the parameters.
+      const head = Msgpack.encode([H.SUBMIT_REQUEST, 0, RawClient.params({ num_tokens_to_generate: 1, when: 0 }), null])
+      const withExtension = Uint8Array.from([...head.subarray(0, head.length - 2), 0xd6, 0xff, 0, 0, 0, 1, 0xc0])
+      const nil = Msgpack.encode(null)
+      yield* client.send([withExtension, Msgpack.encode("the cat"), nil, nil, nil])
       yield* engine.waitFor("the failed reply", (s) => s.counters.malformed === 1)
       yield* client.submit(1, prompt, { params: { num_tokens_to_generate: 2 } })
       const reply = yield* client.nextReply()

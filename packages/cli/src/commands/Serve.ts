@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { InferenceClient } from "@mcore-effect/client"
+import { ClientConfig, InferenceClient } from "@mcore-effect/client"
 import type { Dialect } from "@mcore-effect/protocol"
 import { Server, ServerConfig, Workers } from "@mcore-effect/server"
 import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
@@ -24,11 +24,11 @@ import * as Effect from "effect/Effect"
 import { HttpServer } from "effect/http"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
 import { CliError, Command, Flag } from "effect/cli"
 import * as Path from "node:path"
 import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
+import * as SettingFlags from "../SettingFlags.ts"
 import { integer } from "../Values.ts"
 
 /**
@@ -46,8 +46,9 @@ const flags = {
   coordinator: Flag.String("coordinator").pipe(
     Flag.withAlias("a"),
     Flag.withMetavar("address"),
-    Flag.withDescription("The coordinator's address: tcp://host:port or ipc://path (env MCORE_COORDINATOR_ADDRESS)"),
-    Flag.withFallbackConfig(Config.String("MCORE_COORDINATOR_ADDRESS")),
+    // The client's `address` option under the name vLLM-style servers use; the same words and variable.
+    Flag.withDescription(SettingFlags.help(ClientConfig.settings.address)),
+    Flag.withFallbackConfig(Config.String(Flags.addressVariable)),
     Flag.optional
   ),
   tokenizer: Flag.String("tokenizer").pipe(
@@ -59,95 +60,22 @@ const flags = {
     Flag.withDescription("The model name served (default: the tokenizer directory's name)"),
     Flag.optional
   ),
-  host: Flag.String("host").pipe(
-    Flag.withDefault(ServerConfig.defaults.host),
-    Flag.withDescription("Interface to listen on (default 127.0.0.1: this machine only)")
-  ),
-  port: integer("port", 0).pipe(
-    Flag.withDefault(ServerConfig.defaults.port),
-    Flag.withDescription("Port (default 8000; 0: any free port)")
-  ),
   workers: integer("workers", 1).pipe(
     Flag.withDefault(1),
     Flag.withDescription("Server processes sharing the port, each with its own coordinator connection (default 1)")
   ),
-  // A plain string flag (wrapped in Redacted at once below): a Redacted flag's type cannot be
-  // named in the command tree's declaration.
-  apiKey: Flag.String("api-key").pipe(
-    Flag.withMetavar("key"),
-    Flag.withDescription("Require Authorization: Bearer KEY on /v1/* (env MCORE_API_KEY)"),
-    Flag.withFallbackConfig(Config.String("MCORE_API_KEY")),
-    Flag.optional
-  ),
-  chatTemplate: Flag.String("chat-template").pipe(
-    Flag.withMetavar("file"),
-    Flag.withDescription("A Jinja chat template to use instead of the tokenizer's"),
-    Flag.optional
-  ),
-  toolCallParser: Flag.Literals("tool-call-parser", ServerConfig.toolCallParsers).pipe(
-    Flag.withDescription("How tool calls are read from generated text (without one, requests with tools get 400)"),
-    Flag.optional
-  ),
-  reasoningParser: Flag.Literals("reasoning-parser", ServerConfig.reasoningParsers).pipe(
-    Flag.withDescription("Split <think> reasoning into reasoning_content"),
-    Flag.optional
-  ),
-  maxBodyBytes: integer("max-body-bytes", 1).pipe(
-    Flag.withDefault(ServerConfig.defaults.maxBodyBytes),
-    Flag.withDescription("Largest request body, in bytes (default 4 MiB)")
-  ),
-  maxConcurrent: integer("max-concurrent", 1).pipe(
-    Flag.withDefault(ServerConfig.defaults.maxConcurrentRequests),
-    Flag.withDescription("Generation requests served at once per process; more get 429 (default 1024)")
-  ),
-  requestTimeout: Flags.duration("request-timeout").pipe(
-    Flag.withDescription("Deadline of a generation request; 504 and aborted after it (default 10m)"),
-    Flag.optional
-  ),
-  shutdownGrace: Flags.duration("shutdown-grace").pipe(
-    Flag.withDescription("On SIGTERM or Ctrl-C, how long streams in flight may take to finish (default 10s)"),
-    Flag.optional
-  ),
-  maxModelLen: integer("max-model-len", 2).pipe(
-    Flag.withDescription(
-      "Context length, prompt plus generated tokens; more is a 400 (default: the tokenizer directory's config.json / tokenizer_config.json, as vLLM reads them; 4096 with --embedded)"
-    ),
-    Flag.optional
-  ),
-  allowedOrigins: Flag.String("allowed-origins").pipe(
-    Flag.withMetavar("origins"),
-    Flag.withDescription("Origins whose browser pages may call the server (CORS), comma-separated; * for any (default none)"),
-    Flag.optional
-  ),
-  allowedMediaDomains: Flag.String("allowed-media-domains").pipe(
-    Flag.withMetavar("hosts"),
-    Flag.withDescription("Hosts whose http(s) image URLs chat image_url parts may name, comma-separated; * for any public host (default none: data: URLs only)"),
-    Flag.optional
-  ),
-  maxImageBytes: integer("max-image-bytes", 1).pipe(
-    Flag.withDefault(ServerConfig.defaults.maxImageBytes),
-    Flag.withDescription("Largest image of a chat image_url part, decoded or fetched, in bytes (default 20 MiB)")
-  ),
-  maxImagesPerRequest: integer("max-images-per-request", 0).pipe(
-    Flag.withDefault(ServerConfig.defaults.maxImagesPerRequest),
-    Flag.withDescription("Most images in one chat request (default 16)")
-  ),
-  mediaFetchTimeout: Flags.duration("media-fetch-timeout").pipe(
-    Flag.withDescription("How long fetching one remote image may take (default 5s)"),
-    Flag.optional
-  ),
-  imagePlaceholder: Flag.String("image-placeholder").pipe(
-    Flag.withMetavar("text"),
-    Flag.withDescription("For a chat template that takes text only: the text each image part becomes (the model's image token, e.g. <image>)"),
-    Flag.optional
-  ),
-  connectTimeout: Flags.connectTimeout,
+  // Every server option that has a flag, with its declared default in its help text.
+  ...SettingFlags.flags(ServerConfig.settings),
+  // The client's options with a flag (--connect-timeout, ...), as every command takes them.
+  ...SettingFlags.flags(Flags.clientSettingsBesidesAddress),
   protocol: Flags.optionalProtocol(
     "The coordinator's wire protocol, by Megatron-LM version: required with --coordinator (no default: a wrong one can kill the coordinator); with --embedded the test cluster speaks it (default reference)"
   ),
   embedded: Flag.Boolean("embedded").pipe(
     Flag.withDefault(false),
-    Flag.withDescription("Start a test coordinator, test engines and the word tokenizer in this process")
+    Flag.withDescription(
+      `Start a test coordinator, test engines and the word tokenizer in this process (context length ${EMBEDDED_MAX_MODEL_LEN} unless --max-model-len)`
+    )
   ),
   engines: integer("engines", 1).pipe(
     Flag.withDefault(2),
@@ -219,27 +147,10 @@ const backend = (options: Parsed, protocol: Dialect.Name) =>
   })
 
 const serverOptions = (options: Parsed, model: string, embedded: boolean): ServerConfig.ServerOptions => ({
+  ...SettingFlags.given(ServerConfig.settings, options),
   model: Option.getOrElse(options.model, () => model),
-  host: options.host,
-  port: options.port,
-  apiKey: Option.match(options.apiKey, { onNone: () => undefined, onSome: Redacted.make }),
-  chatTemplate: Option.getOrUndefined(options.chatTemplate),
-  toolCallParser: Option.getOrUndefined(options.toolCallParser),
-  reasoningParser: Option.getOrUndefined(options.reasoningParser),
-  maxBodyBytes: options.maxBodyBytes,
-  maxConcurrentRequests: options.maxConcurrent,
-  requestTimeout: Option.getOrUndefined(options.requestTimeout),
-  shutdownGracePeriod: Option.getOrUndefined(options.shutdownGrace),
-  maxModelLen: Option.getOrElse(options.maxModelLen, () => embedded ? EMBEDDED_MAX_MODEL_LEN : undefined),
-  allowedOrigins: Option.match(options.allowedOrigins, { onNone: () => undefined, onSome: commaList }),
-  allowedMediaDomains: Option.match(options.allowedMediaDomains, { onNone: () => undefined, onSome: commaList }),
-  maxImageBytes: options.maxImageBytes,
-  maxImagesPerRequest: options.maxImagesPerRequest,
-  mediaFetchTimeout: Option.getOrUndefined(options.mediaFetchTimeout),
-  imagePlaceholder: Option.getOrUndefined(options.imagePlaceholder)
+  maxModelLen: Option.getOrElse(options.maxModelLen, () => embedded ? EMBEDDED_MAX_MODEL_LEN : undefined)
 })
-
-const commaList = (list: string): Array<string> => list.split(",").map((item) => item.trim()).filter((item) => item.length > 0)
 
 const urlOf = (address: HttpServer.HttpServer["Service"]["address"], host: string): string =>
   "port" in address ? `http://${host.includes(":") ? `[${host}]` : host}:${address.port}` : HttpServer.formatAddress(address)
@@ -258,14 +169,17 @@ const serveHere = (
       address: coordinator,
       // The embedded coordinator speaks it too (a worker parses the same flags as its primary).
       protocol,
-      connectTimeout: Option.getOrUndefined(options.connectTimeout)
+      ...SettingFlags.given(Flags.clientSettingsBesidesAddress, options)
     })
     const context = yield* Layer.build(
       Server.layer(serverOptions(options, model, embedded)).pipe(
         Layer.provide(Layer.merge(client, Tokenizer.layer(tokenizer)))
       )
     )
-    const url = urlOf(Context.get(context, HttpServer.HttpServer).address, options.host)
+    const url = urlOf(
+      Context.get(context, HttpServer.HttpServer).address,
+      Option.getOrElse(options.host, () => ServerConfig.defaults.host)
+    )
     if (Workers.isWorker()) {
       yield* Workers.reportListening(url)
     } else {
@@ -297,10 +211,9 @@ export const command = Command.make(
     if (options.workers === 1 || Workers.isWorker()) {
       return yield* serveHere(options, protocol, coordinator, tokenizer, model, embedded).pipe(Effect.mapError(failed))
     }
-    const graceMillis = Option.match(options.shutdownGrace, {
-      onNone: () => ServerConfig.defaults.shutdownGraceMillis,
-      onSome: Duration.toMillis
-    })
+    const graceMillis = Duration.toMillis(
+      Duration.fromInputUnsafe(Option.getOrElse(options.shutdownGracePeriod, () => ServerConfig.defaults.shutdownGracePeriod))
+    )
     const url = yield* Workers.fork({
       count: options.workers,
       env: { [WORKER_COORDINATOR]: coordinator, [WORKER_TOKENIZER]: tokenizer, [WORKER_EMBEDDED]: embedded ? "1" : "0" },

@@ -2,7 +2,8 @@
  * How a request enters a test engine: its sampling parameters and prompt read, its prompt's
  * blocks matched against the blocks this engine has seen (the leading run counts as cached, as
  * Megatron's prefix cache reports it), a KV hand-off's blocks counted as cached, and the request
- * made active; and how it leaves early: an ABORT finishes it at the next step with what it has
+ * made active (a KV import pending instead, its checks passed: `HandoffImports`); and how it
+ * leaves early: an ABORT finishes it at the next step with what it has
  * (Megatron), or drops it (`abort: "drop"`).
  *
  * @since 0.2.0
@@ -14,6 +15,7 @@ import { randomUUID } from "node:crypto"
 import type { KvHandoff } from "./engineConfig.ts"
 import { EngineRequest } from "./engineRequest.ts"
 import type { EngineShared } from "./engineShared.ts"
+import * as HandoffImports from "./handoffImports.ts"
 import * as Vocabulary from "../Vocabulary.ts"
 import { requestIdEnd } from "./wireFrames.ts"
 
@@ -41,13 +43,17 @@ export class EngineAdmission {
     const samplingParams = this.samplingParamsOf(envelope)
     if (typeof samplingParams === "string") return e.malformed(`request ${requestId}: ${samplingParams}`)
     const media = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null | undefined
-    if (e.active.has(requestId)) {
+    if (e.active.has(requestId) || e.imports.pending.has(requestId)) {
       e.counters.duplicateRequest++
       return
     }
     const decoded = wire.client.decodeBody(envelope, "prompt")
     if (Result.isFailure(decoded)) return e.malformed(`request ${requestId}: ${decoded.failure.message}`)
     const prompt = decoded.success as string | ReadonlyArray<number>
+    if (kv !== null) {
+      const refusal = HandoffImports.refusal(prompt, samplingParams, kv.kvMeta, kv.srcBlockIds, e.config)
+      if (refusal !== undefined) return e.die(`SUBMIT_REQUEST_WITH_KV for request ${requestId}: ${refusal}`)
+    }
     const promptTokens = typeof prompt === "string" ? Vocabulary.tokenize(prompt) : prompt
     const mediaCacheKey = kv === null ? media?.media_cache_key ?? null : null
     const blockSize = e.config.blockSizeTokens
@@ -58,18 +64,12 @@ export class EngineAdmission {
       // A media key that is not 64 hex characters: hash unsalted rather than refuse the request.
       hashes = Array.from(BlockHashes.blockHashes(promptTokens, blockSize, null))
     }
-    // Cached: the leading run of this prompt's blocks this engine has seen before.
+    // Cached: the leading run of this prompt's blocks this engine has seen before. An import's
+    // blocks join the cache when it is admitted; the whole prompt counts as cached then (`:1012`).
     let matched = 0
     while (matched < hashes.length && this.seenBlocks.has(hashes[matched]!)) matched++
-    for (const h of hashes) this.seenBlocks.add(h)
-    let numCachedTokens = matched * blockSize
-    let disaggregatedParams: Record<string, unknown> | null = null
-    if (kv !== null) {
-      e.kvHandoffs.push({ requestId, ...kv })
-      // The peer computed the prompt's KV: its blocks count as cached.
-      numCachedTokens = Math.min(promptTokens.length, kv.srcBlockIds.length * blockSize)
-      disaggregatedParams = { request_id: requestId, block_ids: kv.srcBlockIds, kv_meta: kv.kvMeta }
-    }
+    if (kv === null) this.cache(hashes)
+    const numCachedTokens = kv === null ? matched * blockSize : promptTokens.length
     const request = new EngineRequest({
       requestId,
       prompt: typeof prompt === "string" ? prompt : null,
@@ -83,26 +83,44 @@ export class EngineAdmission {
       defaultTokensToGenerate: e.config.defaultTokensToGenerate,
       continuations: e.config.continuations,
       generationEpoch: e.generationEpoch,
-      disaggregatedParams,
+      // A decode's request is a new one there: no hand-off parameters of its own.
+      disaggregatedParams: null,
       uid: `chatcmpl-${randomUUID().replaceAll("-", "")}`,
       now: wallClockSeconds(),
       shape: e.config.shape
     })
     request.encodedSamplingParams = this.encodeParams(envelope, request)
-    e.active.set(requestId, request)
+    if (kv === null) e.active.set(requestId, request)
+    else {
+      e.kvHandoffs.push({ requestId, ...kv })
+      e.imports.begin(request, kv.kvMeta, kv.srcBlockIds)
+    }
     e.wake()
+  }
+
+  /** Blocks this engine now holds in its prefix cache. */
+  cache(hashes: ReadonlyArray<bigint>): void {
+    for (const h of hashes) this.seenBlocks.add(h)
   }
 
   /** An ABORT: the request finishes at the next step with what it has, or (`abort: "drop"`) vanishes. */
   abort(id: number | undefined): void {
     const e = this.e
+    if (id !== undefined && e.imports.pending.has(id)) {
+      e.counters.abortWhileImporting++
+      return
+    }
     const request = id === undefined ? undefined : e.active.get(id)
     if (request === undefined) {
       e.counters.unknownAbort++
       return
     }
     e.aborted.push(request.requestId)
-    if (e.config.abort === "drop") e.active.delete(request.requestId)
+    if (e.config.abort === "drop") {
+      e.active.delete(request.requestId)
+      // No output will come: a decode's read of its prefill's blocks ends here.
+      e.imports.produced(request.requestId)
+    }
     else {
       request.aborted = true
       e.wake()

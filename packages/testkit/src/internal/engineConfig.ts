@@ -33,6 +33,8 @@ export interface EngineConfig {
   /** Requests generated per step; later ones wait their turn in arrival order (Megatron's `max_requests`). */
   readonly maxActiveRequests: number
   readonly blockSizeTokens: number
+  /** MTP proposals per step: a hand-off's `resume_tokens` hold one more than this (Megatron's `num_speculative_tokens`). */
+  readonly numSpeculativeTokens: number
   readonly defaultTokensToGenerate: number
   readonly continuations?: Continuations.Script | undefined
   readonly recordLimit: number
@@ -92,8 +94,13 @@ export interface EngineCounters {
   duplicateRequest: number
   /** ABORT for a request this engine does not hold. */
   unknownAbort: number
-  /** RELEASE_KV for a request this engine has not pinned. */
+  /** RELEASE_KV for a request this engine does not hold pinned (released already, or never pinned here). */
   unknownRelease: number
+  /**
+   * ABORT for a KV import not yet admitted: Megatron's engine ignores it, since the request
+   * enters its `requests` only when the import is admitted.
+   */
+  abortWhileImporting: number
   /** Control signals not valid in the engine's state (Megatron asserts; here they are dropped). */
   invalidSignal: number
   /** Messages that could not be sent. */

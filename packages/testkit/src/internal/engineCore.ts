@@ -19,7 +19,7 @@
  * The parts, one concept each: the state they share `EngineShared`; one message's handling
  * `EngineInbox`; a request's arrival and abort `EngineAdmission`; control signals
  * `engineControl.ts`; the step loop and what it sends `EngineStepper`; the hand-off's pinned KV
- * `KvPins`; the faults, the send path through them and the gated reader, shared with the
+ * `HandoffPins` and its imports `HandoffImports`; the faults, the send path through them and the gated reader, shared with the
  * coordinator, `FaultedPeer`.
  *
  * @since 0.1.0
@@ -67,9 +67,10 @@ export class EngineCore {
       addressFrames: 0,
       short: (message) => message.slice(0, -1)
     })
-    this.shared = new EngineShared(config, this.writer, this.peer)
-    this.inbox = new EngineInbox(this.shared, new EngineAdmission(this.shared))
-    this.stepper = new EngineStepper(this.shared)
+    this.shared = new EngineShared(config, this.writer, this.peer, () => this.close())
+    const admission = new EngineAdmission(this.shared)
+    this.inbox = new EngineInbox(this.shared, admission)
+    this.stepper = new EngineStepper(this.shared, admission)
   }
 
   /**
@@ -100,6 +101,9 @@ export class EngineCore {
     if (!this.dealer.closed) this.dealer.close()
     // Let loops parked on a hang or between steps see that the engine is gone.
     this.peer.closed()
+    // Its agent is gone, and the reads it had not answered end (their pins may be released now).
+    e.pins.close()
+    e.imports.fail()
     this.stepper.interrupt()
     e.wake()
     this.peer.notify()

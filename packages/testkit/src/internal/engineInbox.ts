@@ -68,7 +68,9 @@ export class EngineInbox {
       case "AbortRequest":
         return this.admission.abort(id)
       case "ReleaseKv":
-        return e.pins.release(id!)
+        // Megatron: "Unknown request ids are no-ops."
+        if (!e.pins.release(id!)) e.counters.unknownRelease++
+        return
       case "SetGenerationEpoch": {
         const epoch = envelope.metadata.generationEpoch as number
         e.signals.push("SET_GENERATION_EPOCH")

@@ -171,12 +171,29 @@ export class EngineRequest {
     return shape === undefined ? this.samplingParams.detokenize_generations !== false : shape.needsDetokenize(this.samplingParams)
   }
 
+  /** The token at `index` of this prompt's continuation (the script's, which may end, or the deterministic stream's). */
+  tokenAt(index: number): number | undefined {
+    return this.scripted === undefined ? Generation.tokenAt(this.seed, index) : this.scripted[index]
+  }
+
   /** Generates one token; true when the request is finished. */
   step(now: number): boolean {
     if (this.aborted || this.generated.length >= this.maxTokens) return true
+    const token = this.tokenAt(this.generated.length)
+    if (token === undefined) return true
+    return this.accept(token, now)
+  }
+
+  /**
+   * A decode's first token, sampled by the prefill that handed its KV over (`resume_tokens[0]`):
+   * generated as if sampled here, when there is room for it. True when the request is finished.
+   */
+  resume(token: number, now: number): boolean {
+    return this.maxTokens <= 0 || this.accept(token, now)
+  }
+
+  private accept(token: number, now: number): boolean {
     const scripted = this.scripted
-    if (scripted !== undefined && this.generated.length >= scripted.length) return true
-    const token = scripted === undefined ? Generation.tokenAt(this.seed, this.generated.length) : scripted[this.generated.length]!
     this.generated.push(token)
     if (this.ttft === null) this.ttft = now - this.init.now
     else this.tpot.push(now - this.lastTokenAt)

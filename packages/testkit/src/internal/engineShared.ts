@@ -3,7 +3,8 @@
  * KV, its records and counters, the writer and the faults in front of it, and the one way to
  * wake the step loop. Read and written by the message handlers (`EngineInbox`), the arrival of
  * requests (`EngineAdmission`), the control signals (`engineControl.ts`), the step loop
- * (`EngineStepper`) and the hand-off pins (`KvPins`); owned by `EngineCore`.
+ * (`EngineStepper`) and the hand-off's two sides (`HandoffPins`, `HandoffImports`); owned by
+ * `EngineCore`.
  *
  * @since 0.2.0
  * @internal
@@ -12,7 +13,8 @@ import type { FrameSocket, Headers } from "@mcore-effect/protocol"
 import type { EngineConfig, EngineCounters, EngineState, KvHandoff, Received } from "./engineConfig.ts"
 import type { EngineRequest } from "./engineRequest.ts"
 import type { FaultedPeer } from "./faultedPeer.ts"
-import { KvPins } from "./kvPins.ts"
+import { HandoffImports } from "./handoffImports.ts"
+import { HandoffPins } from "./handoffPins.ts"
 import { RecentLog } from "./recentLog.ts"
 
 /** @internal */
@@ -29,6 +31,7 @@ export class EngineShared {
     duplicateRequest: 0,
     unknownAbort: 0,
     unknownRelease: 0,
+    abortWhileImporting: 0,
     invalidSignal: 0,
     unsent: 0
   }
@@ -38,8 +41,12 @@ export class EngineShared {
   readonly kvHandoffs: Array<KvHandoff> = []
   readonly aborted: Array<number> = []
   readonly signals: Array<Headers.HeaderName> = []
-  /** The prefills' KV pinned for a peer to pull, and their releases. */
-  readonly pins: KvPins
+  /** Prefill side: the KV pinned for a decode to read, and its releases. */
+  readonly pins: HandoffPins
+  /** Decode side: the KV imports not yet admitted, and the reads not yet answered. */
+  readonly imports = new HandoffImports()
+  /** Why the engine ended as Megatron's would have died (`null`: it did not). */
+  failure: string | null = null
   private wakeStepper: (() => void) | undefined
 
   constructor(
@@ -47,10 +54,23 @@ export class EngineShared {
     /** The one writer (straight, for what no fault touches: registration, DISCONNECT, acks). */
     readonly writer: FrameSocket.Writer,
     /** The faults, and the send path through them. */
-    readonly peer: FaultedPeer
+    readonly peer: FaultedPeer,
+    /** Ends the engine at once (socket closed, loops stopped). */
+    private readonly close: () => void
   ) {
     this.received = new RecentLog(config.recordLimit)
-    this.pins = new KvPins(config, this.counters)
+    this.pins = new HandoffPins(config)
+  }
+
+  /**
+   * What would raise outside any `try` in Megatron's engine loop, and so end its process: the
+   * engine records why, logs it and closes at once (no DISCONNECT, as a dead process sends none).
+   */
+  die(why: string): void {
+    if (this.failure !== null) return
+    this.failure = why
+    this.config.log("Error", `engine ${this.config.identity}: ${why}; Megatron-LM's engine dies of it, and so does this one`)
+    this.close()
   }
 
   /** Drops a message: counted and logged. */

@@ -3,14 +3,16 @@
  * `maxActiveRequests` of them; the rest wait their turn), then sends the step's partials and its
  * finished requests' replies, batched as the dialect batches them, through the faults (replies
  * dropped or duplicated, partials held back and sent in reverse order). A finished prefill that
- * asked for a KV hand-off pins its KV first (`KvPins`).
+ * asked for a KV hand-off pins its KV first (`HandoffPins`, where the dialect has the hand-off);
+ * pending KV imports are admitted after the step's requests have stepped (`HandoffImports`), their
+ * first token out in the same step.
  *
  * @since 0.2.0
  * @internal
  */
 import { type FrameSocket, Msgpack } from "@mcore-effect/protocol"
 import * as DialectWire from "./dialectWire.ts"
-import { wallClockSeconds } from "./engineAdmission.ts"
+import { type EngineAdmission, wallClockSeconds } from "./engineAdmission.ts"
 import type { EngineRequest } from "./engineRequest.ts"
 import type { EngineShared } from "./engineShared.ts"
 
@@ -21,8 +23,12 @@ export class EngineStepper {
   private readonly replyWriter = new Msgpack.Writer({ initialSize: 4096 })
   private heldPartials: Array<FrameSocket.Message> = []
   private endPause: (() => void) | undefined
+  /** The dialect carries KV hand-off: `do_kv_handoff` pins (elsewhere it is a key nobody reads). */
+  private readonly handoff: boolean
 
-  constructor(private readonly e: EngineShared) {}
+  constructor(private readonly e: EngineShared, private readonly admission: EngineAdmission) {
+    this.handoff = e.config.wire.dialect.features.has("kvHandoff")
+  }
 
   /** Steps while the engine runs: parked while hung, paused or idle, woken by `EngineShared.wake`. */
   async run(): Promise<void> {
@@ -33,7 +39,7 @@ export class EngineStepper {
         await faults.whenAnswering()
         continue
       }
-      if (e.state !== "RUNNING" || e.active.size === 0) {
+      if (e.state !== "RUNNING" || (e.active.size === 0 && e.imports.pending.size === 0)) {
         await e.idle()
         continue
       }
@@ -95,6 +101,19 @@ export class EngineStepper {
         if (partial !== null) partials.push(partial)
       }
     }
+    if (e.imports.pending.size > 0) {
+      const imported = e.imports.admit(now, (request) => this.admission.cache(request.init.blockHashes))
+      finished.push(...imported.finished)
+      for (const request of imported.admitted) {
+        e.active.set(request.requestId, request)
+        const partial = streams ? request.partial() : null
+        if (partial !== null) partials.push(partial)
+      }
+    }
+    if (e.imports.awaitingOutput) {
+      for (const partial of partials) e.imports.produced(partial.request_id as number)
+      for (const request of finished) e.imports.produced(request.requestId)
+    }
     if (partials.length > 0) this.sendPartials(DialectWire.partialBatch(wire, partials))
     if (finished.length === 0) return
     const entries: Array<[number, boolean]> = []
@@ -102,7 +121,11 @@ export class EngineStepper {
     for (const request of finished) {
       e.active.delete(request.requestId)
       e.completed++
-      if (request.samplingParams.do_kv_handoff === true && !request.aborted) e.pins.pin(request)
+      // Megatron pins an aborted prefill too: ABORT only ends its generation early.
+      if (this.handoff && request.samplingParams.do_kv_handoff === true) {
+        const refusal = e.pins.pin(request)
+        if (refusal !== undefined) return e.die(`request ${request.requestId}: ${refusal}`)
+      }
       if (faults.take("DropReplies")) continue
       let body: Uint8Array
       try {

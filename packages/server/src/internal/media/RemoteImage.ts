@@ -128,13 +128,12 @@ const get = (
  *
  * @example
  * ```ts
+ * import { Result } from "effect"
  * import * as RemoteImage from "./RemoteImage.ts"
  * import * as ServerConfig from "../../ServerConfig.ts"
  *
- * const config = ServerConfig.resolve({ model: "m", allowedMediaDomains: ["images.example.com"] })
- * if (typeof config !== "string") {
- *   RemoteImage.fetchImage("https://images.example.com/cat.png", config.media, AbortSignal.timeout(10_000))
- * }
+ * const config = Result.getOrThrow(ServerConfig.resolve({ model: "m", allowedMediaDomains: ["images.example.com"] }))
+ * RemoteImage.fetchImage("https://images.example.com/cat.png", config.media, AbortSignal.timeout(10_000))
  * ```
  *
  * @since 0.1.0
