@@ -156,6 +156,20 @@ const runPlan = (p: Plan) =>
       for (const id of after) expect(id).toBeGreaterThanOrEqual(from)
     }
 
+    // The engines' own books (the testkit's KvPins): D's engine never died of what it was sent
+    // (a text prompt, log probs, a wrong resume-token or block count), no release was repeated
+    // or foreign, and, where D stayed reachable and answered, none came while D could still
+    // read the blocks, and no import read freed blocks.
+    expect((yield* decodeCluster.engines[0]!.snapshot).failure).toBeNull()
+    const pins = yield* prefillCluster.kvPins
+    expect(pins.repeated).toBe(0)
+    expect(pins.foreign).toBe(0)
+    const exempt = events.some((e) => e._tag === "DecodeLost" || e._tag === "DecodeSilent")
+    if (!exempt) {
+      expect(pins.releasedBeforeFirstOutput).toBe(0)
+      expect((yield* decodeCluster.kvPins).importsAfterRelease + pins.importsAfterRelease).toBe(0)
+    }
+
     // Per request: the release after D's first output or failure, unless the decode was never
     // submitted or D was lost.
     for (let request = 0; request < p.requests.length; request++) {
