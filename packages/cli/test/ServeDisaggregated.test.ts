@@ -6,7 +6,7 @@
  * once, none early; and a protocol without the hand-off refused by name.
  */
 import { beforeAll, describe, expect, it } from "@effect/vitest"
-import { KvPins, TestCluster, WordTokenizer } from "@mcore-effect/testkit"
+import { Generation, KvPins, TestCluster, WordTokenizer } from "@mcore-effect/testkit"
 import { Effect } from "effect"
 import { ensureBuilt } from "./support/Build.ts"
 import * as Mcore from "./support/Mcore.ts"
@@ -56,6 +56,29 @@ describe("mcore serve, disaggregated", () => {
       expect(metrics).toMatch(/mcore_handoff_blocks_pinned(\{[^}]*\})? 0/)
       yield* process.kill("SIGTERM")
       yield* process.exited()
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("mcore generate --prefill-address --decode-address: one disaggregated request, its pin released", () =>
+    Effect.gen(function*() {
+      const engine = { stepMs: 0, blockSizeTokens: 4 }
+      const prefill = yield* TestCluster.make({ engines: 1, protocol: "main", engine })
+      const decode = yield* TestCluster.make({ engines: 1, protocol: "main", engine })
+      const stdout = yield* Mcore.ok([
+        "generate", "--prefill-address", prefill.address, "--decode-address", decode.address, "--protocol", "main",
+        "-n", "5", "--json", "--token-ids", "1 2 3 4 5 6"
+      ])
+      expect(JSON.parse(stdout).generated_tokens).toEqual(Generation.tokens([1, 2, 3, 4, 5, 6], 5))
+      yield* prefill.engines[0]!.waitFor("the release", (s) => s.kvPins.released === 1)
+      expect(KvPins.balanced(yield* prefill.kvPins)).toBe(true)
+      // Only one of the two, or with --address: a usage error naming the flag.
+      const alone = yield* Mcore.run(["generate", "--prefill-address", prefill.address, "--protocol", "main", "hi"])
+      expect(alone.code).toBe(2)
+      expect(alone.stderr).toContain("--prefill-address")
+      const v019 = yield* Mcore.run([
+        "generate", "--prefill-address", prefill.address, "--decode-address", decode.address, "--protocol", "core_v0.19", "hi"
+      ])
+      expect(v019.code).toBe(2)
+      expect(v019.stderr).toContain("core_v0.19")
     }).pipe(Effect.scoped), 120_000)
 
   it.live("a protocol without the hand-off is refused by name, exit code 2, before connecting", () =>
