@@ -9,6 +9,12 @@
  * connection that made it, once the decode can no longer read the blocks (see
  * `internal/handoff.ts` for every path).
  *
+ * The service's ids are its own (one counter): `abort` (and `sendAbort`, the same here) ends a
+ * request made by `submitWithId` or `start`; a `submit` or a `stream` ends by interruption or by
+ * ending consumption. Control signals go to every member of both pools; `submitWithKvHandoff`,
+ * `streamWithKvHandoff` and `releaseKvHandoff` are refused (`InvalidArgument`): the hand-offs
+ * are this client's own, released through the member that made them.
+ *
  * Megatron-LM main (d98e8a64dd) and the dialects that carry the hand-off (`main`, `pr-6497`,
  * `reference`) are served; the others are refused by name. Refused before anything is sent: a
  * text prompt (the decode engine takes token ids only), log probs (the decode import ends its
