@@ -58,14 +58,16 @@ const post = async (baseUrl, route, body) => {
 
 /**
  * One request of a burst: `kind` chat or completion, `stream`, `maxTokens`, a distinct `text`;
- * `abortAfterChunks` (streams): the SDK's request is aborted after that many content chunks.
+ * `abortAfterChunks` (streams): the SDK's request is aborted after that many content chunks;
+ * `abortAfterMs`: aborted that long after it is sent, if it has not ended by then.
  */
-export const makeRequest = (i, { kind, stream, maxTokens, abortAfterChunks }) => ({
+export const makeRequest = (i, { kind, stream, maxTokens, abortAfterChunks, abortAfterMs }) => ({
   i,
   kind,
   stream,
   maxTokens,
   abortAfterChunks,
+  abortAfterMs,
   text: `Request ${i}: ${kind === "chat" ? "tell me about coordinator" : "Once upon a time, engine"} ${(i * 7919) % 10007}`
 })
 
@@ -83,10 +85,12 @@ export const expectedText = async (baseUrl, r) => {
  * outcome `exact` (the whole expected text, finish_reason length), `wrong` (an answer that is
  * not it, or a stream whose text so far is not a prefix of it), `error` (the SDK threw; `text`
  * holds what a stream delivered before), or `aborted` (we aborted it; its text so far checked as a
- * prefix).
+ * prefix). A request whose abort timer fires after it ended is judged as if it had none.
  */
 export const run = async (openai, r, want) => {
   const controller = new AbortController()
+  let timedAbort = false
+  const timer = r.abortAfterMs === undefined ? undefined : setTimeout(() => ((timedAbort = true), controller.abort()), r.abortAfterMs)
   let text = ""
   let chunks = 0
   try {
@@ -119,12 +123,17 @@ export const run = async (openai, r, want) => {
     return { r, outcome: ok ? "exact" : "wrong", text, detail: ok ? "" : `${JSON.stringify(text)} != ${JSON.stringify(want)} (${finish}, ${chunks} chunks)` }
   } catch (error) {
     const prefix = want.startsWith(text)
+    if (timedAbort && error?.constructor?.name === "APIUserAbortError") {
+      return { r, outcome: prefix ? "aborted" : "wrong", text, detail: prefix ? "" : `aborted request's ${JSON.stringify(text)} is not a prefix of ${JSON.stringify(want)}` }
+    }
     return {
       r,
       outcome: prefix ? "error" : "wrong",
       text,
       detail: `${error?.constructor?.name}: ${String(error?.message ?? error).slice(0, 300)}${prefix ? "" : `; its text so far ${JSON.stringify(text)} is not a prefix of the answer`}`
     }
+  } finally {
+    clearTimeout(timer)
   }
 }
 
