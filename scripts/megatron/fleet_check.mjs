@@ -6,6 +6,7 @@
 // Usage: node fleet_check.mjs ROOT --protocol NAME --coordinators A,B,C --stats F1,F2,F3
 //          [--kill INDEX] [--routing POLICY] [--burst N] [--kill-burst N] [--kill-tokens T]
 //          [--kill-delay-ms MS]
+//          [--rejoin MS --python PY --stage DIR --step-ms MS --runner-pids R0,R1,R2 --work DIR]
 // Fi is coordinator i's run_coordinator.py --stats file (its coordinator pid, engines' counts).
 // Phases:
 //   all-up  a burst of chats and completions (a quarter of each streamed), all concurrent:
@@ -18,6 +19,9 @@
 //   after   the killed process is gone, the survivors' processes alive and their stats say so;
 //           one request to each survivor directly (the project's InferenceClient) exact; one
 //           more burst through the server, exact; /health 200; the fleet's /metrics lines
+//   rejoin  (with --rejoin MS) the killed coordinator's harness (runner pid Ri) stopped and a new
+//           one started on its port whose engines register MS after the bind: the fleet rejoins
+//           it; a burst through the server all exact, the rejoined one taking requests and alive
 // Prints a line per phase, a JSON summary line, and `holds: ...` or `short: ...`; exit 0 only
 // when it holds.
 import path from "node:path"
@@ -186,8 +190,69 @@ const summary = { server: command.kind, coordinators: coordinators.length, routi
   summary.after = { fates, direct: `${direct.filter(Boolean).length}/${direct.length}`, ...t, health: health.status }
 }
 
+// --- rejoin (with --rejoin MS) ------------------------------------------------------------------
+// The killed coordinator's harness (its engines) is stopped and a new one started on the same
+// port, whose engines register MS after the coordinator has bound: the window in which Megatron's
+// coordinator takes the first data_parallel_size messages of any content as engine registrations
+// (coordinator.py:176-179). The fleet must rejoin it (a fresh identity after a swallowed
+// CONNECT) and the coordinator must then serve: a burst through the server, all exact, with the
+// rejoined coordinator's engines taking part, and the coordinator alive after it.
+let rejoinChild
+if (opt.rejoin !== undefined) {
+  const { spawn } = await import("node:child_process")
+  const { writeFileSync } = await import("node:fs")
+  const runnerPid = Number((opt["runner-pids"] ?? "").split(",")[victim])
+  const port = coordinators[victim].split(":").pop()
+  const statsFile = `${opt.work}/rejoin.stats.json`
+  process.kill(runnerPid, "SIGTERM")
+  for (let k = 0; k < 100 && pidAlive(runnerPid); k++) await sleep(50)
+  const started = Date.now()
+  let out = ""
+  let err = ""
+  rejoinChild = spawn(opt.python, [
+    path.join(path.dirname(new URL(import.meta.url).pathname), "run_coordinator.py"),
+    "--stage", opt.stage, "--engines", "2", "--step-ms", opt["step-ms"] ?? "20", "--port", port,
+    "--register-delay-ms", opt.rejoin, "--stats", statsFile
+  ], { stdio: ["ignore", "pipe", "pipe"] })
+  rejoinChild.stdout.on("data", (c) => (out += c))
+  rejoinChild.stderr.on("data", (c) => (err += c))
+  const upMetric = () =>
+    fetch(`${server.baseUrl}/metrics`).then((r) => r.text()).then((t) =>
+      t.split("\n").find((l) => l.startsWith(`mcore_fleet_coordinator_up{coordinator="${coordinators[victim]}"}`))?.split(" ").pop())
+  let up
+  while (Date.now() - started < 60_000) {
+    up = await upMetric().catch(() => undefined)
+    if (up === "1" && out.includes("ready")) break
+    await sleep(100)
+  }
+  const address = out.split("\n")[0]
+  const joinedMs = Date.now() - started
+  console.log(`phase rejoin: harness restarted on port ${port} (${address || "no address"}; engines registering ${opt.rejoin} ms after the bind); the fleet's up gauge for it: ${up} after ${joinedMs} ms`)
+  if (address !== coordinators[victim]) problem(`rejoin: the restarted coordinator is at ${address}, not ${coordinators[victim]}`)
+  if (up !== "1") problem(`rejoin: the fleet did not rejoin the restarted coordinator within 60 s (up ${up})`)
+  const before = readStats(statsFile)
+  const planned = await withWants(shapes(48, 3000, (i) => 4 + (i % 7)))
+  const results = await Promise.all(planned.map(({ r, want }) => run(openai, r, want)))
+  await sleep(300)
+  const t = tally(results)
+  const s = readStats(statsFile)
+  const took = (s?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0), 0)
+  const c = s?.coordinator ?? {}
+  const alive = c.alive && !c.exception && pidAlive(c.pid)
+  console.log(`phase rejoin: a burst through the server: ${show(t)}; the rejoined coordinator's engines received ${took} SUBMIT_REQUEST; it is ${alive ? "alive" : `dead: ${c.exception ?? `exit ${c.exitcode}`}`}`)
+  const coordinatorLines = err.split("\n").filter((l) => /Error|error|warning|WARNING|Traceback/.test(l)).slice(0, 6)
+  for (const l of coordinatorLines) console.log(`     restarted coordinator: ${l.slice(0, 240)}`)
+  if (c.exception) console.log(`     its traceback ends: ${String(c.traceback ?? "").trim().split("\n").slice(-3).join(" | ").slice(0, 400)}`)
+  for (const d of [...firstDetails(results, "wrong"), ...firstDetails(results, "error")]) problem(`rejoin ${d}`)
+  if (!alive) problem(`rejoin: the restarted coordinator died: ${c.exception ?? `exit ${c.exitcode}`}`)
+  if (took === 0) problem("rejoin: the restarted coordinator took no request")
+  summary.rejoin = { registerDelayMs: Number(opt.rejoin), joinedMs, up, ...t, restartedTook: took, restartedAlive: alive, exception: c.exception ?? null, before: before?.engines?.length }
+  writeFileSync(`${opt.work}/rejoin.err`, err)
+}
+
 server.process.kill("SIGTERM")
 await Promise.race([new Promise((resolve) => server.process.on("exit", resolve)), sleep(10_000)])
+if (rejoinChild) rejoinChild.kill("SIGTERM")
 console.log(JSON.stringify(summary))
 console.log(problems.length === 0 ? "holds: every check" : `short: ${problems.length} problem(s); first: ${problems[0]}`)
 process.exit(problems.length === 0 ? 0 : 1)
