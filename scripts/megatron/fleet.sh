@@ -5,22 +5,25 @@
 #
 #   MEGATRON_GIT=<git dir of NVIDIA/Megatron-LM> scripts/megatron/fleet.sh REF [ROOT]
 #       [--protocol NAME] [--routing POLICY] [--coordinators N] [--step-ms MS] [--rejoin MS]
+#       [--two-servers MS]
 #
 # ROOT: a built checkout (default this one); the server is its `mcore serve --coordinator ...`
 # when that has --routing, else lib_serve.mjs (its Fleet.layer under Server.layer). NAME
 # defaults to main (the ref's dialect: see interop.sh). --step-ms (default 20): each engine
 # step, so that a 40-token answer takes about 0.8 s and the kill lands mid-burst. --rejoin MS:
 # then restart the killed coordinator's harness on its port, its engines registering MS after
-# the bind (fleet_check.mjs's rejoin phase).
+# the bind (fleet_check.mjs's rejoin phase). --two-servers MS: instead of fleet_check.mjs,
+# fleet_rejoin.mjs: two `mcore serve` over the fleet, one coordinator killed and restarted with
+# its engines registering MS after the bind, then a burst through each (needs the CLI's fleet).
 # Prints what fleet_check.mjs saw, then `fleet REF: holds|short ...`; exit 0 only if it holds,
 # 2 if the set-up is broken. KEEP=1 keeps the work dir (logs, stats).
 set -u
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REF="${1:?usage: fleet.sh REF [ROOT] [--protocol NAME] [--routing POLICY] [--coordinators N] [--step-ms MS] [--rejoin MS]}"
+REF="${1:?usage: fleet.sh REF [ROOT] [--protocol NAME] [--routing POLICY] [--coordinators N] [--step-ms MS] [--rejoin MS] [--two-servers MS]}"
 shift
 ROOT="$(cd "$HERE/../.." && pwd)"
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then ROOT="$(cd "$1" && pwd)"; shift; fi
-PROTOCOL=main ROUTING="" N=3 STEP_MS=20 REJOIN=""
+PROTOCOL=main ROUTING="" N=3 STEP_MS=20 REJOIN="" TWO=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --protocol) PROTOCOL="$2"; shift 2 ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     --coordinators) N="$2"; shift 2 ;;
     --step-ms) STEP_MS="$2"; shift 2 ;;
     --rejoin) REJOIN="$2"; shift 2 ;;
+    --two-servers) TWO="$2"; shift 2 ;;
     *) echo "fleet.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -75,10 +79,16 @@ for i in $(seq 0 $((N - 1))); do
 done
 echo "fleet: $REF ($COMMIT), $N coordinators x 2 engines (step $STEP_MS ms): ${ADDRS[*]}; project at $ROOT ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null))"
 join() { local IFS=,; echo "$*"; }
+if [ -n "$TWO" ]; then
+  timeout 240 node "$HERE/fleet_rejoin.mjs" "$ROOT" --protocol "$PROTOCOL" --coordinators "$(join "${ADDRS[@]}")" \
+    --stats "$(join "${STATS[@]}")" --runner-pids "$(join "${PIDS[@]}")" --python "$PY" --stage "$S" --work "$WORK" \
+    --register-delay-ms "$TWO" --step-ms "$STEP_MS" >"$WORK/check.log" 2>&1
+else
 timeout 240 node "$HERE/fleet_check.mjs" "$ROOT" --protocol "$PROTOCOL" --coordinators "$(join "${ADDRS[@]}")" \
   --stats "$(join "${STATS[@]}")" ${ROUTING:+--routing "$ROUTING"} \
   ${REJOIN:+--rejoin "$REJOIN" --python "$PY" --stage "$S" --step-ms "$STEP_MS" --runner-pids "$(join "${PIDS[@]}")" --work "$WORK"} \
   >"$WORK/check.log" 2>&1
+fi
 rc=$?
 grep -v '^{' "$WORK/check.log"
 for i in $(seq 0 $((N - 1))); do
