@@ -5,26 +5,28 @@
 # hold: every answer exact, blocks pinned == released, every release after the decode's output).
 #
 #   MEGATRON_GIT=<git dir of NVIDIA/Megatron-LM> scripts/megatron/disagg.sh REF [ROOT]
-#       [--protocol NAME] [--step-ms MS] [--requests N]
+#       [--protocol NAME] [--step-ms MS] [--requests N] [--kill-decode]
 #
 # ROOT: a built checkout (default this one); the server is its `mcore serve
 # --prefill-coordinator P --decode-coordinator D` when that has the flags, else lib_serve.mjs
 # (Disaggregated.layer under Server.layer). NAME defaults to main. --step-ms (default 10). --requests N (default 32): the
-# size of each of disagg_check.mjs's two bursts.
+# size of each of disagg_check.mjs's bursts. --kill-decode: then its decode-lost phase (D's
+# coordinator SIGKILLed mid-burst, the server's --decode-grace 2s).
 # Prints what disagg_check.mjs saw, then `disagg REF: holds|short ...`; exit 0 only if it holds,
 # 2 if the set-up is broken. KEEP=1 keeps the work dir (logs, stats with the hand-off timeline).
 set -u
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REF="${1:?usage: disagg.sh REF [ROOT] [--protocol NAME] [--step-ms MS] [--requests N]}"
+REF="${1:?usage: disagg.sh REF [ROOT] [--protocol NAME] [--step-ms MS] [--requests N] [--kill-decode]}"
 shift
 ROOT="$(cd "$HERE/../.." && pwd)"
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then ROOT="$(cd "$1" && pwd)"; shift; fi
-PROTOCOL=main STEP_MS=10 REQUESTS=32
+PROTOCOL=main STEP_MS=10 REQUESTS=32 KILL=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --protocol) PROTOCOL="$2"; shift 2 ;;
     --step-ms) STEP_MS="$2"; shift 2 ;;
     --requests) REQUESTS="$2"; shift 2 ;;
+    --kill-decode) KILL=1; shift ;;
     *) echo "disagg.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -71,7 +73,7 @@ for role in prefill decode; do
 done
 echo "disagg: $REF ($COMMIT), prefill ${ADDR[prefill]} and decode ${ADDR[decode]}, 2 engines each (step $STEP_MS ms, prefix caching on); project at $ROOT ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null))"
 timeout 240 node "$HERE/disagg_check.mjs" "$ROOT" --protocol "$PROTOCOL" --prefill "${ADDR[prefill]}" --decode "${ADDR[decode]}" \
-  --requests "$REQUESTS" --prefill-stats "$WORK/prefill.stats.json" --decode-stats "$WORK/decode.stats.json" >"$WORK/check.log" 2>&1
+  --requests "$REQUESTS" ${KILL:+--kill-decode 1 --decode-grace 2} --prefill-stats "$WORK/prefill.stats.json" --decode-stats "$WORK/decode.stats.json" >"$WORK/check.log" 2>&1
 rc=$?
 grep -v '^{' "$WORK/check.log"
 for role in prefill decode; do

@@ -5,6 +5,7 @@
 //
 // Usage: node disagg_check.mjs ROOT --protocol NAME --prefill P --decode D
 //          --prefill-stats F --decode-stats F [--requests N] [--tokens T]
+//          [--kill-decode D_PID --decode-grace GRACE_S]
 // Phases:
 //   plain       completions and chats, half of each streamed, all concurrent: every answer exact
 //   disconnect  chats and completions of T tokens, half streamed; a quarter are streams aborted by
@@ -18,6 +19,8 @@
 //               P's; for every pin that D imported, its release reached P's engine after D's engine
 //               sent the decode's first output (the timeline in fake_engine.py's stats, one clock);
 //               both coordinators and all four engines alive
+//   decode-lost (with --kill-decode) D's coordinator SIGKILLed mid-burst: every request ends,
+//               and the books again, those D never answered released GRACE s after the loss
 // Prints a line per phase, a JSON summary, and `holds: ...` or `short: ...`; exit 0 only if it holds.
 import {
   expectedText,
@@ -47,7 +50,8 @@ const problem = (text) => (problems.push(text), console.log(`PROBLEM ${text}`))
 
 const args = [
   "--protocol", opt.protocol, "--tokenizer", tokenizerDir(root), "--model", "harness", "--max-model-len", "4096",
-  "--prefill-coordinator", opt.prefill, "--decode-coordinator", opt.decode
+  "--prefill-coordinator", opt.prefill, "--decode-coordinator", opt.decode,
+  ...(opt["kill-decode"] !== undefined ? ["--decode-grace", `${opt["decode-grace"] ?? 2}s`] : [])
 ]
 const command = serverCommand(root, "--prefill-coordinator", args)
 console.log(`server: ${command.kind}`)
@@ -101,13 +105,19 @@ let sent = 0
 
 // --- books ---------------------------------------------------------------------------------------
 const sum = (engines, f) => engines.reduce((s, e) => s + f(e), 0)
+/**
+ * The engines' books, cumulative. `decodeLost` (seconds, time.time()): D's coordinator was
+ * killed then; a pin D imported and never answered may then be released without D's output, but
+ * only `grace` seconds after the kill (`decodeGrace`), and D is expected dead.
+ */
+const books = async (label, { decodeLost, grace, settleMs = 20_000 } = {}) => {
 let p, d
 const settleStart = Date.now()
 while (true) {
   p = readStats(opt["prefill-stats"])
   d = readStats(opt["decode-stats"])
   if (p && sum(p.engines, (e) => e.pinned_now) === 0) break
-  if (Date.now() - settleStart > 20_000) break
+  if (Date.now() - settleStart > settleMs) break
   await sleep(100)
 }
 await sleep(300) // a last stats rewrite
@@ -132,10 +142,17 @@ const settledMs = Date.now() - settleStart
   const foreign = Object.keys(imports).filter((k) => !(k in pins))
   const imported = pinKeys.filter((k) => k in imports)
   const notImported = pinKeys.filter((k) => !(k in imports))
-  const noOutput = imported.filter((k) => imports[k].first_output_at === null)
-  const early = imported.filter((k) => pins[k].released_at !== null && imports[k].first_output_at !== null && pins[k].released_at <= imports[k].first_output_at)
+  // D lost before its output (none, or sent by D's engine after its coordinator died, which no
+  // client can have seen): released after the grace, counted apart; the release must not come
+  // before loss + grace. Any other pin without D's output is a problem.
+  const unseen = decodeLost === undefined ? [] : imported.filter((k) => imports[k].first_output_at === null || imports[k].first_output_at >= decodeLost)
+  const afterGrace = unseen.filter((k) => pins[k].released_at !== null && pins[k].released_at >= decodeLost + grace * 0.95)
+  const beforeGrace = unseen.filter((k) => !afterGrace.includes(k))
+  const silent = imported.filter((k) => imports[k].first_output_at === null || unseen.includes(k))
+  const noOutput = imported.filter((k) => imports[k].first_output_at === null && !unseen.includes(k))
+  const early = imported.filter((k) => !unseen.includes(k) && pins[k].released_at !== null && imports[k].first_output_at !== null && pins[k].released_at <= imports[k].first_output_at)
   const margins = imported
-    .filter((k) => pins[k].released_at !== null && imports[k].first_output_at !== null)
+    .filter((k) => !unseen.includes(k) && pins[k].released_at !== null && imports[k].first_output_at !== null)
     .map((k) => (pins[k].released_at - imports[k].first_output_at) * 1000)
     .sort((a, b) => a - b)
   const q = (f) => (margins.length ? margins[Math.min(margins.length - 1, Math.floor(f * margins.length))].toFixed(2) : "-")
@@ -150,39 +167,80 @@ const settledMs = Date.now() - settleStart
     const at = abortAt[String(imports[k].request_id)]
     return at !== undefined && (imports[k].first_output_at === null || at < imports[k].first_output_at)
   })
-  console.log(`phase books (settled ${settledMs} ms after the last answer): P's engines: ${pinKeys.length} pins, blocks pinned ${pinned} == released ${released}: ${pinned === released}; pinned now ${pinnedNow}; RELEASE_KV per engine ${releaseMessages.join(", ")} (broadcast), no-ops ${noop} (want ${(p.engines.length - 1) * Object.keys(pins).length}); ids released twice ${releasedTwice}; unreleased pins ${unreleased.length}`)
-  console.log(`phase books: D's engines: ${Object.keys(imports).length} imports (${foreign.length} of no pin of P's), ${decodeAborts} ABORT(s) received (${abortedBeforeOutput.length} before the decode's first output); pins never imported ${notImported.length}; imported pins released after D's first output: ${imported.length - early.length - noOutput.length}/${imported.length} (${early.length} before, ${noOutput.length} with no output); release minus first output: min ${q(0)} ms, p50 ${q(0.5)} ms, max ${q(1)} ms`)
-  if (pinKeys.length !== sent) problem(`books: ${pinKeys.length} pins for ${sent} requests sent`)
-  if (pinned !== released) problem(`books: blocks pinned ${pinned} != released ${released}`)
-  if (pinnedNow !== 0) problem(`books: ${pinnedNow} blocks still pinned`)
-  if (releaseMessages.some((m) => m !== pinKeys.length)) problem(`books: RELEASE_KV per engine ${releaseMessages.join(", ")} for ${pinKeys.length} pins (repeated, foreign or missing releases)`)
-  if (noop !== (p.engines.length - 1) * pinKeys.length) problem(`books: ${noop} RELEASE_KV no-ops on P's engines, want ${(p.engines.length - 1) * pinKeys.length} (a repeated or foreign release)`)
-  if (releasedTwice !== 0) problem(`books: ${releasedTwice} ids released twice`)
-  if (unreleased.length) problem(`books: unreleased pins ${unreleased.slice(0, 5).join(", ")}`)
-  if (foreign.length) problem(`books: imports of no pin: ${foreign.slice(0, 5).join(", ")}`)
-  if (early.length) problem(`books: ${early.length} release(s) before D's first output, e.g. ${early.slice(0, 3).map((k) => `${k} (P id ${pins[k].request_id}, D id ${imports[k].request_id}${abortedOnD.has(imports[k].request_id) ? ", ABORTed on D" : ""}: released ${((pins[k].released_at - imports[k].first_output_at) * 1000).toFixed(2)} ms after D's first output; imported ${((imports[k].imported_at - pins[k].pinned_at) * 1000).toFixed(2)} ms after the pin)`).join(", ")}`)
-  if (noOutput.length) problem(`books: ${noOutput.length} imported pin(s) released with no output from D, e.g. ${noOutput.slice(0, 3).join(", ")}`)
-  if (decodePins !== 0 || prefillImports !== 0) problem(`books: roles mixed: D's engines pinned ${decodePins} blocks, P's imported ${prefillImports}`)
+  console.log(`phase ${label} (settled ${settledMs} ms after the last answer): P's engines: ${pinKeys.length} pins, blocks pinned ${pinned} == released ${released}: ${pinned === released}; pinned now ${pinnedNow}; RELEASE_KV per engine ${releaseMessages.join(", ")} (broadcast), no-ops ${noop} (want ${(p.engines.length - 1) * Object.keys(pins).length}); ids released twice ${releasedTwice}; unreleased pins ${unreleased.length}`)
+  console.log(`phase ${label}: D's engines: ${Object.keys(imports).length} imports (${foreign.length} of no pin of P's), ${decodeAborts} ABORT(s) received (${abortedBeforeOutput.length} before the decode's first output); pins never imported ${notImported.length}; imported pins released after D's first output: ${imported.length - early.length - silent.length}/${imported.length} (${early.length} before, ${noOutput.length} with no output${decodeLost === undefined ? "" : `; of the ${unseen.length} whose output D's coordinator never delivered (D lost first), ${afterGrace.length} released ${grace} s or more after the loss, ${beforeGrace.length} sooner`}); release minus first output: min ${q(0)} ms, p50 ${q(0.5)} ms, max ${q(1)} ms`)
+  if (pinKeys.length !== sent) problem(`${label}: ${pinKeys.length} pins for ${sent} requests sent`)
+  if (pinned !== released) problem(`${label}: blocks pinned ${pinned} != released ${released}`)
+  if (pinnedNow !== 0) problem(`${label}: ${pinnedNow} blocks still pinned`)
+  if (releaseMessages.some((m) => m !== pinKeys.length)) problem(`${label}: RELEASE_KV per engine ${releaseMessages.join(", ")} for ${pinKeys.length} pins (repeated, foreign or missing releases)`)
+  if (noop !== (p.engines.length - 1) * pinKeys.length) problem(`${label}: ${noop} RELEASE_KV no-ops on P's engines, want ${(p.engines.length - 1) * pinKeys.length} (a repeated or foreign release)`)
+  if (releasedTwice !== 0) problem(`${label}: ${releasedTwice} ids released twice`)
+  if (unreleased.length) problem(`${label}: unreleased pins ${unreleased.slice(0, 5).join(", ")}`)
+  if (foreign.length) problem(`${label}: imports of no pin: ${foreign.slice(0, 5).join(", ")}`)
+  if (early.length) problem(`${label}: ${early.length} release(s) before D's first output, e.g. ${early.slice(0, 3).map((k) => `${k} (P id ${pins[k].request_id}, D id ${imports[k].request_id}${abortedOnD.has(imports[k].request_id) ? ", ABORTed on D" : ""}: released ${((pins[k].released_at - imports[k].first_output_at) * 1000).toFixed(2)} ms after D's first output; imported ${((imports[k].imported_at - pins[k].pinned_at) * 1000).toFixed(2)} ms after the pin)`).join(", ")}`)
+  if (beforeGrace.length) problem(`${label}: ${beforeGrace.length} pin(s) D never delivered output for released before the grace, e.g. ${beforeGrace.slice(0, 3).map((k) => `${k} ${((pins[k].released_at - decodeLost) * 1000).toFixed(0)} ms after the loss`).join(", ")}`)
+  if (noOutput.length) problem(`${label}: ${noOutput.length} imported pin(s) released with no output from D, e.g. ${noOutput.slice(0, 3).join(", ")}`)
+  if (decodePins !== 0 || prefillImports !== 0) problem(`${label}: roles mixed: D's engines pinned ${decodePins} blocks, P's imported ${prefillImports}`)
   const fates = [["P", p], ["D", d]].map(([name, s]) => {
     const alive = s.coordinator.alive && !s.coordinator.exception
     const engines = s.engines.map((e) => (e.alive && !e.error ? "alive" : `dead (${e.error})`))
-    console.log(`coordinator ${name}: ${alive ? "alive" : `died: ${s.coordinator.exception}`}; engines: ${engines.join(", ")}`)
-    if (!alive || engines.some((e) => e !== "alive")) problem(`books: ${name} or one of its engines died`)
+    console.log(`coordinator ${name}: ${alive ? "alive" : `not alive: ${s.coordinator.exception ?? `exit ${s.coordinator.exitcode}`}`}; engines: ${engines.join(", ")}`)
+    const killed = name === "D" && decodeLost !== undefined
+    if (killed ? alive : !alive || engines.some((e) => e !== "alive")) problem(`${label}: ${name} ${killed ? "still alive after its SIGKILL" : "or one of its engines died"}`)
     return { name, alive, engines }
   })
-  summary.books = {
+  summary[label] = {
     requests: sent, pins: pinKeys.length, pinnedBlocks: pinned, releasedBlocks: released, pinnedNow, releaseKvPerEngine: releaseMessages, releaseNoop: noop,
-    releasedTwice, imports: Object.keys(imports).length, decodeAbortsBeforeOutput: abortedBeforeOutput.length, notImported: notImported.length, releasedAfterOutput: imported.length - early.length - noOutput.length,
+    releasedTwice, imports: Object.keys(imports).length, decodeAbortsBeforeOutput: abortedBeforeOutput.length, notImported: notImported.length, releasedAfterOutput: imported.length - early.length - silent.length, lostBeforeOutput: unseen.length, releasedAfterGrace: afterGrace.length, releasedBeforeGrace: beforeGrace.length,
     releasedBefore: early.length, marginMs: { min: q(0), p50: q(0.5), max: q(1) }, decodeAborts, fates
   }
+}
+}
+await books("books")
+
+// --- decode-lost (with --kill-decode) -------------------------------------------------------------
+// A burst (half streamed, unstreamed ones of 2T tokens), and once D's engines hold requests D's
+// coordinator process is SIGKILLed: every request must end (exact, or an error; a stream's text
+// a prefix of its answer), P alive, and the pins settle: those D answered released after its
+// output, those it never answered released decodeGrace after the loss (the server's
+// --decode-grace, GRACE s), none left pinned, none twice.
+if (opt["kill-decode"] !== undefined) {
+  const grace = Number(opt["decode-grace"] ?? 2)
+  const requests = Array.from({ length: n }, (_, k) =>
+    makeRequest(5000 + k, { kind: k % 4 < 2 ? "chat" : "completion", stream: k % 2 === 1, maxTokens: k % 2 ? tokens : 2 * tokens }))
+  const planned = await withWants(requests)
+  const started = Date.now()
+  const running = Promise.all(planned.map(({ r, want }) => run(openai, r, want)))
+  const dStats = () => readStats(opt["decode-stats"])
+  let held = 0
+  while (Date.now() - started < 3000) {
+    const s = dStats()
+    held = sum(s?.engines ?? [], (e) => Object.keys(e.handoff_imports ?? {}).length) - (summary.books?.imports ?? 0)
+    if (held >= n / 4) break
+    await sleep(10)
+  }
+  const pid = dStats().coordinator.pid
+  const decodeLost = Date.now() / 1000
+  process.kill(pid, "SIGKILL")
+  console.log(`phase decode-lost: SIGKILL D's coordinator (pid ${pid}) ${Date.now() - started} ms into a burst of ${n}, ${held} imports on D's engines by then`)
+  const results = await running
+  sent += results.length
+  const t = tally(results)
+  console.log(`phase decode-lost: ${show(t)}; every request ended ${Date.now() - started} ms into the burst`)
+  const kinds = {}
+  for (const x of results.filter((x) => x.outcome === "error")) kinds[x.detail.slice(0, 140)] = (kinds[x.detail.slice(0, 140)] ?? 0) + 1
+  for (const [k, v] of Object.entries(kinds)) console.log(`     error x${v}: ${k}`)
+  for (const x of results.filter((x) => x.outcome === "wrong").slice(0, 3)) problem(`decode-lost #${x.r.i}: ${x.detail}`)
+  summary.decodeLost = { ...t, errors: kinds }
+  await books("decode-lost books", { decodeLost, grace, settleMs: (grace + 20) * 1000 })
 }
 
 const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text().catch(() => "")
 for (const line of metrics.split("\n").filter((l) => /handoff|pinned/.test(l) && !l.startsWith("#"))) console.log(`     /metrics ${line}`)
 server.process.kill("SIGTERM")
 await Promise.race([new Promise((resolve) => server.process.on("exit", resolve)), sleep(15_000)])
-const books = server.stderr().split("\n").filter((l) => l.startsWith("books ")).pop()
-if (books) console.log(`server's books at its end: ${books.slice(6)}`)
+const serverBooks = server.stderr().split("\n").filter((l) => l.startsWith("books ")).pop()
+if (serverBooks) console.log(`server's books at its end: ${serverBooks.slice(6)}`)
 console.log(JSON.stringify(summary))
 console.log(problems.length === 0 ? "holds: every check" : `short: ${problems.length} problem(s); first: ${problems[0]}`)
 process.exit(problems.length === 0 ? 0 : 1)

@@ -48,7 +48,7 @@ const client = disaggregated
     client: { protocol: one.protocol },
     prefill: many["prefill-coordinator"],
     decode: many["decode-coordinator"] ?? [],
-    decodeGrace: "10 seconds"
+    decodeGrace: one["decode-grace"] ? one["decode-grace"].replace(/^(\d+)s$/, "$1 seconds") : "10 seconds"
   })
   : Fleet.layer({ coordinators: many.coordinator ?? [], protocol: one.protocol, ...(one.routing ? { routing: one.routing } : {}) })
 
