@@ -9,7 +9,7 @@
 //          [--step-ms MS]
 // Server X: --connect-timeout 20s --rejoin-backoff 100ms (dials back at once, and a swallowed
 // dial waits 20 s for its CONNECT_ACK); server Y: --rejoin-backoff 5s (dials back after the
-// engines registered: it joins). Both --routing round-robin --request-timeout 20s. The last
+// engines registered: it joins); X_FLAGS / Y_FLAGS in the environment replace these. Both --routing round-robin --request-timeout 20s. The last
 // coordinator is SIGKILLed and its harness restarted on its port, engines registering MS (3000)
 // after the bind. Once Y has rejoined it, a burst of 30 requests through Y (while X's swallowed
 // dial still waits); once X has too (or 60 s), a burst of 30 through X: every answer must be exact (a request the coordinator routes to X's swallowed identity
@@ -35,10 +35,13 @@ const problem = (text) => (problems.push(text), console.log(`PROBLEM ${text}`))
 const cli = path.resolve(root, "packages/cli/dist/main.js")
 const common = ["serve", "--protocol", opt.protocol, "--tokenizer", tokenizerDir(root), "--model", "harness", "--port", "0",
   "--max-model-len", "4096", "--routing", "round-robin", "--request-timeout", "20s", ...coordinators.flatMap((a) => ["--coordinator", a])]
+// X_FLAGS / Y_FLAGS (space-separated) replace each server's own flags.
+const flagsOf = (name, fallback) => (process.env[`${name}_FLAGS`] ?? fallback).split(" ").filter(Boolean)
 const servers = {
-  X: await startServer({ argv: [cli, ...common, "--connect-timeout", "20s", "--rejoin-backoff", "100ms"] }),
-  Y: await startServer({ argv: [cli, ...common, "--rejoin-backoff", "5s"] })
+  X: await startServer({ argv: [cli, ...common, ...flagsOf("X", "--connect-timeout 20s --rejoin-backoff 100ms")] }),
+  Y: await startServer({ argv: [cli, ...common, ...flagsOf("Y", "--rejoin-backoff 5s")] })
 }
+console.log(`X: ${flagsOf("X", "--connect-timeout 20s --rejoin-backoff 100ms").join(" ") || "(defaults)"}; Y: ${flagsOf("Y", "--rejoin-backoff 5s").join(" ") || "(defaults)"}`)
 const clients = { X: await openaiFor(root, servers.X.baseUrl), Y: await openaiFor(root, servers.Y.baseUrl) }
 const show = (t) => Object.entries(t).map(([k, v]) => `${k} ${v.exact}/${v.requests} exact, ${v.wrong} wrong, ${v.error} error`).join("; ")
 const burst = async (name, from, n) => {
@@ -71,12 +74,24 @@ restarted.stdout.on("data", (c) => (out += c))
 restarted.stderr.on("data", (c) => (err += c))
 const t0 = Date.now()
 console.log(`SIGKILL coordinator ${victim} (pid ${pid}); its harness restarted on port ${port}, engines registering ${delay} ms after the bind`)
+// Each server's gauge for the restarted coordinator, watched from the restart on: when it first
+// showed 1, and every change (it may join and lose it again).
 const joined = {}
-const waitJoin = async (name) => {
-  while (Date.now() - t0 < 60_000 && joined[name] === undefined) {
-    if ((await up(name).catch(() => undefined)) === "1") joined[name] = Date.now() - t0
-    else await sleep(50)
+const gauges = { X: [], Y: [] }
+let watching = true
+const watch = (async () => {
+  while (watching) {
+    for (const name of ["X", "Y"]) {
+      const g = await up(name).catch(() => undefined)
+      const last = gauges[name].at(-1)
+      if (last?.[1] !== g) gauges[name].push([Date.now() - t0, g])
+      if (g === "1" && joined[name] === undefined) joined[name] = Date.now() - t0
+    }
+    await sleep(50)
   }
+})()
+const waitJoin = async (name) => {
+  while (Date.now() - t0 < 60_000 && joined[name] === undefined) await sleep(50)
 }
 // Y joins first (X's first dial, swallowed, waits 20 s for its CONNECT_ACK): Y's burst then,
 // while X's swallowed identity is still connected, then X's once X has joined too.
@@ -92,6 +107,10 @@ results[0] = await burst("X", 1000, 30)
 console.log(`burst through X: ${show(results[0])}`)
 for (const name of ["X", "Y"]) if (joined[name] === undefined) problem(`server ${name} did not rejoin the restarted coordinator within 60 s`)
 await sleep(300)
+watching = false
+await watch
+for (const name of ["X", "Y"]) console.log(`${name}'s up gauge for it (ms after the restart: value): ${gauges[name].map(([t, g]) => `${t}: ${g}`).join(", ")}`)
+summary.gauges = gauges
 const s = readStats(`${opt.work}/restarted.stats.json`)
 const took = (s?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0), 0)
 console.log(`the restarted coordinator: ${s?.coordinator?.alive && !s?.coordinator?.exception ? "alive" : `dead: ${s?.coordinator?.exception}`}; its engines received ${took} SUBMIT_REQUEST`)
