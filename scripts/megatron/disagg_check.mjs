@@ -3,8 +3,8 @@
 // lib_serve.mjs's `Disaggregated.layer` while the CLI lacks the flags), the harness's engines
 // doing the hand-off as Megatron main's do (fake_engine.py), called with the `openai` SDK.
 //
-// Usage: node disagg_check.mjs ROOT --protocol NAME --prefill P --decode D
-//          --prefill-stats F --decode-stats F [--requests N] [--tokens T]
+// Usage: node disagg_check.mjs ROOT --protocol NAME --prefill P[,P2...] --decode D[,D2...]
+//          --prefill-stats F[,F2...] --decode-stats F[,F2...] [--requests N] [--tokens T]
 //          [--kill-decode D_PID --decode-grace GRACE_S]
 // Phases:
 //   plain       completions and chats, half of each streamed, all concurrent: every answer exact
@@ -19,7 +19,7 @@
 //               P's; for every pin that D imported, its release reached P's engine after D's engine
 //               sent the decode's first output (the timeline in fake_engine.py's stats, one clock);
 //               both coordinators and all four engines alive
-//   decode-lost (with --kill-decode) D's coordinator SIGKILLed mid-burst: every request ends,
+//   decode-lost (with --kill-decode) the (first) decode coordinator SIGKILLed mid-burst: every request ends,
 //               and the books again, those D never answered released GRACE s after the loss
 // Prints a line per phase, a JSON summary, and `holds: ...` or `short: ...`; exit 0 only if it holds.
 import {
@@ -43,6 +43,8 @@ if (!root || !opt.protocol || !opt.prefill || !opt.decode || !opt["prefill-stats
   console.error("usage: node disagg_check.mjs ROOT --protocol NAME --prefill P --decode D --prefill-stats F --decode-stats F")
   process.exit(2)
 }
+const prefillStats = opt["prefill-stats"].split(",")
+const decodeStats = opt["decode-stats"].split(",")
 const n = Number(opt.requests ?? 32)
 const tokens = Number(opt.tokens ?? 30)
 const problems = []
@@ -50,7 +52,8 @@ const problem = (text) => (problems.push(text), console.log(`PROBLEM ${text}`))
 
 const args = [
   "--protocol", opt.protocol, "--tokenizer", tokenizerDir(root), "--model", "harness", "--max-model-len", "4096",
-  "--prefill-coordinator", opt.prefill, "--decode-coordinator", opt.decode,
+  ...opt.prefill.split(",").flatMap((a) => ["--prefill-coordinator", a]),
+  ...opt.decode.split(",").flatMap((a) => ["--decode-coordinator", a]),
   ...(opt["kill-decode"] !== undefined ? ["--decode-grace", `${opt["decode-grace"] ?? 2}s`] : [])
 ]
 const command = serverCommand(root, "--prefill-coordinator", args)
@@ -110,19 +113,25 @@ const sum = (engines, f) => engines.reduce((s, e) => s + f(e), 0)
  * killed then; a pin D imported and never answered may then be released without D's output, but
  * only `grace` seconds after the kill (`decodeGrace`), and D is expected dead.
  */
+/** The pool's stats files read as one: every coordinator's engines, and the coordinators. */
+const pool = (files) => {
+  const all = files.map(readStats)
+  if (all.some((x) => x === undefined)) return undefined
+  return { engines: all.flatMap((x) => x.engines), coordinators: all }
+}
 const books = async (label, { decodeLost, grace, settleMs = 20_000 } = {}) => {
 let p, d
 const settleStart = Date.now()
 while (true) {
-  p = readStats(opt["prefill-stats"])
-  d = readStats(opt["decode-stats"])
+  p = pool(prefillStats)
+  d = pool(decodeStats)
   if (p && sum(p.engines, (e) => e.pinned_now) === 0) break
   if (Date.now() - settleStart > settleMs) break
   await sleep(100)
 }
 await sleep(300) // a last stats rewrite
-p = readStats(opt["prefill-stats"])
-d = readStats(opt["decode-stats"])
+p = pool(prefillStats)
+d = pool(decodeStats)
 const settledMs = Date.now() - settleStart
 {
   const pinned = sum(p.engines, (e) => e.pinned_blocks)
@@ -133,6 +142,10 @@ const settledMs = Date.now() - settleStart
   // that is not its own is a no-op there; more means a repeated or foreign release.
   const noop = sum(p.engines, (e) => e.release_noop)
   const releaseMessages = p.engines.map((e) => e.recv?.RELEASE_KV ?? 0)
+  const pinsOf = (c) => c.engines.reduce((n, e) => n + Object.keys(e.handoff_pins ?? {}).length, 0)
+  // per engine, the pins of its own coordinator: what each must receive
+  const wantMessages = p.coordinators.flatMap((c) => c.engines.map(() => pinsOf(c)))
+  const wantNoop = p.coordinators.reduce((n, c) => n + (c.engines.length - 1) * pinsOf(c), 0)
   const pins = Object.assign({}, ...p.engines.map((e) => e.handoff_pins ?? {}))
   const imports = Object.assign({}, ...d.engines.map((e) => e.handoff_imports ?? {}))
   const pinKeys = Object.keys(pins)
@@ -145,7 +158,8 @@ const settledMs = Date.now() - settleStart
   // D lost before its output (none, or sent by D's engine after its coordinator died, which no
   // client can have seen): released after the grace, counted apart; the release must not come
   // before loss + grace. Any other pin without D's output is a problem.
-  const unseen = decodeLost === undefined ? [] : imported.filter((k) => imports[k].first_output_at === null || imports[k].first_output_at >= decodeLost)
+  const onKilled = new Set(decodeLost === undefined ? [] : d.coordinators[0].engines.flatMap((e) => Object.keys(e.handoff_imports ?? {})))
+  const unseen = imported.filter((k) => onKilled.has(k) && (imports[k].first_output_at === null || imports[k].first_output_at >= decodeLost))
   const afterGrace = unseen.filter((k) => pins[k].released_at !== null && pins[k].released_at >= decodeLost + grace * 0.95)
   const beforeGrace = unseen.filter((k) => !afterGrace.includes(k))
   const silent = imported.filter((k) => imports[k].first_output_at === null || unseen.includes(k))
@@ -167,13 +181,13 @@ const settledMs = Date.now() - settleStart
     const at = abortAt[String(imports[k].request_id)]
     return at !== undefined && (imports[k].first_output_at === null || at < imports[k].first_output_at)
   })
-  console.log(`phase ${label} (settled ${settledMs} ms after the last answer): P's engines: ${pinKeys.length} pins, blocks pinned ${pinned} == released ${released}: ${pinned === released}; pinned now ${pinnedNow}; RELEASE_KV per engine ${releaseMessages.join(", ")} (broadcast), no-ops ${noop} (want ${(p.engines.length - 1) * Object.keys(pins).length}); ids released twice ${releasedTwice}; unreleased pins ${unreleased.length}`)
+  console.log(`phase ${label} (settled ${settledMs} ms after the last answer): P's engines: ${pinKeys.length} pins, blocks pinned ${pinned} == released ${released}: ${pinned === released}; pinned now ${pinnedNow}; RELEASE_KV per engine ${releaseMessages.join(", ")} (broadcast; want ${wantMessages.join(", ")}), no-ops ${noop} (want ${wantNoop}); ids released twice ${releasedTwice}; unreleased pins ${unreleased.length}`)
   console.log(`phase ${label}: D's engines: ${Object.keys(imports).length} imports (${foreign.length} of no pin of P's), ${decodeAborts} ABORT(s) received (${abortedBeforeOutput.length} before the decode's first output); pins never imported ${notImported.length}; imported pins released after D's first output: ${imported.length - early.length - silent.length}/${imported.length} (${early.length} before, ${noOutput.length} with no output${decodeLost === undefined ? "" : `; of the ${unseen.length} whose output D's coordinator never delivered (D lost first), ${afterGrace.length} released ${grace} s or more after the loss, ${beforeGrace.length} sooner`}); release minus first output: min ${q(0)} ms, p50 ${q(0.5)} ms, max ${q(1)} ms`)
   if (pinKeys.length !== sent) problem(`${label}: ${pinKeys.length} pins for ${sent} requests sent`)
   if (pinned !== released) problem(`${label}: blocks pinned ${pinned} != released ${released}`)
   if (pinnedNow !== 0) problem(`${label}: ${pinnedNow} blocks still pinned`)
-  if (releaseMessages.some((m) => m !== pinKeys.length)) problem(`${label}: RELEASE_KV per engine ${releaseMessages.join(", ")} for ${pinKeys.length} pins (repeated, foreign or missing releases)`)
-  if (noop !== (p.engines.length - 1) * pinKeys.length) problem(`${label}: ${noop} RELEASE_KV no-ops on P's engines, want ${(p.engines.length - 1) * pinKeys.length} (a repeated or foreign release)`)
+  if (releaseMessages.some((m, i) => m !== wantMessages[i])) problem(`${label}: RELEASE_KV per engine ${releaseMessages.join(", ")}, want ${wantMessages.join(", ")} (repeated, foreign or missing releases)`)
+  if (noop !== wantNoop) problem(`${label}: ${noop} RELEASE_KV no-ops on P's engines, want ${wantNoop} (a repeated or foreign release)`)
   if (releasedTwice !== 0) problem(`${label}: ${releasedTwice} ids released twice`)
   if (unreleased.length) problem(`${label}: unreleased pins ${unreleased.slice(0, 5).join(", ")}`)
   if (foreign.length) problem(`${label}: imports of no pin: ${foreign.slice(0, 5).join(", ")}`)
@@ -181,11 +195,11 @@ const settledMs = Date.now() - settleStart
   if (beforeGrace.length) problem(`${label}: ${beforeGrace.length} pin(s) D never delivered output for released before the grace, e.g. ${beforeGrace.slice(0, 3).map((k) => `${k} ${((pins[k].released_at - decodeLost) * 1000).toFixed(0)} ms after the loss`).join(", ")}`)
   if (noOutput.length) problem(`${label}: ${noOutput.length} imported pin(s) released with no output from D, e.g. ${noOutput.slice(0, 3).join(", ")}`)
   if (decodePins !== 0 || prefillImports !== 0) problem(`${label}: roles mixed: D's engines pinned ${decodePins} blocks, P's imported ${prefillImports}`)
-  const fates = [["P", p], ["D", d]].map(([name, s]) => {
+  const fates = [...p.coordinators.map((c, i) => [`P${i}`, c]), ...d.coordinators.map((c, i) => [`D${i}`, c])].map(([name, s]) => {
     const alive = s.coordinator.alive && !s.coordinator.exception
     const engines = s.engines.map((e) => (e.alive && !e.error ? "alive" : `dead (${e.error})`))
     console.log(`coordinator ${name}: ${alive ? "alive" : `not alive: ${s.coordinator.exception ?? `exit ${s.coordinator.exitcode}`}`}; engines: ${engines.join(", ")}`)
-    const killed = name === "D" && decodeLost !== undefined
+    const killed = name === "D0" && decodeLost !== undefined
     if (killed ? alive : !alive || engines.some((e) => e !== "alive")) problem(`${label}: ${name} ${killed ? "still alive after its SIGKILL" : "or one of its engines died"}`)
     return { name, alive, engines }
   })
@@ -211,18 +225,20 @@ if (opt["kill-decode"] !== undefined) {
   const planned = await withWants(requests)
   const started = Date.now()
   const running = Promise.all(planned.map(({ r, want }) => run(openai, r, want)))
-  const dStats = () => readStats(opt["decode-stats"])
+  const dStats = () => readStats(decodeStats[0]) // the first decode coordinator is killed
+  const importsOn = (x) => sum(x?.engines ?? [], (e) => Object.keys(e.handoff_imports ?? {}).length)
+  const baseline = importsOn(dStats())
   let held = 0
   while (Date.now() - started < 3000) {
     const s = dStats()
-    held = sum(s?.engines ?? [], (e) => Object.keys(e.handoff_imports ?? {}).length) - (summary.books?.imports ?? 0)
-    if (held >= n / 4) break
+    held = importsOn(s) - baseline
+    if (held >= n / (4 * decodeStats.length)) break
     await sleep(10)
   }
   const pid = dStats().coordinator.pid
   const decodeLost = Date.now() / 1000
   process.kill(pid, "SIGKILL")
-  console.log(`phase decode-lost: SIGKILL D's coordinator (pid ${pid}) ${Date.now() - started} ms into a burst of ${n}, ${held} imports on D's engines by then`)
+  console.log(`phase decode-lost: SIGKILL ${decodeStats.length > 1 ? "the first decode coordinator" : "D's coordinator"} (pid ${pid}) ${Date.now() - started} ms into a burst of ${n}, ${held} imports on D's engines by then`)
   const results = await running
   sent += results.length
   const t = tally(results)

@@ -48,6 +48,7 @@ done
 WORK=$(mktemp -d /tmp/mcoord-fleet.XXXXXX)
 PIDS=()
 cleanup() {
+  [ -f "$WORK/restarted.pid" ] && PIDS+=("$(cat "$WORK/restarted.pid")") # a restarted coordinator's harness
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
   [ -n "${KEEP:-}" ] && { echo "kept $WORK" >&2; return; }

@@ -214,6 +214,7 @@ if (opt.rejoin !== undefined) {
     "--stage", opt.stage, "--engines", "2", "--step-ms", opt["step-ms"] ?? "20", "--port", port,
     "--register-delay-ms", opt.rejoin, "--stats", statsFile
   ], { stdio: ["ignore", "pipe", "pipe"] })
+  writeFileSync(`${opt.work}/restarted.pid`, String(rejoinChild.pid)) // fleet.sh's clean-up stops it should this script end early
   rejoinChild.stdout.on("data", (c) => (out += c))
   rejoinChild.stderr.on("data", (c) => (err += c))
   const upMetric = () =>

@@ -70,6 +70,8 @@ let err = ""
 let out = ""
 const restarted = spawn(opt.python, [path.join(HERE, "run_coordinator.py"), "--stage", opt.stage, "--engines", "2", "--step-ms", opt["step-ms"] ?? "20",
   "--port", port, "--register-delay-ms", delay, "--stats", `${opt.work}/restarted.stats.json`], { stdio: ["ignore", "pipe", "pipe"] })
+// fleet.sh's clean-up stops it should this script end early
+;(await import("node:fs")).writeFileSync(`${opt.work}/restarted.pid`, String(restarted.pid))
 restarted.stdout.on("data", (c) => (out += c))
 restarted.stderr.on("data", (c) => (err += c))
 const t0 = Date.now()

@@ -160,7 +160,7 @@ def main():
         LegacyEngine(i, address, step_seconds=args.step_ms / 1000.0) if legacy else
         FakeEngine(i, address, tokenizer=CodepointTokenizer(), step_seconds=args.step_ms / 1000.0,
                    max_requests=args.max_requests, block_size_tokens=args.block_size,
-                   enable_prefix_caching=prefix_caching)
+                   enable_prefix_caching=prefix_caching, agent=f"harness-{address.rsplit(':', 1)[-1]}")
         for i in range(args.engines)
     ]
     if legacy:  # legacy_engine.py registers when started; the coordinator is ready only after that
