@@ -31,6 +31,8 @@ export default defineConfig({
     // TypeScript sources under "source" too, which Node cannot load when it imports it: Vite
     // transforms it, and every AI SDK package on the way to it, instead.
     server: { deps: { inline: ["eventsource-parser", /@ai-sdk\//, "ai"] } },
+    // Under CI=true, fast-check's properties start from one fixed seed (FC_SEED overrides).
+    setupFiles: ["./vitest.fastCheck.ts"],
     testTimeout: 60_000,
     // A passing run is quiet: what a test prints (the Effect logs of tests that inject faults on
     // purpose, ~114 WARN/INFO lines) is kept per test and shown only with that test's failure.

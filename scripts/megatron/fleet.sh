@@ -1,33 +1,54 @@
 #!/usr/bin/env bash
-# Three of Megatron-LM's real coordinators (2 engine ranks each, run_coordinator.py) behind one
-# `mcore serve --coordinator A --coordinator B --coordinator C`, driven with the openai SDK
-# (fleet_check.mjs): every answer exact; then one coordinator process SIGKILLed in the middle of
-# a burst of unstreamed chats: every chat answered exactly by the survivors, and the survivors
-# still alive (their stats files say so).
+# Issue 27's check against Megatron-LM's real coordinators at REF: three coordinators (each with
+# 2 engines, run_coordinator.py) behind one server, called with the `openai` SDK, every answer
+# exact; one coordinator process SIGKILLed mid-burst (fleet_check.mjs says what must hold).
 #
-# Usage: scripts/megatron/fleet.sh [REF] [--protocol NAME]     (REF default refs/heads/main)
-# Needs MEGATRON_GIT and a built project (pnpm build). Prints a line per check, then
-# `holds: ...` or `short: ...`; exit 0 only when it holds.
+#   MEGATRON_GIT=<git dir of NVIDIA/Megatron-LM> scripts/megatron/fleet.sh REF [ROOT]
+#       [--protocol NAME] [--routing POLICY] [--coordinators N] [--step-ms MS] [--rejoin MS]
+#       [--two-servers MS]
+#
+# ROOT: a built checkout (default this one); the server is its `mcore serve --coordinator ...`
+# when that has --routing, else lib_serve.mjs (its Fleet.layer under Server.layer). NAME
+# defaults to main (the ref's dialect: see interop.sh). --step-ms (default 20): each engine
+# step, so that a 40-token answer takes about 0.8 s and the kill lands mid-burst. --rejoin MS:
+# then restart the killed coordinator's harness on its port, its engines registering MS after
+# the bind (fleet_check.mjs's rejoin phase). --two-servers MS: instead of fleet_check.mjs,
+# fleet_rejoin.mjs: two `mcore serve` over the fleet, one coordinator killed and restarted with
+# its engines registering MS after the bind, then a burst through each (needs the CLI's fleet).
+# Prints what fleet_check.mjs saw, then `fleet REF: holds|short ...`; exit 0 only if it holds,
+# 2 if the set-up is broken. KEEP=1 keeps the work dir (logs, stats).
 set -u
-HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-REF="refs/heads/main"
-PROTOCOL=main
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REF="${1:?usage: fleet.sh REF [ROOT] [--protocol NAME] [--routing POLICY] [--coordinators N] [--step-ms MS] [--rejoin MS] [--two-servers MS]}"
+shift
+ROOT="$(cd "$HERE/../.." && pwd)"
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then ROOT="$(cd "$1" && pwd)"; shift; fi
+PROTOCOL=main ROUTING="" N=3 STEP_MS=20 REJOIN="" TWO=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --protocol) PROTOCOL="${2:?--protocol needs a name}"; shift 2 ;;
-    *) REF=$1; shift ;;
+    --protocol) PROTOCOL="$2"; shift 2 ;;
+    --routing) ROUTING="$2"; shift 2 ;;
+    --coordinators) N="$2"; shift 2 ;;
+    --step-ms) STEP_MS="$2"; shift 2 ;;
+    --rejoin) REJOIN="$2"; shift 2 ;;
+    --two-servers) TWO="$2"; shift 2 ;;
+    *) echo "fleet.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-: "${MEGATRON_GIT:?set MEGATRON_GIT to a git dir of NVIDIA/Megatron-LM}"
+: "${MEGATRON_GIT:?set MEGATRON_GIT to a git dir of NVIDIA/Megatron-LM (scripts/megatron/README.md says how to get one)}"
+for built in packages/client/dist/index.js packages/server/dist/index.js packages/cli/dist/main.js; do
+  [ -f "$ROOT/$built" ] || { echo "fleet: $ROOT/$built missing (build the project: pnpm build)"; exit 2; }
+done
 PY=""
 for cand in "${PYTHON:-}" /usr/bin/python3 $(type -ap python3); do
   [ -n "$cand" ] && "$cand" -c "import numpy, msgpack, zmq" 2>/dev/null && { PY=$cand; break; }
 done
 [ -n "$PY" ] || { echo "fleet: no python3 with numpy, msgpack and pyzmq"; exit 2; }
+
 WORK=$(mktemp -d /tmp/mcoord-fleet.XXXXXX)
 PIDS=()
 cleanup() {
+  [ -f "$WORK/restarted.pid" ] && PIDS+=("$(cat "$WORK/restarted.pid")") # a restarted coordinator's harness
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
   [ -n "${KEEP:-}" ] && { echo "kept $WORK" >&2; return; }
@@ -35,35 +56,46 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT
+
 S="$WORK/stage"
 OUT="$S" PYTHON="$PY" bash "$HERE/stage.sh" "$REF" >/dev/null 2>"$WORK/stage.err"
 [ -f "$S/.ref_kind" ] || { echo "fleet: staging $REF failed: $(tail -3 "$WORK/stage.err" | tr '\n' ' ')"; exit 2; }
+COMMIT=$(cut -c1-10 "$S/.megatron_commit")
 
-ADDRS=()
-for name in a b c; do
-  "$PY" "$HERE/run_coordinator.py" --stage "$S" --engines 2 --policy load_balanced --step-ms 20 \
-    --stats "$WORK/$name.stats.json" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+ADDRS=() STATS=()
+for i in $(seq 0 $((N - 1))); do
+  "$PY" "$HERE/run_coordinator.py" --stage "$S" --engines 2 --step-ms "$STEP_MS" \
+    --stats "$WORK/c$i.stats.json" >"$WORK/c$i.out" 2>"$WORK/c$i.err" &
   PIDS+=("$!")
+  STATS+=("$WORK/c$i.stats.json")
 done
-for name in a b c; do
+for i in $(seq 0 $((N - 1))); do
   addr=""
-  for _ in $(seq 1 300); do
-    if [ "$(sed -n 2p "$WORK/$name.out" 2>/dev/null)" = ready ]; then addr=$(head -1 "$WORK/$name.out"); break; fi
+  for _ in $(seq 1 200); do
+    if [ "$(sed -n 2p "$WORK/c$i.out" 2>/dev/null)" = ready ]; then addr=$(head -1 "$WORK/c$i.out"); break; fi
     sleep 0.1
   done
-  [ -n "$addr" ] || { echo "fleet: coordinator $name did not start: $(tail -3 "$WORK/$name.err" | tr '\n' ' ')"; exit 2; }
+  [ -n "$addr" ] || { echo "fleet: coordinator $i did not start: $(tail -3 "$WORK/c$i.err" | tr '\n' ' ')"; exit 2; }
   ADDRS+=("$addr")
 done
-# The coordinator itself is the spawned child of run_coordinator.py (its engines are threads of the
-# parent; the other child, resource_tracker, is multiprocessing's).
-VICTIM=$(pgrep -P "${PIDS[1]}" -f spawn_main | head -1)
-[ -n "$VICTIM" ] || { echo "fleet: no coordinator process under run_coordinator.py ${PIDS[1]}"; exit 2; }
-timeout 180 node "$HERE/fleet_check.mjs" "$ROOT" "$(IFS=,; echo "${ADDRS[*]}")" --protocol "$PROTOCOL" --kill "$VICTIM"
+echo "fleet: $REF ($COMMIT), $N coordinators x 2 engines (step $STEP_MS ms): ${ADDRS[*]}; project at $ROOT ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null))"
+join() { local IFS=,; echo "$*"; }
+if [ -n "$TWO" ]; then
+  timeout 240 node "$HERE/fleet_rejoin.mjs" "$ROOT" --protocol "$PROTOCOL" --coordinators "$(join "${ADDRS[@]}")" \
+    --stats "$(join "${STATS[@]}")" --runner-pids "$(join "${PIDS[@]}")" --python "$PY" --stage "$S" --work "$WORK" \
+    --register-delay-ms "$TWO" --step-ms "$STEP_MS" >"$WORK/check.log" 2>&1
+else
+timeout 240 node "$HERE/fleet_check.mjs" "$ROOT" --protocol "$PROTOCOL" --coordinators "$(join "${ADDRS[@]}")" \
+  --stats "$(join "${STATS[@]}")" ${ROUTING:+--routing "$ROUTING"} \
+  ${REJOIN:+--rejoin "$REJOIN" --python "$PY" --stage "$S" --step-ms "$STEP_MS" --runner-pids "$(join "${PIDS[@]}")" --work "$WORK"} \
+  >"$WORK/check.log" 2>&1
+fi
 rc=$?
-sleep 0.5
-for name in a c; do
-  alive=$("$PY" -c 'import json,sys; c=json.load(open(sys.argv[1]))["coordinator"]; print("alive" if c["alive"] and not c.get("exception") else "died: %s" % c.get("exception"))' "$WORK/$name.stats.json")
-  echo "survivor $name: $alive"
-  [ "$alive" = alive ] || rc=1
+grep -v '^{' "$WORK/check.log"
+for i in $(seq 0 $((N - 1))); do
+  grep -m1 -E '^(TypeError|ValueError|AssertionError|KeyError|zmq\.|[A-Za-z]+Error):' "$WORK/c$i.err" | sed "s/^/coordinator $i stderr: /"
 done
-exit $rc
+verdict=$(grep -E '^(holds|short): ' "$WORK/check.log" | tail -1)
+[ -n "$verdict" ] || { verdict="short: fleet_check.mjs printed no verdict (exit $rc)"; tail -5 "$WORK/check.log"; }
+echo "fleet $REF ($COMMIT) with --protocol $PROTOCOL: $verdict"
+[ $rc -eq 0 ] && [ "${verdict%%:*}" = holds ]

@@ -4,7 +4,7 @@
   run_coordinator.py --stage DIR [--ref-kind multipart|single] [--port P] [--engines N]
                      [--policy load_balanced|longest_prefix|first_prefix_block|prefix_caching]
                      [--block-size T] [--prefix-caching on|off] [--step-ms MS] [--max-requests R]
-                     [--host 127.0.0.1] [--stats FILE]
+                     [--host 127.0.0.1] [--stats FILE] [--register-delay-ms MS]
 
 DIR is what stage.sh printed. The coordinator runs as dynamic_engine.py's
 start_listening_to_data_parallel_coordinator launches it: in a `spawn` process, target
@@ -82,6 +82,10 @@ def main():
     ap.add_argument("--step-ms", type=float, default=1.0, help="duration of one fake forward pass")
     ap.add_argument("--max-requests", type=int, default=256)
     ap.add_argument("--stats", default=None)
+    ap.add_argument("--register-delay-ms", type=float, default=0,
+                    help="wait this long after the coordinator has bound before the engines connect and "
+                         "register (a slow start: the window in which a restarting coordinator takes any "
+                         "message as an engine's registration, coordinator.py:176-179)")
     args = ap.parse_args()
 
     stage = os.path.abspath(args.stage)
@@ -147,12 +151,16 @@ def main():
         sys.exit(3)
     address = parent_pipe.recv()
     parent_pipe.close()
+    if args.register_delay_ms > 0:
+        print(f"run_coordinator: {address} bound; engines register in {args.register_delay_ms:.0f} ms",
+              file=sys.stderr, flush=True)
+        time.sleep(args.register_delay_ms / 1000.0)
 
     engines = [
         LegacyEngine(i, address, step_seconds=args.step_ms / 1000.0) if legacy else
         FakeEngine(i, address, tokenizer=CodepointTokenizer(), step_seconds=args.step_ms / 1000.0,
                    max_requests=args.max_requests, block_size_tokens=args.block_size,
-                   enable_prefix_caching=prefix_caching)
+                   enable_prefix_caching=prefix_caching, agent=f"harness-{address.rsplit(':', 1)[-1]}")
         for i in range(args.engines)
     ]
     if legacy:  # legacy_engine.py registers when started; the coordinator is ready only after that

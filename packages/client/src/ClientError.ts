@@ -238,6 +238,98 @@ export class SendFailed extends Schema.Class<SendFailed>("@mcore-effect/client/S
 }
 
 /**
+ * An act about something a request left on the coordinator (a KV pin's release) refused, nothing
+ * sent: the coordinator connection it belonged to is gone. The coordinator may have restarted,
+ * numbering its requests from 0 again, so the same id now names another request's blocks.
+ *
+ * @since 0.4.0
+ */
+export class StaleConnection extends Schema.Class<StaleConnection>("@mcore-effect/client/StaleConnection")({
+  _tag: Schema.tag("StaleConnection"),
+  address: Schema.String,
+  /** The connection the pin belongs to (see `Started.connection`). */
+  connection: Schema.Number,
+  /** The connection now (0: none yet). */
+  current: Schema.Number
+}) {
+  get message(): string {
+    return `connection ${this.connection} to ${this.address} is gone (now ${this.current}): what it left there died with it`
+  }
+}
+
+/**
+ * A disaggregated request's prefill did not end with a pin to hand off: the prefill engine
+ * answered with a failed request (`why` says what it reported).
+ *
+ * @since 0.4.0
+ */
+export class PrefillRefused extends Schema.Class<PrefillRefused>("@mcore-effect/client/PrefillRefused")({
+  _tag: Schema.tag("PrefillRefused"),
+  address: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `the prefill coordinator at ${this.address} refused the request: ${this.why}`
+  }
+}
+
+/**
+ * A disaggregated request's prefill reply carried no hand-off (`disaggregated_params` absent or
+ * null): the prefill engine does not do KV hand-off, or pinned nothing. `requestId` is the
+ * prefill client's id for the request.
+ *
+ * @since 0.4.0
+ */
+export class HandoffMetadataMissing extends Schema.Class<HandoffMetadataMissing>(
+  "@mcore-effect/client/HandoffMetadataMissing"
+)({
+  _tag: Schema.tag("HandoffMetadataMissing"),
+  address: Schema.String,
+  requestId: Schema.Number
+}) {
+  get message(): string {
+    return `the prefill reply to request ${this.requestId} from ${this.address} has no disaggregated_params`
+  }
+}
+
+/**
+ * A disaggregated request's prefill reply carried a hand-off the decode cannot take
+ * (`disaggregated_params` whose `request_id`, `block_ids` or `kv_meta.resume_tokens` is not what
+ * Megatron's engines write). Its pin, when its id could be read, was released at once.
+ *
+ * @since 0.4.0
+ */
+export class HandoffMetadataMalformed extends Schema.Class<HandoffMetadataMalformed>(
+  "@mcore-effect/client/HandoffMetadataMalformed"
+)({
+  _tag: Schema.tag("HandoffMetadataMalformed"),
+  address: Schema.String,
+  requestId: Schema.Number,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `the prefill reply to request ${this.requestId} from ${this.address} has malformed disaggregated_params: ${this.why}`
+  }
+}
+
+/**
+ * A disaggregated request's decode could not be submitted (the decode client refused it or is
+ * not connected); nothing was sent to the decode coordinator, and the prefill's pin was released
+ * at once.
+ *
+ * @since 0.4.0
+ */
+export class DecodeRefused extends Schema.Class<DecodeRefused>("@mcore-effect/client/DecodeRefused")({
+  _tag: Schema.tag("DecodeRefused"),
+  address: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `the decode coordinator at ${this.address} could not take the hand-off: ${this.why}`
+  }
+}
+
+/**
  * Every reason a client operation can fail.
  *
  * @since 0.1.0
@@ -255,7 +347,12 @@ export const ClientErrorReason = Schema.Union([
   InvalidAddress,
   MalformedReply,
   ReplyTooLarge,
-  SendFailed
+  SendFailed,
+  StaleConnection,
+  PrefillRefused,
+  HandoffMetadataMissing,
+  HandoffMetadataMalformed,
+  DecodeRefused
 ])
 
 /**

@@ -8,7 +8,9 @@
 import type { Dialect, Media, Prompt, Reply as ProtocolReply, SamplingParams, WireTypes } from "@mcore-effect/protocol"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
+import type * as Cause from "effect/Cause"
 import type * as Exit from "effect/Exit"
+import type * as Queue from "effect/Queue"
 import type * as Stream from "effect/Stream"
 import type { ClientOptions } from "./ClientConfig.ts"
 import type { ClientError } from "./ClientError.ts"
@@ -115,6 +117,60 @@ export interface SubmitAllOptions {
 }
 
 /**
+ * A request for {@link Service.start}: what `submit` takes, as one object, plus whether it is
+ * streamed and, for a decode that imports a prefill's KV, the hand-off.
+ *
+ * @since 0.4.0
+ */
+export interface StartRequest extends BatchRequest {
+  /** Partials as they are generated (`Tokens` events before the `Final`). Default false. */
+  readonly streaming?: boolean | undefined
+  /** A decode request carrying a prefill peer's KV (SUBMIT_REQUEST_WITH_KV); media are refused with it. */
+  readonly kvHandoff?: {
+    readonly kvMeta: WireTypes.KvMeta
+    readonly srcBlockIds: ReadonlyArray<number>
+  } | undefined
+}
+
+/**
+ * A request started by {@link Service.start}: its id, the coordinator connection it went out on,
+ * and its events. Nothing here aborts it: taking from `events` may be interrupted at any time and
+ * the request goes on; the caller ends it with `abort` or `sendAbort`, or lets it finish.
+ *
+ * @since 0.4.0
+ */
+export interface Started<R extends Reply = Reply> {
+  /** This client's id for the request (what `abort`, `sendAbort` take). */
+  readonly requestId: number
+  /**
+   * The coordinator connection the request went out on (1 after the handshake, one more each time
+   * the coordinator is back after a loss). A reply arrives on the connection its request went out
+   * on, so what the reply names on the coordinator (a KV pin) belongs to this connection: release
+   * it with `releaseKvHandoff(id, { connection })`, which refuses once the connection is gone.
+   */
+  readonly connection: number
+  /**
+   * The request's events: `Tokens` (streamed requests), then one `Final`, then the queue ends
+   * (`Cause.Done`); or it fails with the request's error (the coordinator lost, the client
+   * closed, a deadline, `abort`).
+   */
+  readonly events: Queue.Dequeue<StreamEvent<R>, ClientError | Cause.Done>
+}
+
+/**
+ * Options of {@link Service.releaseKvHandoff}.
+ *
+ * @since 0.4.0
+ */
+export interface ReleaseKvOptions {
+  /**
+   * The connection the pin was made on (`Started.connection`): the release is sent only while it
+   * is the current one, else it fails with `StaleConnection` and nothing is sent.
+   */
+  readonly connection?: number | undefined
+}
+
+/**
  * The service. `R` is what a finished request gives: `RawReply` for a client built with
  * `deserialize: false`, `DynamicInferenceRequest` with `deserialize: true`, and the union of the
  * two when that is not known statically (options read from configuration).
@@ -212,11 +268,28 @@ export interface Service<R extends Reply = Reply> {
    * (fire-and-forget). `requestId` is the engine-side id the prefill reply names (its
    * `disaggregated_params`), not this client's id.
    */
-  readonly releaseKvHandoff: (requestId: number) => Effect.Effect<void, ClientError>
+  readonly releaseKvHandoff: (requestId: number, options?: ReleaseKvOptions | undefined) => Effect.Effect<void, ClientError>
+  /**
+   * Starts a request and returns at once with its id, its connection and its events, to be taken
+   * at the caller's pace. The request is the caller's to end: interrupting a fiber taking its
+   * events does not abort it (`abort` does). What an orchestrator wants that must see a
+   * request's next reply after an ABORT: the disaggregated client (see `Disaggregated`) waits,
+   * after aborting a decode whose KV import is pending, for the decode's first output before it
+   * releases the prefill's blocks. Nothing is sent when the request is refused.
+   */
+  readonly start: (request: StartRequest) => Effect.Effect<Started<R>, ClientError>
   /**
    * Cancels a request on the coordinator; whatever waits for it here fails with `RequestAborted`.
    */
   readonly abort: (requestId: number) => Effect.Effect<void, ClientError>
+  /**
+   * ABORT_REQUEST for a request, which stays pending here: whatever waits for it gets the
+   * engine's next reply as usual (the aborted request's final, or a partial already on its way).
+   * An engine may ignore it: Megatron's decode engine does while a KV import is pending. Refused
+   * (nothing sent) where the dialect has no ABORT_REQUEST; nothing is sent for a request that is
+   * not pending.
+   */
+  readonly sendAbort: (requestId: number) => Effect.Effect<void, ClientError>
   /**
    * PAUSE to every engine. On core_v0.16 a second PAUSE before an UNPAUSE kills the coordinator:
    * a second call from this client before `unpauseEngines`/`resumeEngines` fails with

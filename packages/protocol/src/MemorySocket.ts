@@ -310,10 +310,14 @@ export class Dealer {
     const router = this.network.routerAt(this.address)
     if (this.closed || this.router !== undefined || router === undefined || !router.join(this)) return
     this.router = router
-    for (const listener of this.listeners) listener("up")
+    // What was queued goes first, as it does out of a ZeroMQ pipe right after the handshake,
+    // before the socket's monitor event can reach the program: what the dealer sends on hearing
+    // "up" (a client's CONNECT) follows it. A message queued in the window between a drop and
+    // its "down" reaches the next router ahead of that CONNECT, from a peer it does not know yet.
     const queued = this.outbox
     this.outbox = []
     for (const frames of queued) router.deliver(this.identity, frames)
+    for (const listener of this.listeners) listener("up")
   }
 
   /** @internal its router closed. */

@@ -5,12 +5,13 @@
  *
  * @since 0.1.0
  */
-import { type ClientError, InferenceClient } from "@mcore-effect/client"
-import { Prompt, SamplingParams } from "@mcore-effect/protocol"
+import { type ClientError, Disaggregated, InferenceClient } from "@mcore-effect/client"
+import { DialectCatalog, Prompt, SamplingParams } from "@mcore-effect/protocol"
 // Named by the command's inferred error type.
 import type { TextError } from "@mcore-effect/text"
 import { Vocabulary } from "@mcore-effect/testkit"
 import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
@@ -20,11 +21,30 @@ import * as Flags from "../Flags.ts"
 import * as Json from "../Json.ts"
 import * as Output from "../Output.ts"
 import * as Replies from "../Replies.ts"
+import * as SettingFlags from "../SettingFlags.ts"
 import * as TextOutput from "../TextOutput.ts"
 import { integer, keyValues, number, parseInteger } from "../Values.ts"
 
 const flags = {
   ...Flags.connection,
+  // Optional here: a disaggregated request names its two coordinators instead (checked below).
+  address: Flags.address.pipe(Flag.optional),
+  prefillAddress: Flag.String("prefill-address").pipe(
+    Flags.connectable,
+    Flag.withMetavar("address"),
+    Flag.withDescription(
+      "The prefill coordinator of a disaggregated request (with --decode-address, instead of --address): prefilled there " +
+        "with do_kv_handoff, decoded on the decode coordinator, the prefill's KV pin released once (protocols main, " +
+        "pr-6497, reference; token ids or --tokenizer; no log probs)"
+    ),
+    Flag.optional
+  ),
+  decodeAddress: Flag.String("decode-address").pipe(
+    Flags.connectable,
+    Flag.withMetavar("address"),
+    Flag.withDescription("The decode coordinator of a disaggregated request (see --prefill-address)"),
+    Flag.optional
+  ),
   stream: Flag.Boolean("stream").pipe(
     Flag.withDefault(false),
     Flag.withDescription("Print tokens as they arrive (ENGINE_REPLY_PARTIAL)")
@@ -121,6 +141,27 @@ const samplingParams = (options: Options): SamplingParams.SamplingParamsInput =>
 }
 
 /** `--chat` and `--chat-template` render through a tokenizer's template: they need `--tokenizer`. */
+/**
+ * Where the request goes: `--address`, or `--prefill-address` with `--decode-address` (on a
+ * protocol that carries the hand-off, and instead of `--address`).
+ */
+const targetOf = (
+  options: Options
+): Result.Result<ReadonlyArray<string> | { readonly prefill: string; readonly decode: string }, CliError.InvalidValue | CliError.MissingOption> => {
+  const { decodeAddress, prefillAddress } = options
+  if (Option.isNone(prefillAddress) && Option.isNone(decodeAddress)) {
+    return Option.isSome(options.address) ? Result.succeed(options.address.value) : Result.fail(new CliError.MissingOption({ option: "address" }))
+  }
+  const bad = (option: string, value: string, expected: string) => Result.fail(new CliError.InvalidValue({ option, value, expected, kind: "flag" }))
+  if (Option.isNone(prefillAddress)) return bad("decode-address", Option.getOrElse(decodeAddress, () => ""), "needs --prefill-address too")
+  if (Option.isNone(decodeAddress)) return bad("prefill-address", prefillAddress.value, "needs --decode-address too")
+  if (Option.isSome(options.address)) return bad("address", options.address.value.join(","), "not with --prefill-address and --decode-address")
+  if (!DialectCatalog.get(options.protocol).features.has("kvHandoff")) {
+    return bad("protocol", options.protocol, "a protocol that carries the KV hand-off (main, pr-6497, reference) with --prefill-address")
+  }
+  return Result.succeed({ prefill: prefillAddress.value, decode: decodeAddress.value })
+}
+
 const textFlagsOf = (options: Options): Result.Result<void, CliError.InvalidValue> =>
   Option.isNone(options.tokenizer) && (options.chat || Option.isSome(options.chatTemplate))
     ? Result.fail(
@@ -263,6 +304,19 @@ const streamed = (
     )
   })
 
+/** The client for the target: one coordinator's, or the disaggregated one over two. */
+const layerOf = (
+  options: Options,
+  target: ReadonlyArray<string> | { readonly prefill: string; readonly decode: string }
+): Layer.Layer<InferenceClient.InferenceClient, ClientError.ClientError> =>
+  !("prefill" in target)
+    ? clientLayer({ ...options, address: target })
+    : Disaggregated.layer({
+      client: { ...SettingFlags.given(Flags.clientSettingsBesidesAddress, options), protocol: options.protocol },
+      prefill: [target.prefill],
+      decode: [target.decode]
+    })
+
 /**
  * The command.
  *
@@ -292,13 +346,14 @@ export const command = Command.make(
       if (options.stream) return yield* streamed(client, options, prompt, params, submit)
       const reply = yield* client.submit(prompt, params, submit)
       yield* options.json ? Output.line(Json.stringify(reply)) : printReply(reply)
-    }).pipe(Effect.provide(clientLayer(options)))
+    }).pipe(Effect.provide(layerOf(options, yield* Effect.fromResult(targetOf(options)))))
   })
 ).pipe(
   // A bad prompt or sampling value is a usage error (exit code 2), found before connecting.
   Command.validate((options) =>
     Effect.andThen(Effect.fromResult(promptOf(options)), Effect.fromResult(paramsOf(options))).pipe(
       Effect.andThen(Effect.fromResult(textFlagsOf(options))),
+      Effect.andThen(Effect.fromResult(targetOf(options))),
       Effect.asVoid
     )
   ),
@@ -307,6 +362,11 @@ export const command = Command.make(
     { command: "mcore generate -a tcp://127.0.0.1:5555 -n 16 \"the quick fox\"", description: "Generate 16 tokens" },
     { command: "mcore generate -a tcp://127.0.0.1:5555 --stream \"the quick fox\"", description: "Stream the tokens" },
     { command: "mcore generate -a tcp://127.0.0.1:5555 --json \"the quick fox\"", description: "The whole reply map" },
+    {
+      command:
+        "mcore generate --prefill-address tcp://127.0.0.1:5555 --decode-address tcp://127.0.0.1:5556 --protocol main --token-ids \"1 2 3\"",
+      description: "One disaggregated request: prefill on one coordinator, decode on the other"
+    },
     {
       command: "mcore generate -a tcp://127.0.0.1:5555 --tokenizer ./qwen3 --chat --stream \"Name three rivers\"",
       description: "Chat with a real model, streamed as text"

@@ -11,8 +11,8 @@
  *
  * @since 0.1.0
  */
-import { ClientConfig, Fleet, FleetConfig, InferenceClient } from "@mcore-effect/client"
-import type { Dialect } from "@mcore-effect/protocol"
+import { ClientConfig, Disaggregated, Fleet, FleetConfig, InferenceClient } from "@mcore-effect/client"
+import { type Dialect, DialectCatalog } from "@mcore-effect/protocol"
 import { Server, ServerConfig, Workers } from "@mcore-effect/server"
 import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
 import { Tokenizer } from "@mcore-effect/text"
@@ -48,6 +48,27 @@ const flags = {
     Flag.String("coordinator").pipe(Flag.withAlias("a")),
     `${SettingFlags.help(ClientConfig.settings.address)}; several (repeated, or comma-separated) serve a fleet`
   ).pipe(Flag.optional),
+  prefillCoordinator: Flag.String("prefill-coordinator").pipe(
+    Flag.withMetavar("address"),
+    Flag.withDescription(
+      "A prefill coordinator of a disaggregated deployment (repeat for several; with --decode-coordinator, instead of " +
+        "--coordinator): each request is prefilled there with do_kv_handoff, decoded on a decode coordinator, and its " +
+        "KV pin released once (protocols main, pr-6497, reference)"
+    ),
+    Flag.atLeast(0)
+  ),
+  decodeCoordinator: Flag.String("decode-coordinator").pipe(
+    Flag.withMetavar("address"),
+    Flag.withDescription("A decode coordinator of a disaggregated deployment (repeat for several; see --prefill-coordinator)"),
+    Flag.atLeast(0)
+  ),
+  decodeGrace: Flags.duration("decode-grace").pipe(
+    Flag.withDescription(
+      "With --prefill-coordinator: how long a decode may stay silent (its coordinator lost, or an ABORT unanswered) before " +
+        "the prefill's KV blocks are released anyway (default 30s; the risk: a decode engine still importing them)"
+    ),
+    Flag.optional
+  ),
   tokenizer: Flag.String("tokenizer").pipe(
     Flag.withMetavar("directory"),
     Flag.withDescription("The model's Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json)"),
@@ -110,14 +131,35 @@ const noCoordinator = "--coordinator (or MCORE_COORDINATOR_ADDRESS) is required 
  */
 const dialectOf = (options: Parsed): Effect.Effect<Dialect.Name, CliError.ValidationError | ServeFailed> =>
   Option.match(options.protocol, {
-    onSome: Effect.succeed,
+    onSome: (name) => {
+      // Refused by name, before anything is opened: only these carry the KV hand-off.
+      if (!isDisaggregated(options) || DialectCatalog.get(name).features.has("kvHandoff")) return Effect.succeed(name)
+      return Effect.fail(
+        new CliError.ValidationError({
+          message: `--protocol ${name} does not carry the KV hand-off (SUBMIT_REQUEST_WITH_KV, RELEASE_KV) that ` +
+            "--prefill-coordinator needs: use main, pr-6497 or reference"
+        })
+      )
+    },
     onNone: () =>
       options.embedded
         ? Effect.succeed("reference" as const)
+        : isDisaggregated(options)
+        ? Effect.fail(new CliError.ValidationError({ message: `${Flags.missingProtocol} (needed with --prefill-coordinator)` }))
         : Option.isNone(options.coordinator)
         ? usage(noCoordinator)
         : Effect.fail(new CliError.ValidationError({ message: `${Flags.missingProtocol} (needed with --coordinator)` }))
   })
+
+/** Whether the command names a disaggregated deployment (prefill and decode coordinators). */
+const isDisaggregated = (options: Parsed): boolean =>
+  options.prefillCoordinator.length > 0 || options.decodeCoordinator.length > 0
+
+/** Where requests go: one coordinator, or a prefill pool and a decode pool. */
+type Target = string | { readonly prefill: ReadonlyArray<string>; readonly decode: ReadonlyArray<string> }
+
+const describeTarget = (target: Target): string =>
+  typeof target === "string" ? target : `prefill ${target.prefill.join(", ")} / decode ${target.decode.join(", ")}`
 
 /** Any failure to start (the port taken, no coordinator, a bad tokenizer directory) as one line. */
 const failed = (error: { readonly message: string }): ServeFailed =>
@@ -126,19 +168,39 @@ const failed = (error: { readonly message: string }): ServeFailed =>
 /** The coordinator and tokenizer to use: given, from the primary, or embedded. */
 const backend = (options: Parsed, protocol: Dialect.Name) =>
   Effect.gen(function*() {
+    if (isDisaggregated(options)) {
+      if (options.prefillCoordinator.length === 0 || options.decodeCoordinator.length === 0) {
+        return yield* usage("--prefill-coordinator and --decode-coordinator go together (at least one of each)")
+      }
+      if (Option.isSome(options.coordinator) || options.embedded) {
+        return yield* usage("--prefill-coordinator and --decode-coordinator replace --coordinator and --embedded")
+      }
+      if (Option.isNone(options.tokenizer)) return yield* usage("--tokenizer DIR is required without --embedded")
+      for (const address of [...options.prefillCoordinator, ...options.decodeCoordinator]) {
+        const problem = ClientConfig.addressProblem(address)
+        if (problem !== undefined) return yield* usage(`cannot connect to ${JSON.stringify(address)}: ${problem}`)
+      }
+      const target: Target = { prefill: options.prefillCoordinator, decode: options.decodeCoordinator }
+      return {
+        coordinator: target,
+        tokenizer: options.tokenizer.value,
+        model: Path.basename(Path.resolve(options.tokenizer.value)),
+        embedded: false
+      }
+    }
     const fromPrimary = process.env[WORKER_COORDINATOR]
     if (Workers.isWorker() && fromPrimary !== undefined) {
-      return { coordinator: fromPrimary, tokenizer: process.env[WORKER_TOKENIZER]!, model: "embedded", embedded: process.env[WORKER_EMBEDDED] === "1" }
+      return { coordinator: fromPrimary as Target, tokenizer: process.env[WORKER_TOKENIZER]!, model: "embedded", embedded: process.env[WORKER_EMBEDDED] === "1" }
     }
     if (options.embedded) {
       const cluster = yield* TestCluster.make({ engines: options.engines, protocol, engine: { stepMs: options.stepMs } })
       const tokenizer = yield* WordTokenizer.directory
-      return { coordinator: cluster.address, tokenizer, model: "embedded", embedded: true }
+      return { coordinator: cluster.address as Target, tokenizer, model: "embedded", embedded: true }
     }
     if (Option.isNone(options.coordinator)) return yield* usage(noCoordinator)
     if (Option.isNone(options.tokenizer)) return yield* usage("--tokenizer DIR is required without --embedded")
     return {
-      coordinator: options.coordinator.value.join(","),
+      coordinator: options.coordinator.value.join(",") as Target,
       tokenizer: options.tokenizer.value,
       model: Path.basename(Path.resolve(options.tokenizer.value)),
       embedded: false
@@ -158,20 +220,28 @@ const urlOf = (address: HttpServer.HttpServer["Service"]["address"], host: strin
 const serveHere = (
   options: Parsed,
   protocol: Dialect.Name,
-  coordinator: string,
+  coordinator: Target,
   tokenizer: string,
   model: string,
   embedded: boolean
 ) =>
   Effect.gen(function*() {
-    // The embedded coordinator speaks it too (a worker parses the same flags as its primary).
-    const clientOptions = { protocol, ...SettingFlags.given(Flags.clientSettingsBesidesAddress, options) }
-    const coordinators = coordinator.split(",")
-    // Several coordinators: a fleet, which the server takes as its `InferenceClient` (its
-    // `/health` is 200 while one is up; `/metrics` has each coordinator's).
-    const client = coordinators.length === 1
-      ? InferenceClient.layer({ ...clientOptions, address: coordinator })
-      : Fleet.layer({ ...clientOptions, ...SettingFlags.given(FleetConfig.settings, options), coordinators })
+    const settings = SettingFlags.given(Flags.clientSettingsBesidesAddress, options)
+    // The embedded coordinator speaks the protocol too (a worker parses the same flags as its
+    // primary). Several coordinators (comma-joined, so that workers get them from one variable):
+    // a fleet, which the server takes as its `InferenceClient` (its `/health` is 200 while one
+    // is up; `/metrics` has each coordinator's).
+    const client = typeof coordinator !== "string"
+      // The text layer and the server run on it unchanged; /metrics gains its hand-off figures.
+      ? Disaggregated.layer({
+        client: { protocol, ...settings },
+        prefill: coordinator.prefill,
+        decode: coordinator.decode,
+        decodeGrace: Option.getOrUndefined(options.decodeGrace)
+      })
+      : coordinator.includes(",")
+      ? Fleet.layer({ protocol, ...settings, ...SettingFlags.given(FleetConfig.settings, options), coordinators: coordinator.split(",") })
+      : InferenceClient.layer({ address: coordinator, protocol, ...settings })
     const context = yield* Layer.build(
       Server.layer(serverOptions(options, model, embedded)).pipe(
         Layer.provide(Layer.merge(client, Tokenizer.layer(tokenizer)))
@@ -186,7 +256,7 @@ const serveHere = (
     } else {
       yield* Output.line(url)
       yield* Output.errorLine(
-        `serving ${serverOptions(options, model, embedded).model} over ${coordinator} (protocol ${protocol}); stop with Ctrl-C`
+        `serving ${serverOptions(options, model, embedded).model} over ${describeTarget(coordinator)} (protocol ${protocol}); stop with Ctrl-C`
       )
     }
     return yield* Effect.never
@@ -199,6 +269,7 @@ const serveHere = (
  * ```sh
  * mcore serve --embedded
  * mcore serve --coordinator tcp://127.0.0.1:5555 --protocol main --tokenizer ./qwen3 --model qwen3 --workers 2
+ * mcore serve --prefill-coordinator tcp://10.0.0.1:5555 --decode-coordinator tcp://10.0.0.2:5555 --protocol main --tokenizer ./qwen3
  * ```
  *
  * @since 0.1.0
@@ -215,14 +286,18 @@ export const command = Command.make(
     const graceMillis = Duration.toMillis(
       Duration.fromInputUnsafe(Option.getOrElse(options.shutdownGracePeriod, () => ServerConfig.defaults.shutdownGracePeriod))
     )
+    // A disaggregated worker reads its coordinators off the same flags as its primary.
+    const env: Record<string, string> = typeof coordinator === "string"
+      ? { [WORKER_COORDINATOR]: coordinator, [WORKER_TOKENIZER]: tokenizer, [WORKER_EMBEDDED]: embedded ? "1" : "0" }
+      : {}
     const url = yield* Workers.fork({
       count: options.workers,
-      env: { [WORKER_COORDINATOR]: coordinator, [WORKER_TOKENIZER]: tokenizer, [WORKER_EMBEDDED]: embedded ? "1" : "0" },
+      env,
       graceMillis,
       warn: (line) => Output.print(`${line}\n`)
     }).pipe(Effect.catch((why) => usage(why)))
     yield* Output.line(url)
-    yield* Output.errorLine(`serving with ${options.workers} workers over ${coordinator}; stop with Ctrl-C`)
+    yield* Output.errorLine(`serving with ${options.workers} workers over ${describeTarget(coordinator)}; stop with Ctrl-C`)
     return yield* Effect.never
   }, Effect.scoped)
 ).pipe(
@@ -232,6 +307,11 @@ export const command = Command.make(
     {
       command: "mcore serve --coordinator tcp://127.0.0.1:5555 --protocol main --tokenizer ./qwen3 --workers 2",
       description: "Two server processes in front of a real coordinator"
+    },
+    {
+      command:
+        "mcore serve --prefill-coordinator tcp://10.0.0.1:5555 --decode-coordinator tcp://10.0.0.2:5555 --protocol main --tokenizer ./qwen3",
+      description: "Prefill/decode disaggregation: prefill on one coordinator, decode on another (KV hand-off)"
     }
   ])
 )

@@ -43,7 +43,8 @@ import {
   InvalidRequest,
   RequestAborted,
   RequestTimeout,
-  SendFailed
+  SendFailed,
+  StaleConnection
 } from "../ClientError.ts"
 import type { Recorder } from "../ClientMetrics.ts"
 import type { Link } from "./link.ts"
@@ -219,6 +220,31 @@ export class Connection {
       this.unanswered?.add(requestId)
       this.pending.fail(entry, clientError(new RequestAborted({ requestId })), "aborted")
     }
+    return undefined
+  }
+
+  /**
+   * ABORT_REQUEST for a request left pending here (its next reply still reaches its entry).
+   * Refused where the dialect has no ABORT_REQUEST; nothing is sent for a request not pending.
+   */
+  sendAbort(requestId: number): ClientError | undefined {
+    const frames = this.encode({ _tag: "AbortRequest", requestId })
+    if (Result.isFailure(frames)) return frames.failure
+    if (this.pending.get(requestId) !== undefined) this.send(frames.success)
+    return undefined
+  }
+
+  /**
+   * RELEASE_KV for a pin the prefill reply named; with `connection`, only while that is the
+   * current connection (else `StaleConnection`, nothing sent).
+   */
+  releaseKv(requestId: number, connection: number | undefined): ClientError | undefined {
+    if (connection !== undefined && connection !== this.state.epoch) {
+      return clientError(new StaleConnection({ address: this.config.address, connection, current: this.state.epoch }))
+    }
+    const frames = this.encode({ _tag: "ReleaseKv", requestId })
+    if (Result.isFailure(frames)) return frames.failure
+    this.send(frames.success)
     return undefined
   }
 

@@ -28,6 +28,13 @@ export type Phase = "connecting" | "ready" | "lost" | "closed"
 export class ConnectionState {
   phase: Phase = "connecting"
   linkUp = false
+  /**
+   * The coordinator connection this client is on: 0 before the first CONNECT_ACK, then one more
+   * for each CONNECT_ACK that ends a loss. A coordinator that comes back may be a new process that
+   * numbers its requests from 0 again, so what a request left on the coordinator (a KV pin) is
+   * named by its id and the connection it went out on, never by its id alone.
+   */
+  epoch = 0
   /** ZMTP connections made so far. */
   private connections = 0
 
@@ -53,10 +60,12 @@ export class ConnectionState {
   acknowledged(): "first" | "back" | undefined {
     if (this.phase === "connecting") {
       this.phase = "ready"
+      this.epoch++
       return "first"
     }
     if (this.phase === "lost") {
       this.phase = "ready"
+      this.epoch++
       return "back"
     }
     return undefined

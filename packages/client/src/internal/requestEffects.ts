@@ -8,15 +8,17 @@
  */
 import type { Media, SamplingParams, WireTypes } from "@mcore-effect/protocol"
 import type * as Duration from "effect/Duration"
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Effectable from "effect/Effectable"
 import type * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import type * as Tracer from "effect/Tracer"
 import type { ClientError } from "../ClientError.ts"
 import type * as Connection from "./connection.ts"
-import type { KvHandoffOptions, PromptInput, Submitted, SubmitOptions } from "../ClientService.ts"
+import type { KvHandoffOptions, PromptInput, Started, StartRequest, Submitted, SubmitOptions } from "../ClientService.ts"
 import * as PendingRequests from "./pendingRequests.ts"
 import type { Reply, StreamEvent } from "../Reply.ts"
 import { inScopeSpan, REQUEST_ID, tracing } from "./spans.ts"
@@ -212,3 +214,21 @@ export const streamed = (
       })
     )
   )
+
+/**
+ * `start`: the request registered now, with a queue of its own as its entry; nothing aborts it
+ * but the caller (see `Service.start`).
+ */
+export const started = (
+  connection: Connection.Connection,
+  request: StartRequest
+): Effect.Effect<Started, ClientError> =>
+  Effect.flatMap(Queue.make<StreamEvent, ClientError | Cause.Done>(), (queue) => {
+    const registered = connection.register(
+      request.kvHandoff === undefined ? request : { ...request, ...request.kvHandoff },
+      request.streaming === true,
+      (requestId) => new PendingRequests.Streamed(requestId, queue)
+    )
+    if (Result.isFailure(registered)) return Effect.fail(registered.failure)
+    return Effect.succeed({ requestId: registered.success.requestId, connection: connection.state.epoch, events: queue })
+  })

@@ -14,7 +14,7 @@ import type { Service } from "../ClientService.ts"
 import { Transport } from "../Transport.ts"
 import * as Connection from "./connection.ts"
 import * as ControlSignals from "./controlSignals.ts"
-import { requestsOf, streamed } from "./requestEffects.ts"
+import { requestsOf, started, streamed } from "./requestEffects.ts"
 import { REQUEST_ID } from "./spans.ts"
 import { submitAll } from "./submitAll.ts"
 
@@ -71,6 +71,16 @@ export const makeWithConnection = Effect.fnUntraced(function*(options: ClientCon
       if (refused !== undefined) return yield* Effect.fail(refused)
     })
 
+  const releaseKv = Effect.fn("InferenceClient.releaseKvHandoff")(function*(requestId: number, epoch: number | undefined) {
+    yield* Effect.annotateCurrentSpan(REQUEST_ID, requestId)
+    const invalid = checkRequestId(requestId)
+    if (invalid !== undefined) return yield* Effect.fail(invalid)
+    const error = connection.available()
+    if (error !== undefined) return yield* Effect.fail(error)
+    const refused = connection.releaseKv(requestId, epoch)
+    if (refused !== undefined) return yield* Effect.fail(refused)
+  })
+
   const { KvHandoff, Submit, SubmitWithId } = requestsOf(connection)
   const service: Service = {
     submit: (prompt, samplingParams, options) => new Submit(prompt, samplingParams, options),
@@ -89,16 +99,10 @@ export const makeWithConnection = Effect.fnUntraced(function*(options: ClientCon
         srcBlockIds,
         timeout: options?.timeout
       }),
-    releaseKvHandoff: withRequestId(
-      "InferenceClient.releaseKvHandoff",
-      (requestId) => {
-        const frames = connection.encode({ _tag: "ReleaseKv", requestId })
-        if (Result.isFailure(frames)) return frames.failure
-        connection.send(frames.success)
-        return undefined
-      }
-    ),
+    releaseKvHandoff: (requestId, options) => releaseKv(requestId, options?.connection),
+    start: (request) => started(connection, request),
     abort: withRequestId("InferenceClient.abort", (requestId) => connection.abort(requestId)),
+    sendAbort: withRequestId("InferenceClient.sendAbort", (requestId) => connection.sendAbort(requestId)),
     ...ControlSignals.make(connection),
     startCudaProfiler: signal("InferenceClient.startCudaProfiler", { _tag: "StartCudaProfiler" }),
     stopCudaProfiler: signal("InferenceClient.stopCudaProfiler", { _tag: "StopCudaProfiler" }),

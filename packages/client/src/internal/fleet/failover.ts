@@ -113,7 +113,8 @@ export class FleetIds {
 
   constructor(private readonly placement: Placement) {}
 
-  private encode(member: Member, localId: number, generation: number): number {
+  /** The fleet id of the request `localId` of `member`'s client of `generation`. */
+  encode(member: Member, localId: number, generation: number): number {
     return (localId * GENERATIONS + (generation % GENERATIONS)) * this.placement.members.length + member.index
   }
 
@@ -177,6 +178,18 @@ export class FleetIds {
    * rejoined since (its request ended when the member went down) aborts nothing.
    */
   abort(fleetId: number): Effect.Effect<void, ClientError> {
+    return this.onHolder(fleetId, (client, localId) => client.abort(localId))
+  }
+
+  /** `sendAbort` on the member that holds the request a fleet id names (see {@link abort}). */
+  sendAbort(fleetId: number): Effect.Effect<void, ClientError> {
+    return this.onHolder(fleetId, (client, localId) => client.sendAbort(localId))
+  }
+
+  private onHolder(
+    fleetId: number,
+    op: (client: Service, localId: number) => Effect.Effect<void, ClientError>
+  ): Effect.Effect<void, ClientError> {
     if (!Number.isSafeInteger(fleetId) || fleetId < 0) {
       return Effect.fail(clientError(new InvalidArgument({ name: "requestId", why: `expected a non-negative integer, got ${String(fleetId)}` })))
     }
@@ -188,6 +201,6 @@ export class FleetIds {
     const generation = moved?.generation ?? rest % GENERATIONS
     const client = member.client
     if (client === undefined || member.generation % GENERATIONS !== generation % GENERATIONS) return Effect.void
-    return client.abort(localId)
+    return op(client, localId)
   }
 }

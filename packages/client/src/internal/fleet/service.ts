@@ -206,7 +206,21 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: FleetConfig, options
       placed(placement, prompt, (client) => client.submitWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
     streamWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
       placedStream(placement, prompt, (client) => client.streamWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
-    releaseKvHandoff: (handoffId) => {
+    // Started requests are the caller's to end (see `Service.start`): placed like any other, but
+    // never submitted again; their fleet ids name their member as `submitWithId`'s do.
+    start: (request) =>
+      Effect.suspend(() => {
+        const member = placement.pick(request.prompt, undefined)
+        if (member === undefined) return Effect.fail(placement.noMember())
+        member.requests++
+        const generation = member.generation
+        return Effect.map(member.client!.start(request), (started) => ({
+          ...started,
+          requestId: ids.encode(member, started.requestId, generation)
+        }))
+      }),
+    sendAbort: (requestId) => ids.sendAbort(requestId),
+    releaseKvHandoff: (handoffId, options) => {
       // A handoff id names the member whose engine pinned the KV (see `Fleet.handoffId`).
       if (!Number.isSafeInteger(handoffId) || handoffId < 0) {
         return Effect.fail(invalid("requestId", `expected a non-negative integer, got ${String(handoffId)}`))
@@ -214,7 +228,7 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: FleetConfig, options
       const member = members[handoffId % members.length]!
       const client = member.client
       if (client === undefined) return Effect.fail(clientError(new CoordinatorLost({ address: member.address })))
-      return client.releaseKvHandoff(Math.floor(handoffId / members.length))
+      return client.releaseKvHandoff(Math.floor(handoffId / members.length), options)
     },
     abort: (requestId) => ids.abort(requestId),
     pauseEngines: controlSignal("pauseEngines"),

@@ -1,0 +1,149 @@
+/**
+ * What a disaggregated request may carry, and what a prefill reply must carry for its decode: the
+ * checks made before any frame goes out, the two requests' sampling parameters, and the reading
+ * of the prefill reply's `disaggregated_params` (Megatron-LM main, d98e8a64dd,
+ * `disaggregation/inference_state_handoff.py`).
+ *
+ * @since 0.4.0
+ * @internal
+ */
+import type { Prompt, SamplingParams, WireTypes } from "@mcore-effect/protocol"
+import * as Result from "effect/Result"
+import {
+  type ClientError,
+  clientError,
+  HandoffMetadataMalformed,
+  HandoffMetadataMissing,
+  InvalidArgument,
+  PrefillRefused
+} from "../ClientError.ts"
+import type { SubmitOptions } from "../ClientService.ts"
+import { isDeserialized, type Reply, requestOf } from "../Reply.ts"
+
+const invalid = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
+
+/**
+ * Why a request cannot be disaggregated (`undefined`: it can), before anything is sent:
+ *
+ * - a text prompt: the decode engine tokenizes nothing, and dies on a text prompt
+ *   (`add_request_with_kv_handoff` hashes `torch.tensor(prompt)`), so the caller tokenizes;
+ * - log probs of any kind: the decode import raises `NotImplementedError` for them (`:709`),
+ *   outside any `try`, which ends the decode engine;
+ * - `num_tokens_total`: the prefill must be sent `num_tokens_to_generate: 0`, which Megatron
+ *   refuses beside `num_tokens_total`; the decode's budget is `num_tokens_to_generate`;
+ * - media: SUBMIT_REQUEST_WITH_KV carries none.
+ */
+export const refusal = (
+  prompt: Prompt.Prompt,
+  params: SamplingParams.SamplingParamsInput | undefined,
+  options: SubmitOptions | undefined
+): ClientError | undefined => {
+  if (typeof prompt === "string") {
+    return invalid("prompt", "a disaggregated request takes token ids: the decode engine refuses a text prompt (tokenize it first)")
+  }
+  if (options?.multiModalData !== undefined && options.multiModalData !== null) {
+    return invalid("multiModalData", "a disaggregated request carries no media (SUBMIT_REQUEST_WITH_KV has none)")
+  }
+  if (params === undefined) return undefined
+  if (params.return_log_probs === true) {
+    return invalid("return_log_probs", "log probs are not handed off: Megatron's decode import refuses them by ending its engine")
+  }
+  if (params.top_n_logprobs !== undefined && params.top_n_logprobs > 0) {
+    return invalid("top_n_logprobs", "log probs are not handed off: Megatron's decode import refuses them by ending its engine")
+  }
+  if (params.return_prompt_top_n_logprobs === true) {
+    return invalid("return_prompt_top_n_logprobs", "log probs are not handed off")
+  }
+  if (params.num_tokens_total !== undefined && params.num_tokens_total !== null) {
+    return invalid("num_tokens_total", "a disaggregated request's budget is num_tokens_to_generate")
+  }
+  if (params.do_kv_handoff === true) return invalid("do_kv_handoff", "set by the disaggregated client itself")
+  return undefined
+}
+
+/**
+ * The prefill's parameters: the user's (the prefill engine samples the first token), with
+ * `do_kv_handoff` and no token to generate, as PR 6675's Dynamo integration sends them.
+ */
+export const prefillParams = (params: SamplingParams.SamplingParamsInput | undefined): SamplingParams.SamplingParamsInput => ({
+  ...params,
+  do_kv_handoff: true,
+  num_tokens_to_generate: 0
+})
+
+/**
+ * A pin the prefill engine holds for the decode: its id on the prefill coordinator (what
+ * RELEASE_KV takes), its blocks, and what the decode is sent.
+ */
+export interface Pin {
+  readonly requestId: number
+  readonly blockIds: ReadonlyArray<number>
+  readonly kvMeta: WireTypes.KvMeta
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array)
+
+const isId = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0
+
+const isIdArray = (v: unknown): v is ReadonlyArray<number> => Array.isArray(v) && v.every(isId)
+
+/**
+ * What a prefill reply hands off: the pin, or the typed error, with the pin's id when it could be
+ * read (its blocks are then released at once: no decode will read them).
+ */
+export type Reading =
+  | { readonly _tag: "Pin"; readonly pin: Pin }
+  | { readonly _tag: "Refused"; readonly error: ClientError; readonly pinned: number | undefined }
+
+/**
+ * Reads a prefill reply (`address` and `requestId`, the prefill client's, for the errors): a
+ * `FAILED` request is `PrefillRefused`; no `disaggregated_params` is `HandoffMetadataMissing`;
+ * a `request_id` that is not an id, `block_ids` that are not ids (or none), a `kv_meta` that is
+ * not a map or whose `resume_tokens` (the sampled token and the MTP proposals, `:702`) are not a
+ * non-empty list of token ids is `HandoffMetadataMalformed`. `kv_meta` is passed on verbatim.
+ */
+export const readPin = (reply: Reply, address: string, requestId: number): Reading => {
+  const map = (isDeserialized(reply) ? reply : requestOf(reply)) as unknown as Readonly<Record<string, unknown>>
+  const params = map.disaggregated_params
+  const pinned = isMap(params) && isId(params.request_id) ? params.request_id : undefined
+  const refused = (error: ClientError): Reading => ({ _tag: "Refused", error, pinned })
+  const malformed = (why: string) => refused(clientError(new HandoffMetadataMalformed({ address, requestId, why })))
+  if (map.status === "FAILED") {
+    const events = Array.isArray(map.events) ? map.events : []
+    const last = events.length > 0 ? events[events.length - 1] : undefined
+    const why = isMap(last) && last.payload !== undefined ? `FAILED: ${JSON.stringify(last.payload)}` : "its request FAILED"
+    return refused(clientError(new PrefillRefused({ address, why })))
+  }
+  if (params === undefined || params === null) {
+    return refused(clientError(new HandoffMetadataMissing({ address, requestId })))
+  }
+  if (!isMap(params)) return malformed("not a map")
+  if (pinned === undefined) return malformed(`request_id is ${describe(params.request_id)}, not a request id`)
+  const blockIds = params.block_ids
+  if (!isIdArray(blockIds) || blockIds.length === 0) return malformed(`block_ids is ${describe(blockIds)}, not a non-empty list of block ids`)
+  const kvMeta = params.kv_meta
+  if (!isMap(kvMeta)) return malformed(`kv_meta is ${describe(kvMeta)}, not a map`)
+  const resume = kvMeta.resume_tokens
+  if (!Array.isArray(resume) || resume.length === 0 || !resume.every((t) => typeof t === "number" && Number.isSafeInteger(t))) {
+    return malformed(`kv_meta.resume_tokens is ${describe(resume)}, not the sampled token (and MTP proposals)`)
+  }
+  return { _tag: "Pin", pin: { requestId: pinned, blockIds, kvMeta } }
+}
+
+const describe = (v: unknown): string => {
+  if (v === undefined) return "absent"
+  if (v === null) return "null"
+  if (Array.isArray(v)) return v.length === 0 ? "an empty list" : "a list with a non-id"
+  return typeof v === "object" ? "a map" : `${typeof v} ${String(v).slice(0, 40)}`
+}
+
+/** `Result` of {@link refusal} for callers that chain. */
+export const checked = (
+  prompt: Prompt.Prompt,
+  params: SamplingParams.SamplingParamsInput | undefined,
+  options: SubmitOptions | undefined
+): Result.Result<void, ClientError> => {
+  const error = refusal(prompt, params, options)
+  return error === undefined ? Result.void : Result.fail(error)
+}
