@@ -8,7 +8,8 @@
  * (`clustersSubject.ts`: prefill, decode and direct testkit clusters on ZeroMQ, `main`, one
  * instant engine each), two servers (`serverSubject.ts`, Qwen3's tokenizer): `direct` over one
  * coordinator, `disaggregated` over `Disaggregated.layer` (the prefill and decode
- * coordinators), and this one, the load generator (autocannon). The servers take turns, the
+ * coordinators), their two bare clients (`clientSubject.ts`: the same requests, no HTTP, no text
+ * layer, for the client library's share), and this one, the load generator (autocannon). The servers take turns, the
  * order reversed each round, on the server benchmark's workload (a chat completion of 64 tokens).
  *
  * Measured (medians of the rounds), for both servers, not streamed, 64 connections: requests/s,
@@ -35,7 +36,11 @@ interface Figures {
   readonly perSecond: Array<number>
   readonly p50: Array<number>
   readonly ttft: Array<number>
+  readonly clientCpu: Array<number>
+  readonly clientPerSecond: Array<number>
 }
+
+const empty = (): Figures => ({ cpu: [], cpuAtRate: [], perSecond: [], p50: [], ttft: [], clientCpu: [], clientPerSecond: [] })
 
 export const run = async (): Promise<void> => {
   const clusters = spawn("coordinators", "./clustersSubject.ts", [])
@@ -46,7 +51,11 @@ export const run = async (): Promise<void> => {
       direct: spawn("server, direct", "./serverSubject.ts", [direct, "1", "main"]),
       disaggregated: spawn("server, disaggregated", "./serverSubject.ts", [prefill, "1", "main", decode])
     }
-    children.push(servers.direct, servers.disaggregated)
+    const clients = {
+      direct: spawn("bare client, direct", "./clientSubject.ts", [direct, "main"]),
+      disaggregated: spawn("bare client, disaggregated", "./clientSubject.ts", [prefill, "main", decode])
+    }
+    children.push(servers.direct, servers.disaggregated, clients.direct, clients.disaggregated)
     const urls = { direct: (await servers.direct.ready()).url as string, disaggregated: (await servers.disaggregated.ready()).url as string }
     const names = ["direct", "disaggregated"] as const
     // Warm-up: both kinds, until the JIT settles. The same-load rate: half the slower server's
@@ -55,11 +64,13 @@ export const run = async (): Promise<void> => {
     for (const name of names) {
       warm.push((await load(servers[name], urls[name], CONNECTIONS, false, 2)).perSecond)
       await load(servers[name], urls[name], 16, true, 2)
+      await clients[name].ready()
+      await clients[name].call("run", { kind: "plain", concurrency: CONNECTIONS, millis: 2_000 })
     }
     const rate = Math.max(50, Math.floor(Math.min(...warm) / 2 / 50) * 50)
     const figures: Record<(typeof names)[number], Figures> = {
-      direct: { cpu: [], cpuAtRate: [], perSecond: [], p50: [], ttft: [] },
-      disaggregated: { cpu: [], cpuAtRate: [], perSecond: [], p50: [], ttft: [] }
+      direct: empty(),
+      disaggregated: empty()
     }
     for (let round = 0; round < ROUNDS; round++) {
       for (const name of round % 2 === 0 ? names : [...names].reverse()) {
@@ -70,16 +81,26 @@ export const run = async (): Promise<void> => {
         const paced = await load(servers[name], urls[name], CONNECTIONS, false, SECONDS, false, rate)
         figures[name].cpuAtRate.push(paced.cpuUs / paced.requests)
         figures[name].ttft.push(await firstTokens(urls[name], TTFT_SAMPLES))
+        const bare = await clients[name].call("run", { kind: "plain", concurrency: CONNECTIONS, millis: SECONDS * 1000 })
+        figures[name].clientCpu.push(bare.cpuUs / bare.requests)
+        figures[name].clientPerSecond.push(bare.requests / bare.seconds)
       }
     }
-    const pins = await clusters.call("pins")
+    // The last releases may still be on their way (a request's pin is released after its reply).
+    let pins = await clusters.call("pins")
+    for (let i = 0; i < 20 && pins.made !== pins.released; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      pins = await clusters.call("pins")
+    }
 
     const m = (name: (typeof names)[number]) => ({
       cpu: median(figures[name].cpu),
       cpuAtRate: median(figures[name].cpuAtRate),
       perSecond: median(figures[name].perSecond),
       p50: median(figures[name].p50),
-      ttft: median(figures[name].ttft)
+      ttft: median(figures[name].ttft),
+      clientCpu: median(figures[name].clientCpu),
+      clientPerSecond: median(figures[name].clientPerSecond)
     })
     const d = m("direct")
     const g = m("disaggregated")
@@ -96,6 +117,11 @@ export const run = async (): Promise<void> => {
     console.log(
       `  server CPU added by disaggregating (disaggregated - direct): ${fmt(g.cpuAtRate - d.cpuAtRate, 1)} µs/request at the same ${rate} req/s ` +
         `(target < 50); ${fmt(g.cpu - d.cpu, 1)} at full load (each at its own req/s)`
+    )
+    console.log(
+      `  of which the client library's (the bare client, no HTTP, no text layer, ${CONNECTIONS} in flight, full load): ` +
+        `direct ${fmt(d.clientCpu)} µs/request at ${fmt(d.clientPerSecond)} req/s, disaggregated ${fmt(g.clientCpu)} at ${fmt(g.clientPerSecond)}: ` +
+        `added ${fmt(g.clientCpu - d.clientCpu, 1)} µs/request`
     )
     console.log(
       `  ratios disaggregated / direct: req/s ${fmt(g.perSecond / d.perSecond, 2)}, TTFT p50 ${fmt(g.ttft / d.ttft, 2)} (+${fmt(g.ttft - d.ttft, 2)} ms)`
