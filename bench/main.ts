@@ -5,7 +5,10 @@ const suites = process.argv.slice(2).filter((arg) => !arg.startsWith("--"))
 const all: Record<string, () => Promise<unknown>> = {
   client: () => import("../packages/client/bench/client.bench.ts").then((m) => m.run()),
   fleet: () => import("../packages/client/bench/fleet.bench.ts").then((m) => m.run()),
-  disaggregated: () => import("../packages/client/bench/disaggregated.bench.ts").then((m) => m.run()),
+  // The client library in one process, then the server over it (its own processes).
+  disaggregated: () =>
+    import("../packages/client/bench/disaggregated.bench.ts").then((m) => m.run())
+      .then(() => import("../packages/server/bench/disaggregated.bench.ts")).then((m) => m.run()),
   blockHashes: () => import("../packages/protocol/bench/blockHashes.bench.ts").then((m) => m.run()),
   submitEncode: () => import("../packages/protocol/bench/submitEncode.bench.ts").then((m) => m.run()),
   text: () => import("../packages/text/bench/text.bench.ts").then((m) => m.run()),

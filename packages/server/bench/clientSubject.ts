@@ -5,23 +5,29 @@
  * same number in flight, no HTTP and no text layer. What the server costs beyond this is what
  * its HTTP and text layers add.
  *
- * Argv: `address`. Reports `{ ready: true }`; then answers `{ id, op: "run", kind, concurrency,
+ * Argv: `address [protocol] [decode]`: the protocol defaults to `reference` (the stand-in's);
+ * given `decode`, the client is a disaggregated one (`Disaggregated.connect`), `address` its
+ * prefill coordinator and `decode` its decode one (`disaggregated.bench.ts`). Reports `{ ready: true }`; then answers `{ id, op: "run", kind, concurrency,
  * millis }` (`kind` `plain`: `submit`; `stream`: `stream`, run to its end) with the requests
  * finished, the seconds taken, this process's CPU time (µs), latency p50 / p99 and time to first
  * token p50 (ms).
  */
-import { InferenceClient } from "@mcore-effect/client"
+import { Disaggregated, InferenceClient } from "@mcore-effect/client"
+import type { Dialect } from "@mcore-effect/protocol"
 import { ChatTemplate, Tokenizer } from "@mcore-effect/text"
 import { Effect, Stream } from "effect"
 import { GENERATED_TOKENS, messages, qwen3Directory } from "./fixture.ts"
 
-const [address] = process.argv.slice(2)
+const [address, protocolArg, decode] = process.argv.slice(2)
+const protocol = (protocolArg ?? "reference") as Dialect.Name // the stand-in speaks reference
 
 const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
 
 const program = Effect.gen(function*() {
-  const client = yield* InferenceClient.make({ address: address!, protocol: "reference" }) // the stand-in speaks it
+  const client = decode === undefined
+    ? yield* InferenceClient.make({ address: address!, protocol })
+    : (yield* Disaggregated.connect({ client: { protocol }, prefill: [address!], decode: [decode] })).client
   const tokenizer = yield* Tokenizer.fromDirectory(qwen3Directory)
   const template = yield* ChatTemplate.fromTokenizer(tokenizer)
   const text = yield* template.render(messages, { addGenerationPrompt: true })

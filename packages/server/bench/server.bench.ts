@@ -124,22 +124,34 @@ export const spawn = (name: string, file: string, args: ReadonlyArray<string>): 
   )
 }
 
-const median = (values: ReadonlyArray<number>): number => {
+/** The median of `values` (of a figure's rounds). */
+export const median = (values: ReadonlyArray<number>): number => {
   const sorted = [...values].sort((a, b) => a - b)
   const mid = Math.floor(sorted.length / 2)
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
-const fmt = (value: number, digits = 0): string =>
+/** `value` with thousands separators and `digits` decimals; `n/a` when not finite. */
+export const fmt = (value: number, digits = 0): string =>
   Number.isFinite(value) ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a"
 
 let distinctCount = 0
 
 /**
  * One autocannon run against the server, with the server's CPU time over it. `distinct`: every
- * request with a user message of its own ({@link distinctChatBody}), not streamed.
+ * request with a user message of its own ({@link distinctChatBody}), not streamed. `rate`: at
+ * most this many requests a second in all (autocannon's `overallRate`), for comparing servers at
+ * the same load (CPU per request falls as the load rises, more work batched per wake-up).
  */
-const load = async (server: Child, url: string, connections: number, stream: boolean, seconds: number, distinct = false) => {
+export const load = async (
+  server: Child,
+  url: string,
+  connections: number,
+  stream: boolean,
+  seconds: number,
+  distinct = false,
+  rate?: number
+) => {
   const before = (await server.call("cpu")).cpuUs as number
   const result = await autocannon({
     url: `${url}/v1/chat/completions`,
@@ -149,7 +161,8 @@ const load = async (server: Child, url: string, connections: number, stream: boo
       ? { requests: [{ setupRequest: (request: object) => ({ ...request, body: distinctChatBody(distinctCount++) }) }] }
       : { body: chatBody(stream) }),
     connections,
-    duration: seconds
+    duration: seconds,
+    ...(rate !== undefined ? { overallRate: rate } : {})
   })
   const cpuUs = ((await server.call("cpu")).cpuUs as number) - before
   const requests = result.requests.total
@@ -160,7 +173,7 @@ const load = async (server: Child, url: string, connections: number, stream: boo
 }
 
 /** Time to first content chunk, one stream at a time, read by hand. */
-const firstTokens = async (url: string, count: number): Promise<number> => {
+export const firstTokens = async (url: string, count: number): Promise<number> => {
   const times: Array<number> = []
   for (let i = 0; i < count; i++) {
     const t0 = performance.now()

@@ -4,20 +4,29 @@
  * With a worker count above 1 it is the primary of a Node cluster and its workers run this file
  * too (`Workers.fork`), each with its own server and client.
  *
- * Argv: `address [workers]`. Reports `{ url }` once listening; then answers `{ id, op }` with op
+ * Argv: `address [workers] [protocol] [decode]`: the protocol defaults to `reference` (the
+ * stand-in's); given `decode`, the server runs over a disaggregated client (`Disaggregated.layer`)
+ * with `address` its prefill coordinator and `decode` its decode one (`disaggregated.bench.ts`).
+ * Reports `{ url }` once listening; then answers `{ id, op }` with op
  * `cpu` (this process's CPU time, µs), `heap` (heapUsed after a full GC, bytes) or `snapshot` (a heap
  * snapshot written to `path`).
  */
-import { InferenceClient } from "@mcore-effect/client"
+import { Disaggregated, InferenceClient } from "@mcore-effect/client"
 import { Tokenizer } from "@mcore-effect/text"
+import type { Dialect } from "@mcore-effect/protocol"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { Server, Workers } from "@mcore-effect/server"
 import { qwen3Directory } from "./fixture.ts"
 import { answerHeapOps } from "./heapOps.ts"
 
-const [address, workersArg] = process.argv.slice(2)
+const [address, workersArg, protocolArg, decode] = process.argv.slice(2)
 const workers = Number(workersArg ?? 1)
+// The stand-in (standIn.ts) speaks the reference protocol.
+const protocol = (protocolArg ?? "reference") as Dialect.Name
+const client = decode === undefined
+  ? InferenceClient.layer({ address: address!, protocol })
+  : Disaggregated.layer({ client: { protocol }, prefill: [address!], decode: [decode] })
 
 const answer = (message: { readonly id?: number }, fields: Record<string, unknown>) => process.send?.({ id: message.id, ...fields })
 
@@ -35,8 +44,7 @@ process.on("disconnect", () => process.exit(0))
 const serveHere = Effect.gen(function*() {
   const context = yield* Layer.build(
     Server.layer({ model: "bench", port: 0, maxConcurrentRequests: 1_000_000, shutdownGracePeriod: 0 }).pipe(
-      // The stand-in (standIn.ts) speaks the reference protocol.
-      Layer.provide(Layer.merge(InferenceClient.layer({ address: address!, protocol: "reference" }), Tokenizer.layer(qwen3Directory)))
+      Layer.provide(Layer.merge(client, Tokenizer.layer(qwen3Directory)))
     )
   )
   const bound = Context.get(context, HttpServer.HttpServer).address
