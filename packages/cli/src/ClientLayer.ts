@@ -29,16 +29,39 @@ import * as SettingFlags from "./SettingFlags.ts"
 export const clientLayer = (
   connection: Connection,
   options?: { readonly requestTimeout?: Option.Option<Duration.Duration> | undefined }
-): Layer.Layer<InferenceClient.InferenceClient, ClientError.ClientError> => {
-  const [first, ...others] = connection.address
-  // Every client option its flags gave (the rest keep the client's defaults).
-  const client = {
-    ...SettingFlags.given(ClientConfig.settings, { ...connection, address: first! }),
-    protocol: connection.protocol,
-    requestTimeout: options?.requestTimeout === undefined ? undefined : Option.getOrUndefined(options.requestTimeout)
-  }
-  if (others.length === 0) return InferenceClient.layer(client)
-  // Several addresses: a fleet over them, its own options at their defaults.
-  const { address: _, ...besidesAddress } = client
+): Layer.Layer<InferenceClient.InferenceClient, ClientError.ClientError> =>
+  connection.address.length === 1 ? InferenceClient.layer(clientOptions(connection, options)) : fleetLayer(connection, options)
+
+/**
+ * The fleet layer over every address of the connection flags (one coordinator makes a fleet of
+ * one), for a command that needs what only a fleet has (`Fleet.control`'s result per
+ * coordinator) as well as its `InferenceClient`.
+ *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { fleetLayer } from "./ClientLayer.ts"
+ *
+ * const layer = fleetLayer({ address: ["tcp://127.0.0.1:5555", "tcp://127.0.0.1:5556"], connectTimeout: Option.none(), protocol: "main" })
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const fleetLayer = (
+  connection: Connection,
+  options?: { readonly requestTimeout?: Option.Option<Duration.Duration> | undefined }
+): Layer.Layer<Fleet.Fleet | InferenceClient.InferenceClient, ClientError.ClientError> => {
+  // The fleet's own options at their defaults.
+  const { address: _, ...besidesAddress } = clientOptions(connection, options)
   return Fleet.layer({ ...besidesAddress, coordinators: connection.address })
 }
+
+/** Every client option its flags gave (the rest keep the client's defaults), at the first address. */
+const clientOptions = (
+  connection: Connection,
+  options?: { readonly requestTimeout?: Option.Option<Duration.Duration> | undefined }
+) => ({
+  ...SettingFlags.given(ClientConfig.settings, { ...connection, address: connection.address[0]! }),
+  protocol: connection.protocol,
+  requestTimeout: options?.requestTimeout === undefined ? undefined : Option.getOrUndefined(options.requestTimeout)
+})
