@@ -34,12 +34,14 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import { type ClientError, clientError, DecodeRefused, RequestTimeout } from "../ClientError.ts"
-import type { Service, Started, SubmitOptions } from "../ClientService.ts"
+import type { Service, Started, StartRequest, SubmitOptions } from "../ClientService.ts"
 import { isDeserialized, type Reply, type StreamEvent } from "../Reply.ts"
 import { type Pin, prefillParams, readPin } from "./handoffParams.ts"
 import type { Ledger } from "./handoffLedger.ts"
+import { oneShotOf } from "./oneShot.ts"
 
 /**
  * A coordinator of a pool: its name (its address, or a fleet id) and its client. A pin is
@@ -91,7 +93,7 @@ export interface Flight {
   readonly params: SamplingParams.SamplingParamsInput | undefined
   readonly streaming: boolean
   readonly prefill: Member
-  readonly started: Started
+  readonly started: Launched
   /** `Clock` millis past which the request fails with `RequestTimeout`; `undefined`: none. */
   readonly deadline: number | undefined
   readonly timeoutMillis: number | undefined
@@ -142,6 +144,48 @@ const TIMED_OUT = { _tag: "TimedOut" } as const
 const finalOf = (events: Queue.Dequeue<StreamEvent, ClientError | Cause.Done>): Effect.Effect<Reply, ClientError | Cause.Done> =>
   Effect.flatMap(Queue.take(events), (event) => (event._tag === "Final" ? Effect.succeed(event.reply) : finalOf(events)))
 
+/**
+ * A member's request: its id and connection (`Started`'s), its next event and its final reply,
+ * each awaited without ending it. A {@link OneShot} when the member's client has one and the
+ * request is not streamed (measured in the client's PERFORMANCE.md, "Disaggregated serving"),
+ * else its `start`'s queue.
+ */
+export interface Launched {
+  readonly requestId: number
+  readonly connection: number
+  readonly next: Effect.Effect<StreamEvent, ClientError | Cause.Done>
+  readonly final: Effect.Effect<Reply, ClientError | Cause.Done>
+}
+
+/** {@link Launched} over `start`'s queue. */
+class Queued implements Launched {
+  constructor(readonly started: Started) {}
+  get requestId(): number {
+    return this.started.requestId
+  }
+  get connection(): number {
+    return this.started.connection
+  }
+  get next(): Effect.Effect<StreamEvent, ClientError | Cause.Done> {
+    return Queue.take(this.started.events)
+  }
+  get final(): Effect.Effect<Reply, ClientError | Cause.Done> {
+    return finalOf(this.started.events)
+  }
+}
+
+const queued = (started: Started): Launched => new Queued(started)
+
+/** Starts a member's request (see {@link Launched}); fails, nothing sent, when its client refuses it. */
+const launch = (client: Service, request: StartRequest): Effect.Effect<Launched, ClientError> => {
+  const once = request.streaming === true ? undefined : oneShotOf(client)
+  if (once === undefined) return Effect.map(client.start(request), queued)
+  return Effect.suspend(() => {
+    const started = once(request)
+    return Result.isFailure(started) ? Effect.fail(started.failure) : Effect.succeed(started.success)
+  })
+}
+
 /** Runs `effect` in the background, in the client's scope, counted until it ends. */
 const background = (context: Context, effect: Effect.Effect<void>): Effect.Effect<void> =>
   Effect.asVoid(Effect.forkIn(context.ledger.track(effect), context.scope, { startImmediately: true }))
@@ -161,7 +205,7 @@ export const begin = (
 ): Effect.Effect<Flight, ClientError> =>
   Effect.flatMap(choose(context.prefill, context, "prefill"), (prefill) =>
     Effect.flatMap(
-      prefill.client.start({ prompt, samplingParams: prefillParams(params), offloadParams: options?.offloadParams, timeout: NO_DEADLINE }),
+      launch(prefill.client, { prompt, samplingParams: prefillParams(params), offloadParams: options?.offloadParams, timeout: NO_DEADLINE }),
       (started) => {
         context.ledger.started()
         const flight = (now: number | undefined): Flight => ({
@@ -204,7 +248,7 @@ export const finish = (
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   emit: ((event: StreamEvent) => void) | undefined
 ): Effect.Effect<Reply, ClientError> =>
-  Effect.flatMap(Effect.exit(restore(timed(flight, finalOf(flight.started.events)))), (exit) => {
+  Effect.flatMap(Effect.exit(restore(timed(flight, flight.started.final))), (exit) => {
     const ledger = context.ledger
     const prefill = flight.prefill
     if (Exit.isFailure(exit)) {
@@ -237,7 +281,7 @@ const decode = (
 ): Effect.Effect<Reply, ClientError> =>
   Effect.flatMap(choose(context.decode, context, "decode"), (member) =>
     Effect.matchEffect(
-      member.client.start({
+      launch(member.client, {
         prompt: flight.prompt,
         samplingParams: flight.params,
         kvHandoff: { kvMeta: hold.pin.kvMeta, srcBlockIds: hold.pin.blockIds },
@@ -265,13 +309,13 @@ const events = (
   flight: Flight,
   hold: Hold,
   member: Member,
-  started: Started,
+  started: Launched,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   emit: ((event: StreamEvent) => void) | undefined
 ): Effect.Effect<Reply, ClientError> => {
   const ledger = context.ledger
   const loop: Effect.Effect<Reply, ClientError> = Effect.flatMap(
-    Effect.exit(restore(timed(flight, Queue.take(started.events)))),
+    Effect.exit(restore(timed(flight, started.next))),
     (exit): Effect.Effect<Reply, ClientError> => {
       if (Exit.isSuccess(exit)) {
         const event = exit.value
@@ -322,9 +366,9 @@ const afterDecodeFailure = (context: Context, hold: Hold, error: ClientError): E
  * decode ignores it until the import is admitted), then ABORT for good if it was a partial, then
  * the release. Interrupted only when the client's scope closes: the release then runs at once.
  */
-const decodeAfterCancel = (context: Context, hold: Hold, member: Member, started: Started): Effect.Effect<void> =>
+const decodeAfterCancel = (context: Context, hold: Hold, member: Member, started: Launched): Effect.Effect<void> =>
   Effect.onInterrupt(
-    Effect.flatMap(Effect.exit(Effect.timeoutOrElse(Queue.take(started.events), { duration: context.decodeGrace, orElse: () => Effect.fail(TIMED_OUT) })), (exit) => {
+    Effect.flatMap(Effect.exit(Effect.timeoutOrElse(started.next, { duration: context.decodeGrace, orElse: () => Effect.fail(TIMED_OUT) })), (exit) => {
       const ledger = context.ledger
       if (isEarlyEnd(exit)) {
         // Silent past the grace period (a coordinator with no engine drops a hand-off without a
@@ -359,7 +403,7 @@ const prefillAfterCancel = (context: Context, flight: Flight): Effect.Effect<voi
   return Effect.onInterrupt(
     Effect.andThen(
       Effect.ignore(prefill.client.sendAbort(started.requestId)),
-      Effect.flatMap(Effect.exit(finalOf(started.events)), (exit) => {
+      Effect.flatMap(Effect.exit(started.final), (exit) => {
         if (Exit.isFailure(exit)) return Effect.void
         const reading = readPin(exit.value, prefill.name, started.requestId)
         const pinned = reading._tag === "Pin" ? reading.pin : reading.pinned === undefined
