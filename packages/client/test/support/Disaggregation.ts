@@ -16,6 +16,12 @@ export interface SetupOptions {
   readonly requestTimeout?: Disaggregated.Options["requestTimeout"]
   readonly client?: Partial<ClientConfig.ClientOptions> | undefined
   readonly observe?: Disaggregated.Options["observe"]
+  /**
+   * The members' clients as a wrapper (a spread copy) sees them: without the one-shot start the
+   * disaggregated client uses for their requests not streamed, so every request goes through
+   * `start`'s queue (what another client implementation, a fleet, gives).
+   */
+  readonly viaStart?: boolean | undefined
 }
 
 /** What {@link setup} gives. */
@@ -45,9 +51,10 @@ export const setup = (
       )
     const prefill = yield* clientOf(prefillCluster.address)
     const decode = yield* clientOf(decodeCluster.address)
+    const member = (client: InferenceClient.Service) => (options?.viaStart === true ? { ...client } : client)
     const disaggregated = yield* Disaggregated.make({
-      prefill: [{ name: prefillCluster.address, client: prefill }],
-      decode: [{ name: decodeCluster.address, client: decode }],
+      prefill: [{ name: prefillCluster.address, client: member(prefill) }],
+      decode: [{ name: decodeCluster.address, client: member(decode) }],
       decodeGrace: options?.decodeGrace ?? "30 seconds",
       requestTimeout: options?.requestTimeout,
       observe: options?.observe
