@@ -64,12 +64,37 @@ export const refusal = (
 /**
  * The prefill's parameters: the user's (the prefill engine samples the first token), with
  * `do_kv_handoff` and no token to generate, as PR 6675's Dynamo integration sends them.
+ *
+ * One object per user's parameters object, kept while it still has the same keys and values:
+ * the protocol validates and encodes a parameters object once (`encodedParams.ts`, keyed by the
+ * object), so a fresh copy per request cost that validation and encoding on every prefill.
  */
-export const prefillParams = (params: SamplingParams.SamplingParamsInput | undefined): SamplingParams.SamplingParamsInput => ({
-  ...params,
-  do_kv_handoff: true,
-  num_tokens_to_generate: 0
-})
+export const prefillParams = (params: SamplingParams.SamplingParamsInput | undefined): SamplingParams.SamplingParamsInput => {
+  if (params === undefined) return NO_PARAMS
+  const kept = prefillOf.get(params)
+  if (kept !== undefined && derivedFrom(kept, params)) return kept
+  const fresh = { ...params, do_kv_handoff: true, num_tokens_to_generate: 0 }
+  prefillOf.set(params, fresh)
+  return fresh
+}
+
+const NO_PARAMS: SamplingParams.SamplingParamsInput = Object.freeze({ do_kv_handoff: true, num_tokens_to_generate: 0 })
+
+const prefillOf = new WeakMap<object, SamplingParams.SamplingParamsInput>()
+
+/** True when `derived` is still `{ ...params, do_kv_handoff: true, num_tokens_to_generate: 0 }`. */
+const derivedFrom = (derived: object, params: object): boolean => {
+  const d = derived as Record<string, unknown>
+  const p = params as Record<string, unknown>
+  let count = 2
+  for (const key in p) {
+    if (key === "do_kv_handoff" || key === "num_tokens_to_generate") continue
+    if (!Object.hasOwn(p, key) || d[key] !== p[key]) return false
+    count++
+  }
+  for (const key in d) if (--count < 0) return false
+  return count === 0
+}
 
 /**
  * A pin the prefill engine holds for the decode: its id on the prefill coordinator (what
