@@ -65,22 +65,26 @@ export const refusal = (
  * The prefill's parameters: the user's (the prefill engine samples the first token), with
  * `do_kv_handoff` and no token to generate, as PR 6675's Dynamo integration sends them.
  *
- * One object per user's parameters object, kept while it still has the same keys and values:
+ * The same object for the same user's parameters object, kept while it still has the same keys and values:
  * the protocol validates and encodes a parameters object once (`encodedParams.ts`, keyed by the
  * object), so a fresh copy per request cost that validation and encoding on every prefill.
  */
 export const prefillParams = (params: SamplingParams.SamplingParamsInput | undefined): SamplingParams.SamplingParamsInput => {
   if (params === undefined) return NO_PARAMS
-  const kept = prefillOf.get(params)
-  if (kept !== undefined && derivedFrom(kept, params)) return kept
+  if (params === last.input && derivedFrom(last.derived, params)) return last.derived
   const fresh = { ...params, do_kv_handoff: true, num_tokens_to_generate: 0 }
-  prefillOf.set(params, fresh)
+  last.input = params
+  last.derived = fresh
   return fresh
 }
 
 const NO_PARAMS: SamplingParams.SamplingParamsInput = Object.freeze({ do_kv_handoff: true, num_tokens_to_generate: 0 })
 
-const prefillOf = new WeakMap<object, SamplingParams.SamplingParamsInput>()
+/**
+ * The last parameters object seen and its prefill's: one entry, not a `WeakMap` (a server makes
+ * a parameters object per request, and a map's insertion per request cost more than the copy).
+ */
+const last: { input: object | undefined; derived: SamplingParams.SamplingParamsInput } = { input: undefined, derived: NO_PARAMS }
 
 /** True when `derived` is still `{ ...params, do_kv_handoff: true, num_tokens_to_generate: 0 }`. */
 const derivedFrom = (derived: object, params: object): boolean => {
