@@ -32,6 +32,7 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
@@ -41,7 +42,8 @@ import type { Service, Started, StartRequest, SubmitOptions } from "../ClientSer
 import { isDeserialized, type Reply, type StreamEvent } from "../Reply.ts"
 import { type Pin, prefillParams, readPin } from "./handoffParams.ts"
 import type { Ledger } from "./handoffLedger.ts"
-import { oneShotOf } from "./oneShot.ts"
+import { internalsOfClient } from "./oneShot.ts"
+import { tracing } from "./spans.ts"
 
 /**
  * A coordinator of a pool: its name (its address, or a fleet id) and its client. A pin is
@@ -115,16 +117,40 @@ export class Hold {
     readonly ledger: Ledger
   ) {}
 
-  /** RELEASE_KV, once, on the connection that made the pin; else counted as died with it. */
+  /**
+   * RELEASE_KV, once, on the connection that made the pin; else counted as died with it. The
+   * effect is the hold itself (see the prototype below): no closure per release.
+   */
   release(): Effect.Effect<void> {
-    if (this.done) return Effect.void
-    this.done = true
-    return Effect.matchEffect(this.member.client.releaseKvHandoff(this.pin.requestId, { connection: this.connection }), {
-      onFailure: () => Effect.sync(() => this.ledger.died(this.id, this.pin)),
-      onSuccess: () => Effect.sync(() => this.ledger.released(this.id, this.pin))
-    })
+    return this
   }
 }
+
+export interface Hold extends Effect.Effect<void> {}
+
+Object.setPrototypeOf(
+  Hold.prototype,
+  Effectable.Prototype<Hold>({
+    label: "Disaggregated.release",
+    evaluate(fiber) {
+      if (this.done) return Effect.void
+      this.done = true
+      const internals = internalsOfClient(this.member.client)
+      // At once, from this fiber (the client's own checks, its send), unless a tracer wants the
+      // release's span; measured in the client's PERFORMANCE.md, "Disaggregated serving".
+      if (internals !== undefined && !tracing(fiber)) {
+        const refused = internals.releaseKv(this.pin.requestId, this.connection)
+        if (refused === undefined) this.ledger.released(this.id, this.pin)
+        else this.ledger.died(this.id, this.pin)
+        return Effect.void
+      }
+      return Effect.matchEffect(this.member.client.releaseKvHandoff(this.pin.requestId, { connection: this.connection }), {
+        onFailure: () => Effect.sync(() => this.ledger.died(this.id, this.pin)),
+        onSuccess: () => Effect.sync(() => this.ledger.released(this.id, this.pin))
+      })
+    }
+  })
+)
 
 /** Why a wait ended early: the deadline, or the caller's interruption. */
 const timeoutOf = (flight: Flight): ClientError =>
@@ -178,10 +204,10 @@ const queued = (started: Started): Launched => new Queued(started)
 
 /** Starts a member's request (see {@link Launched}); fails, nothing sent, when its client refuses it. */
 const launch = (client: Service, request: StartRequest): Effect.Effect<Launched, ClientError> => {
-  const once = request.streaming === true ? undefined : oneShotOf(client)
-  if (once === undefined) return Effect.map(client.start(request), queued)
+  const internals = request.streaming === true ? undefined : internalsOfClient(client)
+  if (internals === undefined) return Effect.map(client.start(request), queued)
   return Effect.suspend(() => {
-    const started = once(request)
+    const started = internals.startOnce(request)
     return Result.isFailure(started) ? Effect.fail(started.failure) : Effect.succeed(started.success)
   })
 }

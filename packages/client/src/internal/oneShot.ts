@@ -6,23 +6,26 @@
  * streamed): each of them through `start` cost a queue, and the fiber woken through it
  * (`Queue.releaseTakers`) was the largest item of the hand-off's CPU profile.
  *
- * Not on the `Service` interface: a client built by `InferenceClient.make` carries it under
- * {@link ONE_SHOT}; a client without it (another implementation, a wrapper) is used through
- * `start` (see {@link oneShotOf}).
+ * And RELEASE_KV sent from the caller's fiber with nothing but its checks ({@link Internals}),
+ * rather than through `releaseKvHandoff`'s traced `Effect.fn`.
+ *
+ * Not on the `Service` interface: a client built by `InferenceClient.make` carries them under
+ * {@link INTERNALS}; a client without them (another implementation, a wrapper) is used through
+ * `start` and `releaseKvHandoff` (see {@link internalsOf}).
  *
  * @since 0.4.0
  * @internal
  */
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import type { ClientError } from "../ClientError.ts"
+import { type ClientError, clientError, InvalidArgument } from "../ClientError.ts"
 import type { Service, StartRequest } from "../ClientService.ts"
 import type { Reply, StreamEvent } from "../Reply.ts"
 import type * as Connection from "./connection.ts"
 import type { Single } from "./pendingRequests.ts"
 
 /** Where a client keeps its one-shot start. */
-export const ONE_SHOT: unique symbol = Symbol.for("@mcore-effect/client/OneShot")
+export const INTERNALS: unique symbol = Symbol.for("@mcore-effect/client/Internals")
 
 /**
  * A request started for one reply: its id, its connection (as `Started`'s) and its entry. Its
@@ -45,28 +48,45 @@ export class OneShot {
 
 const toFinal = (reply: Reply): StreamEvent => ({ _tag: "Final", reply })
 
-/** Starts a non-streamed request; fails, nothing sent, as `start` does. */
-export type StartOnce = (request: StartRequest) => Result.Result<OneShot, ClientError>
-
-/** The one-shot start of `connection` (a plain function: nothing allocated but the entry and the result). */
-export const startOnceOf = (connection: Connection.Connection): StartOnce => (request) => {
-  const registered = connection.register(
-    request.kvHandoff === undefined ? request : { ...request, ...request.kvHandoff },
-    false,
-    connection.newSingle
-  )
-  if (Result.isFailure(registered)) return Result.fail(registered.failure)
-  const entry = registered.success
-  return Result.succeed(new OneShot(entry.requestId, connection.state.epoch, entry))
+/** What a client built by `InferenceClient.make` carries under {@link INTERNALS}. */
+export interface Internals {
+  /** Starts a non-streamed request; fails, nothing sent, as `start` does. */
+  readonly startOnce: (request: StartRequest) => Result.Result<OneShot, ClientError>
+  /**
+   * RELEASE_KV for `requestId` on `connection`, as `releaseKvHandoff(requestId, { connection })`
+   * (the same checks, the same refusals) but at once: the refusal, or `undefined` once queued.
+   * For the caller to use when no tracer is installed (it makes no span).
+   */
+  readonly releaseKv: (requestId: number, connection: number) => ClientError | undefined
 }
 
-/** `service` carrying `startOnce` under {@link ONE_SHOT} (not enumerable: a spread drops it). */
-export const withOneShot = <S extends Service>(service: S, startOnce: StartOnce): S =>
-  Object.defineProperty(service, ONE_SHOT, { value: startOnce, enumerable: false })
+/** The internals of `connection`'s client (plain functions: nothing allocated per call but the entry and the result). */
+export const internalsOf = (connection: Connection.Connection): Internals => ({
+  startOnce: (request) => {
+    const registered = connection.register(
+      request.kvHandoff === undefined ? request : { ...request, ...request.kvHandoff },
+      false,
+      connection.newSingle
+    )
+    if (Result.isFailure(registered)) return Result.fail(registered.failure)
+    const entry = registered.success
+    return Result.succeed(new OneShot(entry.requestId, connection.state.epoch, entry))
+  },
+  releaseKv: (requestId, epoch) => {
+    if (!Number.isSafeInteger(requestId) || requestId < 0) {
+      return clientError(new InvalidArgument({ name: "requestId", why: `expected a non-negative integer, got ${String(requestId)}` }))
+    }
+    return connection.available() ?? connection.releaseKv(requestId, epoch)
+  }
+})
 
-/** The one-shot start of a client, if it has one. */
-export const oneShotOf = (client: Service): StartOnce | undefined =>
-  (client as { readonly [ONE_SHOT]?: StartOnce })[ONE_SHOT]
+/** `service` carrying `internals` under {@link INTERNALS} (not enumerable: a spread drops them). */
+export const withInternals = <S extends Service>(service: S, internals: Internals): S =>
+  Object.defineProperty(service, INTERNALS, { value: internals, enumerable: false })
+
+/** The internals of a client, if it has them. */
+export const internalsOfClient = (client: Service): Internals | undefined =>
+  (client as { readonly [INTERNALS]?: Internals })[INTERNALS]
 
 /**
  * The request's outcome, awaited; interrupting the wait leaves the request pending (another wait

@@ -14,7 +14,7 @@ import type { Service } from "../ClientService.ts"
 import { Transport } from "../Transport.ts"
 import * as Connection from "./connection.ts"
 import * as ControlSignals from "./controlSignals.ts"
-import { startOnceOf, withOneShot } from "./oneShot.ts"
+import { internalsOf, withInternals } from "./oneShot.ts"
 import { requestsOf, started, streamed } from "./requestEffects.ts"
 import { REQUEST_ID } from "./spans.ts"
 import { submitAll } from "./submitAll.ts"
@@ -124,5 +124,5 @@ export const makeService = Effect.fnUntraced(function*(options: ClientConfig.Cli
     pendingCount: Effect.sync(() => connection.pending.size),
     connected: Effect.sync(() => connection.state.phase === "ready")
   }
-  return withOneShot(service, startOnceOf(connection))
+  return withInternals(service, internalsOf(connection))
 })

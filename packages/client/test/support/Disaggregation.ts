@@ -17,9 +17,10 @@ export interface SetupOptions {
   readonly client?: Partial<ClientConfig.ClientOptions> | undefined
   readonly observe?: Disaggregated.Options["observe"]
   /**
-   * The members' clients as a wrapper (a spread copy) sees them: without the one-shot start the
-   * disaggregated client uses for their requests not streamed, so every request goes through
-   * `start`'s queue (what another client implementation, a fleet, gives).
+   * The members' clients as a wrapper (a spread copy) sees them: without the internals the
+   * disaggregated client uses for their requests not streamed and for releases (`oneShot.ts`), so
+   * every request goes through `start`'s queue and every release through `releaseKvHandoff`
+   * (what another client implementation, a fleet, gives).
    */
   readonly viaStart?: boolean | undefined
 }
