@@ -137,7 +137,7 @@ Object.setPrototypeOf(
       this.done = true
       const internals = internalsOfClient(this.member.client)
       // At once, from this fiber (the client's own checks, its send), unless a tracer wants the
-      // release's span; measured in the client's PERFORMANCE.md, "Disaggregated serving".
+      // release's span; measured in the client's PERFORMANCE.md, "Disaggregation".
       if (internals !== undefined && !tracing(fiber)) {
         const refused = internals.releaseKv(this.pin.requestId, this.connection)
         if (refused === undefined) this.ledger.released(this.id, this.pin)
@@ -173,7 +173,7 @@ const finalOf = (events: Queue.Dequeue<StreamEvent, ClientError | Cause.Done>): 
 /**
  * A member's request: its id and connection (`Started`'s), its next event and its final reply,
  * each awaited without ending it. A {@link OneShot} when the member's client has one and the
- * request is not streamed (measured in the client's PERFORMANCE.md, "Disaggregated serving"),
+ * request is not streamed (measured in the client's PERFORMANCE.md, "Disaggregation"),
  * else its `start`'s queue.
  */
 export interface Launched {
