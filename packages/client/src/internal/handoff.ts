@@ -34,15 +34,13 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
-import * as Queue from "effect/Queue"
-import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import { type ClientError, clientError, DecodeRefused, RequestTimeout } from "../ClientError.ts"
-import type { Service, Started, StartRequest, SubmitOptions } from "../ClientService.ts"
+import type { Service, SubmitOptions } from "../ClientService.ts"
 import { isDeserialized, type Reply, type StreamEvent } from "../Reply.ts"
 import { type Pin, prefillParams, readPin } from "./handoffParams.ts"
 import type { Ledger } from "./handoffLedger.ts"
-import { internalsOfClient } from "./oneShot.ts"
+import { internalsOfClient, launch, type Launched } from "./oneShot.ts"
 import { tracing } from "./spans.ts"
 
 /**
@@ -165,52 +163,6 @@ const timed = <A>(flight: Flight, take: Effect.Effect<A, ClientError | Cause.Don
 }
 
 const TIMED_OUT = { _tag: "TimedOut" } as const
-
-/** The first `Final` in a member's events (a non-streamed request has nothing before it). */
-const finalOf = (events: Queue.Dequeue<StreamEvent, ClientError | Cause.Done>): Effect.Effect<Reply, ClientError | Cause.Done> =>
-  Effect.flatMap(Queue.take(events), (event) => (event._tag === "Final" ? Effect.succeed(event.reply) : finalOf(events)))
-
-/**
- * A member's request: its id and connection (`Started`'s), its next event and its final reply,
- * each awaited without ending it. A {@link OneShot} when the member's client has one and the
- * request is not streamed (measured in the client's PERFORMANCE.md, "Disaggregation"),
- * else its `start`'s queue.
- */
-export interface Launched {
-  readonly requestId: number
-  readonly connection: number
-  readonly next: Effect.Effect<StreamEvent, ClientError | Cause.Done>
-  readonly final: Effect.Effect<Reply, ClientError | Cause.Done>
-}
-
-/** {@link Launched} over `start`'s queue. */
-class Queued implements Launched {
-  constructor(readonly started: Started) {}
-  get requestId(): number {
-    return this.started.requestId
-  }
-  get connection(): number {
-    return this.started.connection
-  }
-  get next(): Effect.Effect<StreamEvent, ClientError | Cause.Done> {
-    return Queue.take(this.started.events)
-  }
-  get final(): Effect.Effect<Reply, ClientError | Cause.Done> {
-    return finalOf(this.started.events)
-  }
-}
-
-const queued = (started: Started): Launched => new Queued(started)
-
-/** Starts a member's request (see {@link Launched}); fails, nothing sent, when its client refuses it. */
-const launch = (client: Service, request: StartRequest): Effect.Effect<Launched, ClientError> => {
-  const internals = request.streaming === true ? undefined : internalsOfClient(client)
-  if (internals === undefined) return Effect.map(client.start(request), queued)
-  return Effect.suspend(() => {
-    const started = internals.startOnce(request)
-    return Result.isFailure(started) ? Effect.fail(started.failure) : Effect.succeed(started.success)
-  })
-}
 
 /** Runs `effect` in the background, in the client's scope, counted until it ends. */
 const background = (context: Context, effect: Effect.Effect<void>): Effect.Effect<void> =>

@@ -11,15 +11,18 @@
  *
  * Not on the `Service` interface: a client built by `InferenceClient.make` carries them under
  * {@link INTERNALS}; a client without them (another implementation, a wrapper) is used through
- * `start` and `releaseKvHandoff` (see {@link internalsOf}).
+ * `start` and `releaseKvHandoff` (see {@link internalsOfClient}). {@link launch} starts a member's
+ * request the one way or the other, as the hand-off (`handoff.ts`) takes it.
  *
  * @since 0.4.0
  * @internal
  */
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import { type ClientError, clientError, InvalidArgument } from "../ClientError.ts"
-import type { Service, StartRequest } from "../ClientService.ts"
+import type { Service, Started, StartRequest } from "../ClientService.ts"
 import type { Reply, StreamEvent } from "../Reply.ts"
 import type * as Connection from "./connection.ts"
 import type { Single } from "./pendingRequests.ts"
@@ -96,3 +99,49 @@ export const awaitOutcome = (entry: Single): Effect.Effect<Reply, ClientError> =
   Effect.callback<Reply, ClientError>((resume) => {
     entry.listen(resume)
   })
+
+/** The first `Final` in a member's events (a non-streamed request has nothing before it). */
+const finalOf = (events: Queue.Dequeue<StreamEvent, ClientError | Cause.Done>): Effect.Effect<Reply, ClientError | Cause.Done> =>
+  Effect.flatMap(Queue.take(events), (event) => (event._tag === "Final" ? Effect.succeed(event.reply) : finalOf(events)))
+
+/**
+ * A member's request: its id and connection (`Started`'s), its next event and its final reply,
+ * each awaited without ending it. A {@link OneShot} when the member's client has {@link Internals}
+ * and the request is not streamed (measured in the client's PERFORMANCE.md, "Disaggregation"),
+ * else its `start`'s queue.
+ */
+export interface Launched {
+  readonly requestId: number
+  readonly connection: number
+  readonly next: Effect.Effect<StreamEvent, ClientError | Cause.Done>
+  readonly final: Effect.Effect<Reply, ClientError | Cause.Done>
+}
+
+/** {@link Launched} over `start`'s queue. */
+class Queued implements Launched {
+  constructor(readonly started: Started) {}
+  get requestId(): number {
+    return this.started.requestId
+  }
+  get connection(): number {
+    return this.started.connection
+  }
+  get next(): Effect.Effect<StreamEvent, ClientError | Cause.Done> {
+    return Queue.take(this.started.events)
+  }
+  get final(): Effect.Effect<Reply, ClientError | Cause.Done> {
+    return finalOf(this.started.events)
+  }
+}
+
+const queued = (started: Started): Launched => new Queued(started)
+
+/** Starts a member's request (see {@link Launched}); fails, nothing sent, when its client refuses it. */
+export const launch = (client: Service, request: StartRequest): Effect.Effect<Launched, ClientError> => {
+  const internals = request.streaming === true ? undefined : internalsOfClient(client)
+  if (internals === undefined) return Effect.map(client.start(request), queued)
+  return Effect.suspend(() => {
+    const started = internals.startOnce(request)
+    return Result.isFailure(started) ? Effect.fail(started.failure) : Effect.succeed(started.success)
+  })
+}
