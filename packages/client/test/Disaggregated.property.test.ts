@@ -34,6 +34,8 @@ interface Plan {
   readonly decodeStall: number | undefined
   /** A coordinator event, this long (ms) after the start. */
   readonly event: { readonly what: "none" | "crashD" | "restartD" | "restartP"; readonly at: number }
+  /** The members' requests through `start`'s queues rather than one-shot entries (see `setup`). */
+  readonly viaStart: boolean
 }
 
 const plan: fc.Arbitrary<Plan> = fc.record({
@@ -51,7 +53,8 @@ const plan: fc.Arbitrary<Plan> = fc.record({
   event: fc.record({
     what: fc.constantFrom("none", "none", "crashD", "restartD", "restartP"),
     at: fc.integer({ min: 0, max: 40 })
-  })
+  }),
+  viaStart: fc.boolean()
 })
 
 const runPlan = (p: Plan) =>
@@ -61,6 +64,7 @@ const runPlan = (p: Plan) =>
     const { client, decodeCluster, disaggregated, prefillCluster } = yield* setup({
       stepMs: 1,
       decodeGrace: "100 millis",
+      viaStart: p.viaStart,
       observe: (event) => {
         events.push(event)
         const step = steps[event.request]?.get(event._tag as Step)

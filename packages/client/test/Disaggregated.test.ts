@@ -8,6 +8,7 @@ import { MemorySocket } from "@mcore-effect/protocol"
 import { Effect, Fiber, Schedule, Stream } from "effect"
 import { Disaggregated, InferenceClient, Transport } from "../src/index.ts"
 import { withRegistry } from "./support/Cluster.ts"
+import { prefillParams } from "../src/internal/handoffParams.ts"
 import { pinsOf, setup } from "./support/Disaggregation.ts"
 
 const tokens = Vocabulary.tokenize("the quick fox runs over the lazy dog")
@@ -42,6 +43,35 @@ describe("Disaggregated", () => {
         expect(yield* client.pendingCount).toBe(0)
       }).pipe(Effect.scoped, withRegistry))
   }
+
+  it.live("members without the one-shot start (a wrapper's copy): the same hand-off through start's queues", () =>
+    Effect.gen(function*() {
+      const { client, disaggregated, prefillCluster } = yield* setup({ viaStart: true })
+      const replies = yield* Effect.all(
+        [client.submit(tokens, { num_tokens_to_generate: 3 }), client.submit(tokens, { num_tokens_to_generate: 5 })],
+        { concurrency: "unbounded" }
+      )
+      expect(replies.map((r) => r.generated_tokens)).toEqual([Generation.tokens(tokens, 3), Generation.tokens(tokens, 5)])
+      yield* disaggregated.idle
+      const p = yield* prefillCluster.engines[0]!.waitFor("the releases", (s) => s.released.length === 2)
+      expect(p.pinned).toEqual([])
+      expect(yield* disaggregated.stats).toMatchObject({ started: 2, decoded: 2, pins: 2, released: 2, died: 0 })
+    }).pipe(Effect.scoped, withRegistry))
+
+  it("the prefill's parameters: one object per user's object while it is unchanged, a fresh one once it changes", () => {
+    const params: { num_tokens_to_generate: number; temperature?: number } = { num_tokens_to_generate: 8, temperature: 0.5 }
+    const first = prefillParams(params)
+    expect(first).toEqual({ num_tokens_to_generate: 0, temperature: 0.5, do_kv_handoff: true })
+    expect(prefillParams(params)).toBe(first)
+    params.temperature = 0.7
+    const changed = prefillParams(params)
+    expect(changed).not.toBe(first)
+    expect(changed).toEqual({ num_tokens_to_generate: 0, temperature: 0.7, do_kv_handoff: true })
+    delete params.temperature
+    expect(prefillParams(params)).toEqual({ num_tokens_to_generate: 0, do_kv_handoff: true })
+    expect(prefillParams({ num_tokens_to_generate: 8 })).toEqual({ num_tokens_to_generate: 0, do_kv_handoff: true })
+    expect(prefillParams(undefined)).toEqual({ num_tokens_to_generate: 0, do_kv_handoff: true })
+  })
 
   it.live("stream: D's partials in order under the disaggregated client's id, then the final; the pin released", () =>
     Effect.gen(function*() {

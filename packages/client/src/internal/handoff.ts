@@ -32,14 +32,16 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
-import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { type ClientError, clientError, DecodeRefused, RequestTimeout } from "../ClientError.ts"
-import type { Service, Started, SubmitOptions } from "../ClientService.ts"
+import type { Service, SubmitOptions } from "../ClientService.ts"
 import { isDeserialized, type Reply, type StreamEvent } from "../Reply.ts"
 import { type Pin, prefillParams, readPin } from "./handoffParams.ts"
 import type { Ledger } from "./handoffLedger.ts"
+import { internalsOfClient, launch, type Launched } from "./oneShot.ts"
+import { tracing } from "./spans.ts"
 
 /**
  * A coordinator of a pool: its name (its address, or a fleet id) and its client. A pin is
@@ -91,7 +93,7 @@ export interface Flight {
   readonly params: SamplingParams.SamplingParamsInput | undefined
   readonly streaming: boolean
   readonly prefill: Member
-  readonly started: Started
+  readonly started: Launched
   /** `Clock` millis past which the request fails with `RequestTimeout`; `undefined`: none. */
   readonly deadline: number | undefined
   readonly timeoutMillis: number | undefined
@@ -113,16 +115,40 @@ export class Hold {
     readonly ledger: Ledger
   ) {}
 
-  /** RELEASE_KV, once, on the connection that made the pin; else counted as died with it. */
+  /**
+   * RELEASE_KV, once, on the connection that made the pin; else counted as died with it. The
+   * effect is the hold itself (see the prototype below): no closure per release.
+   */
   release(): Effect.Effect<void> {
-    if (this.done) return Effect.void
-    this.done = true
-    return Effect.matchEffect(this.member.client.releaseKvHandoff(this.pin.requestId, { connection: this.connection }), {
-      onFailure: () => Effect.sync(() => this.ledger.died(this.id, this.pin)),
-      onSuccess: () => Effect.sync(() => this.ledger.released(this.id, this.pin))
-    })
+    return this
   }
 }
+
+export interface Hold extends Effect.Effect<void> {}
+
+Object.setPrototypeOf(
+  Hold.prototype,
+  Effectable.Prototype<Hold>({
+    label: "Disaggregated.release",
+    evaluate(fiber) {
+      if (this.done) return Effect.void
+      this.done = true
+      const internals = internalsOfClient(this.member.client)
+      // At once, from this fiber (the client's own checks, its send), unless a tracer wants the
+      // release's span; measured in the client's PERFORMANCE.md, "Disaggregation".
+      if (internals !== undefined && !tracing(fiber)) {
+        const refused = internals.releaseKv(this.pin.requestId, this.connection)
+        if (refused === undefined) this.ledger.released(this.id, this.pin)
+        else this.ledger.died(this.id, this.pin)
+        return Effect.void
+      }
+      return Effect.matchEffect(this.member.client.releaseKvHandoff(this.pin.requestId, { connection: this.connection }), {
+        onFailure: () => Effect.sync(() => this.ledger.died(this.id, this.pin)),
+        onSuccess: () => Effect.sync(() => this.ledger.released(this.id, this.pin))
+      })
+    }
+  })
+)
 
 /** Why a wait ended early: the deadline, or the caller's interruption. */
 const timeoutOf = (flight: Flight): ClientError =>
@@ -137,10 +163,6 @@ const timed = <A>(flight: Flight, take: Effect.Effect<A, ClientError | Cause.Don
 }
 
 const TIMED_OUT = { _tag: "TimedOut" } as const
-
-/** The first `Final` in a member's events (a non-streamed request has nothing before it). */
-const finalOf = (events: Queue.Dequeue<StreamEvent, ClientError | Cause.Done>): Effect.Effect<Reply, ClientError | Cause.Done> =>
-  Effect.flatMap(Queue.take(events), (event) => (event._tag === "Final" ? Effect.succeed(event.reply) : finalOf(events)))
 
 /** Runs `effect` in the background, in the client's scope, counted until it ends. */
 const background = (context: Context, effect: Effect.Effect<void>): Effect.Effect<void> =>
@@ -161,7 +183,7 @@ export const begin = (
 ): Effect.Effect<Flight, ClientError> =>
   Effect.flatMap(choose(context.prefill, context, "prefill"), (prefill) =>
     Effect.flatMap(
-      prefill.client.start({ prompt, samplingParams: prefillParams(params), offloadParams: options?.offloadParams, timeout: NO_DEADLINE }),
+      launch(prefill.client, { prompt, samplingParams: prefillParams(params), offloadParams: options?.offloadParams, timeout: NO_DEADLINE }),
       (started) => {
         context.ledger.started()
         const flight = (now: number | undefined): Flight => ({
@@ -204,7 +226,7 @@ export const finish = (
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   emit: ((event: StreamEvent) => void) | undefined
 ): Effect.Effect<Reply, ClientError> =>
-  Effect.flatMap(Effect.exit(restore(timed(flight, finalOf(flight.started.events)))), (exit) => {
+  Effect.flatMap(Effect.exit(restore(timed(flight, flight.started.final))), (exit) => {
     const ledger = context.ledger
     const prefill = flight.prefill
     if (Exit.isFailure(exit)) {
@@ -237,7 +259,7 @@ const decode = (
 ): Effect.Effect<Reply, ClientError> =>
   Effect.flatMap(choose(context.decode, context, "decode"), (member) =>
     Effect.matchEffect(
-      member.client.start({
+      launch(member.client, {
         prompt: flight.prompt,
         samplingParams: flight.params,
         kvHandoff: { kvMeta: hold.pin.kvMeta, srcBlockIds: hold.pin.blockIds },
@@ -265,13 +287,13 @@ const events = (
   flight: Flight,
   hold: Hold,
   member: Member,
-  started: Started,
+  started: Launched,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   emit: ((event: StreamEvent) => void) | undefined
 ): Effect.Effect<Reply, ClientError> => {
   const ledger = context.ledger
   const loop: Effect.Effect<Reply, ClientError> = Effect.flatMap(
-    Effect.exit(restore(timed(flight, Queue.take(started.events)))),
+    Effect.exit(restore(timed(flight, started.next))),
     (exit): Effect.Effect<Reply, ClientError> => {
       if (Exit.isSuccess(exit)) {
         const event = exit.value
@@ -322,9 +344,9 @@ const afterDecodeFailure = (context: Context, hold: Hold, error: ClientError): E
  * decode ignores it until the import is admitted), then ABORT for good if it was a partial, then
  * the release. Interrupted only when the client's scope closes: the release then runs at once.
  */
-const decodeAfterCancel = (context: Context, hold: Hold, member: Member, started: Started): Effect.Effect<void> =>
+const decodeAfterCancel = (context: Context, hold: Hold, member: Member, started: Launched): Effect.Effect<void> =>
   Effect.onInterrupt(
-    Effect.flatMap(Effect.exit(Effect.timeoutOrElse(Queue.take(started.events), { duration: context.decodeGrace, orElse: () => Effect.fail(TIMED_OUT) })), (exit) => {
+    Effect.flatMap(Effect.exit(Effect.timeoutOrElse(started.next, { duration: context.decodeGrace, orElse: () => Effect.fail(TIMED_OUT) })), (exit) => {
       const ledger = context.ledger
       if (isEarlyEnd(exit)) {
         // Silent past the grace period (a coordinator with no engine drops a hand-off without a
@@ -359,7 +381,7 @@ const prefillAfterCancel = (context: Context, flight: Flight): Effect.Effect<voi
   return Effect.onInterrupt(
     Effect.andThen(
       Effect.ignore(prefill.client.sendAbort(started.requestId)),
-      Effect.flatMap(Effect.exit(finalOf(started.events)), (exit) => {
+      Effect.flatMap(Effect.exit(started.final), (exit) => {
         if (Exit.isFailure(exit)) return Effect.void
         const reading = readPin(exit.value, prefill.name, started.requestId)
         const pinned = reading._tag === "Pin" ? reading.pin : reading.pinned === undefined

@@ -64,12 +64,41 @@ export const refusal = (
 /**
  * The prefill's parameters: the user's (the prefill engine samples the first token), with
  * `do_kv_handoff` and no token to generate, as PR 6675's Dynamo integration sends them.
+ *
+ * The same object for the same user's parameters object, kept while it still has the same keys and values:
+ * the protocol validates and encodes a parameters object once (`encodedParams.ts`, keyed by the
+ * object), so a fresh copy per request cost that validation and encoding on every prefill.
  */
-export const prefillParams = (params: SamplingParams.SamplingParamsInput | undefined): SamplingParams.SamplingParamsInput => ({
-  ...params,
-  do_kv_handoff: true,
-  num_tokens_to_generate: 0
-})
+export const prefillParams = (params: SamplingParams.SamplingParamsInput | undefined): SamplingParams.SamplingParamsInput => {
+  if (params === undefined) return NO_PARAMS
+  if (params === last.input && derivedFrom(last.derived, params)) return last.derived
+  const fresh = { ...params, do_kv_handoff: true, num_tokens_to_generate: 0 }
+  last.input = params
+  last.derived = fresh
+  return fresh
+}
+
+const NO_PARAMS: SamplingParams.SamplingParamsInput = Object.freeze({ do_kv_handoff: true, num_tokens_to_generate: 0 })
+
+/**
+ * The last parameters object seen and its prefill's: one entry, not a `WeakMap` (a server makes
+ * a parameters object per request, and a map's insertion per request cost more than the copy).
+ */
+const last: { input: object | undefined; derived: SamplingParams.SamplingParamsInput } = { input: undefined, derived: NO_PARAMS }
+
+/** True when `derived` is still `{ ...params, do_kv_handoff: true, num_tokens_to_generate: 0 }`. */
+const derivedFrom = (derived: object, params: object): boolean => {
+  const d = derived as Record<string, unknown>
+  const p = params as Record<string, unknown>
+  let count = 2
+  for (const key in p) {
+    if (key === "do_kv_handoff" || key === "num_tokens_to_generate") continue
+    if (!Object.hasOwn(p, key) || d[key] !== p[key]) return false
+    count++
+  }
+  for (const key in d) if (--count < 0) return false
+  return count === 0
+}
 
 /**
  * A pin the prefill engine holds for the decode: its id on the prefill coordinator (what
@@ -85,6 +114,8 @@ const isMap = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array)
 
 const isId = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0
+
+const isToken = (t: unknown): boolean => typeof t === "number" && Number.isSafeInteger(t)
 
 const isIdArray = (v: unknown): v is ReadonlyArray<number> => Array.isArray(v) && v.every(isId)
 
@@ -107,29 +138,34 @@ export const readPin = (reply: Reply, address: string, requestId: number): Readi
   const map = (isDeserialized(reply) ? reply : requestOf(reply)) as unknown as Readonly<Record<string, unknown>>
   const params = map.disaggregated_params
   const pinned = isMap(params) && isId(params.request_id) ? params.request_id : undefined
-  const refused = (error: ClientError): Reading => ({ _tag: "Refused", error, pinned })
-  const malformed = (why: string) => refused(clientError(new HandoffMetadataMalformed({ address, requestId, why })))
   if (map.status === "FAILED") {
     const events = Array.isArray(map.events) ? map.events : []
     const last = events.length > 0 ? events[events.length - 1] : undefined
     const why = isMap(last) && last.payload !== undefined ? `FAILED: ${JSON.stringify(last.payload)}` : "its request FAILED"
-    return refused(clientError(new PrefillRefused({ address, why })))
+    return refused(clientError(new PrefillRefused({ address, why })), pinned)
   }
   if (params === undefined || params === null) {
-    return refused(clientError(new HandoffMetadataMissing({ address, requestId })))
+    return refused(clientError(new HandoffMetadataMissing({ address, requestId })), pinned)
   }
-  if (!isMap(params)) return malformed("not a map")
-  if (pinned === undefined) return malformed(`request_id is ${describe(params.request_id)}, not a request id`)
+  if (!isMap(params)) return malformed(address, requestId, pinned, "not a map")
+  if (pinned === undefined) return malformed(address, requestId, pinned, `request_id is ${describe(params.request_id)}, not a request id`)
   const blockIds = params.block_ids
-  if (!isIdArray(blockIds) || blockIds.length === 0) return malformed(`block_ids is ${describe(blockIds)}, not a non-empty list of block ids`)
+  if (!isIdArray(blockIds) || blockIds.length === 0) return malformed(address, requestId, pinned, `block_ids is ${describe(blockIds)}, not a non-empty list of block ids`)
   const kvMeta = params.kv_meta
-  if (!isMap(kvMeta)) return malformed(`kv_meta is ${describe(kvMeta)}, not a map`)
+  if (!isMap(kvMeta)) return malformed(address, requestId, pinned, `kv_meta is ${describe(kvMeta)}, not a map`)
   const resume = kvMeta.resume_tokens
-  if (!Array.isArray(resume) || resume.length === 0 || !resume.every((t) => typeof t === "number" && Number.isSafeInteger(t))) {
-    return malformed(`kv_meta.resume_tokens is ${describe(resume)}, not the sampled token (and MTP proposals)`)
+  if (!Array.isArray(resume) || resume.length === 0 || !resume.every(isToken)) {
+    return malformed(address, requestId, pinned, `kv_meta.resume_tokens is ${describe(resume)}, not the sampled token (and MTP proposals)`)
   }
   return { _tag: "Pin", pin: { requestId: pinned, blockIds, kvMeta } }
 }
+
+// Functions of their own, not closures in `readPin`: it runs on every prefill reply, and these
+// only on a refusal.
+const refused = (error: ClientError, pinned: number | undefined): Reading => ({ _tag: "Refused", error, pinned })
+
+const malformed = (address: string, requestId: number, pinned: number | undefined, why: string): Reading =>
+  refused(clientError(new HandoffMetadataMalformed({ address, requestId, why })), pinned)
 
 const describe = (v: unknown): string => {
   if (v === undefined) return "absent"

@@ -14,6 +14,7 @@ import type { Service } from "../ClientService.ts"
 import { Transport } from "../Transport.ts"
 import * as Connection from "./connection.ts"
 import * as ControlSignals from "./controlSignals.ts"
+import { internalsOf, withInternals } from "./oneShot.ts"
 import { requestsOf, started, streamed } from "./requestEffects.ts"
 import { REQUEST_ID } from "./spans.ts"
 import { submitAll } from "./submitAll.ts"
@@ -130,5 +131,5 @@ export const makeWithConnection = Effect.fnUntraced(function*(options: ClientCon
     pendingCount: Effect.sync(() => connection.pending.size),
     connected: Effect.sync(() => connection.state.phase === "ready")
   }
-  return { service, connection }
+  return { service: withInternals(service, internalsOf(connection)), connection }
 })

@@ -16,6 +16,13 @@ export interface SetupOptions {
   readonly requestTimeout?: Disaggregated.Options["requestTimeout"]
   readonly client?: Partial<ClientConfig.ClientOptions> | undefined
   readonly observe?: Disaggregated.Options["observe"]
+  /**
+   * The members' clients as a wrapper (a spread copy) sees them: without the internals the
+   * disaggregated client uses for their requests not streamed and for releases (`oneShot.ts`), so
+   * every request goes through `start`'s queue and every release through `releaseKvHandoff`
+   * (what another client implementation, a fleet, gives).
+   */
+  readonly viaStart?: boolean | undefined
 }
 
 /** What {@link setup} gives. */
@@ -45,9 +52,10 @@ export const setup = (
       )
     const prefill = yield* clientOf(prefillCluster.address)
     const decode = yield* clientOf(decodeCluster.address)
+    const member = (client: InferenceClient.Service) => (options?.viaStart === true ? { ...client } : client)
     const disaggregated = yield* Disaggregated.make({
-      prefill: [{ name: prefillCluster.address, client: prefill }],
-      decode: [{ name: decodeCluster.address, client: decode }],
+      prefill: [{ name: prefillCluster.address, client: member(prefill) }],
+      decode: [{ name: decodeCluster.address, client: member(decode) }],
       decodeGrace: options?.decodeGrace ?? "30 seconds",
       requestTimeout: options?.requestTimeout,
       observe: options?.observe
