@@ -202,6 +202,42 @@ describe("Fleet failover", () => {
       expect(snapshot.engines.length).toBe(1)
     }).pipe(withRegistry), { timeout: 30_000 })
 
+  it.live("a dial awaiting CONNECT_ACK that receives engine traffic closes at once, with no ack or connect timeout to end it", () =>
+    Effect.gen(function*() {
+      const network = new MemorySocket.Network()
+      const normal = yield* TestCluster.make({ engines: 1, network })
+      const megatron = yield* TestCluster.make({
+        engines: 1,
+        network,
+        engine: { stepMs: 5 },
+        coordinator: { startupRegistrations: 2 }
+      })
+      const memory = Transport.layerMemory(network)
+      // The fleet waits for every coordinator's first dial: this one ends only on what arrives.
+      const making = yield* Effect.forkChild(Fleet.make({
+        coordinators: [normal.address, megatron.address],
+        protocol: "reference",
+        rejoinBackoff: "10 millis",
+        connectTimeout: "1 hour",
+        ackTimeout: "1 hour"
+      }).pipe(Effect.provide(memory)))
+      yield* megatron.coordinator.waitFor("the fleet's CONNECT taken as an engine", (s) => s.engines.length === 2)
+      // Another client's two requests: least-loaded routing places one on the swallowed identity,
+      // still connected, so the fleet's dial receives a SUBMIT_REQUEST (lost there: the harm the
+      // ack timeout bounds).
+      const other = yield* InferenceClient.make({ address: megatron.address, protocol: "reference" }).pipe(Effect.provide(memory))
+      const outcomes = yield* Effect.forEach(
+        [0, 1],
+        (i) => Effect.exit(other.submit(promptOf(3, i, 1, 0), { num_tokens_to_generate: 20 }, { timeout: "2 seconds" })),
+        { concurrency: "unbounded" }
+      )
+      expect(outcomes.filter(Exit.isSuccess).length).toBeGreaterThan(0)
+      const fleet = yield* Fiber.join(making)
+      yield* until(Effect.map(fleet.members[1]!.stats, (s) => s.status === "up" && s.joins === 1))
+      const reply = yield* fleet.client.submit(promptOf(3, 9, 1, 0), { num_tokens_to_generate: 3 }, { timeout: "10 seconds" })
+      expect(reply.generated_tokens).toEqual(Generation.tokens(promptOf(3, 9, 1, 0), 3))
+    }).pipe(withRegistry), { timeout: 30_000 })
+
   it.live("property: under random stall, kill and restart schedules every request ends exactly once, answered right or CoordinatorLost", () =>
     Effect.gen(function*() {
       const action = fc.record({
