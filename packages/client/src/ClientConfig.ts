@@ -122,6 +122,23 @@ export const settings = {
     env: "MCORE_CONNECT_TIMEOUT",
     flag: "connect-timeout"
   }),
+  /**
+   * How long to wait for CONNECT_ACK once the connection is up (ZeroMQ: its ZMTP handshake is
+   * done), before failing with `ConnectTimeout` (`seen: "connected"`). Default 1 second: an
+   * accepting coordinator answers CONNECT within milliseconds once the pipe is up, and one that
+   * does not has taken the CONNECT for something else (Megatron-LM's restarting coordinator
+   * registers the first `data_parallel_size` messages of any content as engines,
+   * `coordinator.py:176-179`); every moment such an "engine" stays connected, the coordinator
+   * may route a request to it, which is lost. `connectTimeout` still bounds the whole wait,
+   * for a coordinator that is not reachable at all. Measured from the first connection that
+   * came up; `Infinity`: only `connectTimeout` applies.
+   */
+  ackTimeout: Setting.duration({
+    description: "How long to wait for the coordinator to answer CONNECT once the connection is up",
+    default: Duration.seconds(1),
+    positive: true,
+    env: "MCORE_ACK_TIMEOUT"
+  }),
   /** Interval between ZeroMQ heartbeats. Default 1 second. */
   heartbeatInterval: Setting.duration({
     description: "Interval between ZeroMQ heartbeats",
@@ -233,6 +250,7 @@ export interface ResolvedOptions {
   readonly deserialize: boolean
   readonly hashing: PrefixHashing.HashingConfig
   readonly connectTimeoutMillis: number
+  readonly ackTimeoutMillis: number
   readonly heartbeatIntervalMillis: number
   readonly heartbeatTimeoutMillis: number
   /** `undefined`: no default deadline. */
@@ -307,6 +325,7 @@ export const resolve = (options: ClientOptions): Result.Result<ResolvedOptions, 
       deserialize: o.deserialize,
       hashing: { blockSizeTokens: o.blockSizeTokens, prefixCachingPolicy: o.prefixCachingPolicy },
       connectTimeoutMillis: o.connectTimeout,
+      ackTimeoutMillis: o.ackTimeout,
       // ZeroMQ takes whole milliseconds, at least 1.
       heartbeatIntervalMillis: Math.max(1, Math.round(o.heartbeatInterval)),
       heartbeatTimeoutMillis: Math.max(1, Math.round(o.heartbeatTimeout)),

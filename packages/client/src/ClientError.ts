@@ -26,14 +26,15 @@ export const ConnectSeen = Schema.Literals(["connected", "refused", "unreachable
 export type ConnectSeen = typeof ConnectSeen.Type
 
 const seenText: Record<ConnectSeen, string> = {
-  connected: "connected, but nothing answered CONNECT (not a coordinator, or one that refused our CurveZMQ key)",
+  connected: "connected, but nothing answered CONNECT (not a coordinator, one that refused our CurveZMQ key, or one starting up that took it for an engine's registration)",
   refused: "the connection was refused (ZeroMQ keeps retrying)",
   unreachable: "no connection could be attempted: does the host name resolve? (ZeroMQ keeps retrying)",
   nothing: "no connection attempt finished"
 }
 
 /**
- * No CONNECT_ACK arrived within the configured connect timeout; `seen` says what the socket saw
+ * No CONNECT_ACK arrived within the configured connect timeout (or within `ackTimeout` of the
+ * connection coming up: `timeoutMillis` is then that one); `seen` says what the socket saw
  * meanwhile.
  *
  * @since 0.1.0

@@ -19,6 +19,7 @@ describe("ClientConfig", () => {
       deserialize: false,
       hashing: { blockSizeTokens: null, prefixCachingPolicy: null },
       connectTimeoutMillis: 10_000,
+      ackTimeoutMillis: 1_000,
       heartbeatIntervalMillis: 1_000,
       heartbeatTimeoutMillis: 5_000,
       requestTimeoutMillis: undefined,
@@ -57,6 +58,7 @@ describe("ClientConfig", () => {
         blockSizeTokens: 64,
         prefixCachingPolicy: "longest_prefix",
         connectTimeout: expect.anything(),
+        ackTimeout: expect.anything(),
         heartbeatInterval: expect.anything(),
         heartbeatTimeout: expect.anything(),
         requestTimeout: undefined,
@@ -68,6 +70,7 @@ describe("ClientConfig", () => {
       })
       expect(resolved(options)).toMatchObject({
         connectTimeoutMillis: 3_000,
+        ackTimeoutMillis: 300,
         heartbeatTimeoutMillis: 2_000,
         closeTimeoutMillis: 250,
         drainTimeoutMillis: 5_000
@@ -80,6 +83,7 @@ describe("ClientConfig", () => {
       MCORE_BLOCK_SIZE_TOKENS: "64",
       MCORE_PREFIX_CACHING_POLICY: "longest_prefix",
       MCORE_CONNECT_TIMEOUT: "3 seconds",
+      MCORE_ACK_TIMEOUT: "300 millis",
       MCORE_HEARTBEAT_INTERVAL: "500 millis",
       MCORE_HEARTBEAT_TIMEOUT: "2 seconds",
       MCORE_CLOSE_TIMEOUT: "250 millis",

@@ -11,7 +11,7 @@ import { MemorySocket } from "@mcore-effect/protocol"
 import { Generation, TestCluster } from "@mcore-effect/testkit"
 import { Effect, Exit, Fiber, Schedule, Stream } from "effect"
 import * as fc from "fast-check"
-import { Fleet, Transport } from "../src/index.ts"
+import { Fleet, InferenceClient, Transport } from "../src/index.ts"
 import { withRegistry } from "./support/Cluster.ts"
 import { fleetSetup, outcomeOf, promptOf, routedCounts } from "./support/Fleet.ts"
 
@@ -157,13 +157,85 @@ describe("Fleet failover", () => {
       const client = (yield* fleet.members[1]!.client)!
       const prompt = promptOf(1, 1, 1, 0)
       // The swallowed CONNECT's identity is an "engine" of that coordinator until a send to it
-      // fails; Megatron's coordinator then tries the next engine at once (its ROUTER send fails
-      // synchronously), the test coordinator only hears of it after the send and the request is
-      // gone: a deadline and a retry stand for Megatron's retry there.
-      const reply = yield* client.submit(prompt, { num_tokens_to_generate: 3 }, { timeout: "1 second" }).pipe(
-        Effect.retry({ while: (e) => e.reason._tag === "RequestTimeout", times: 2 })
-      )
+      // fails; the coordinator then removes it and routes the request to its engine (as
+      // Megatron-LM main's does), so nothing is lost.
+      const reply = yield* client.submit(prompt, { num_tokens_to_generate: 3 }, { timeout: "10 seconds" })
       expect(reply.generated_tokens).toEqual(Generation.tokens(prompt, 3))
+    }).pipe(withRegistry), { timeout: 30_000 })
+
+  it.live("a CONNECT swallowed by the start-up is closed ackTimeout after its connection came up, however long connectTimeout is; another client's requests are then answered", () =>
+    Effect.gen(function*() {
+      const network = new MemorySocket.Network()
+      const normal = yield* TestCluster.make({ engines: 1, network })
+      // One engine, two start-up registrations: the fleet's first CONNECT is the second "engine".
+      const megatron = yield* TestCluster.make({
+        engines: 1,
+        network,
+        engine: { stepMs: 5 },
+        coordinator: { startupRegistrations: 2 }
+      })
+      const memory = Transport.layerMemory(network)
+      // connectTimeout alone would keep the swallowed dial open for an hour (past this test's
+      // timeout): only the ack timeout can close it.
+      const fleet = yield* Fleet.make({
+        coordinators: [normal.address, megatron.address],
+        protocol: "reference",
+        rejoinBackoff: "10 millis",
+        connectTimeout: "1 hour",
+        ackTimeout: "50 millis"
+      }).pipe(Effect.provide(memory))
+      yield* until(Effect.map(fleet.members[1]!.stats, (s) => s.status === "up" && s.joins === 1))
+      expect((yield* megatron.coordinator.snapshot).engines.length).toBe(2)
+      // Another server's client: least-loaded routing places some of its requests on the
+      // swallowed identity, now closed; the coordinator finds it unreachable, removes it and
+      // routes them to its engine (as Megatron-LM main's does), so none is lost.
+      const other = yield* InferenceClient.make({ address: megatron.address, protocol: "reference" }).pipe(Effect.provide(memory))
+      const prompts = [0, 1, 2, 3].map((i) => promptOf(2, i, 1, 0))
+      const replies = yield* Effect.forEach(
+        prompts,
+        (prompt) => other.submit(prompt, { num_tokens_to_generate: 20 }, { timeout: "10 seconds" }),
+        { concurrency: "unbounded" }
+      )
+      expect(replies.map((r) => r.generated_tokens)).toEqual(prompts.map((p) => Generation.tokens(p, 20)))
+      const snapshot = yield* megatron.coordinator.snapshot
+      expect(snapshot.counters.unreachable).toBeGreaterThan(0)
+      expect(snapshot.engines.length).toBe(1)
+    }).pipe(withRegistry), { timeout: 30_000 })
+
+  it.live("a dial awaiting CONNECT_ACK that receives engine traffic closes at once, with no ack or connect timeout to end it", () =>
+    Effect.gen(function*() {
+      const network = new MemorySocket.Network()
+      const normal = yield* TestCluster.make({ engines: 1, network })
+      const megatron = yield* TestCluster.make({
+        engines: 1,
+        network,
+        engine: { stepMs: 5 },
+        coordinator: { startupRegistrations: 2 }
+      })
+      const memory = Transport.layerMemory(network)
+      // The fleet waits for every coordinator's first dial: this one ends only on what arrives.
+      const making = yield* Effect.forkChild(Fleet.make({
+        coordinators: [normal.address, megatron.address],
+        protocol: "reference",
+        rejoinBackoff: "10 millis",
+        connectTimeout: "1 hour",
+        ackTimeout: "1 hour"
+      }).pipe(Effect.provide(memory)))
+      yield* megatron.coordinator.waitFor("the fleet's CONNECT taken as an engine", (s) => s.engines.length === 2)
+      // Another client's two requests: least-loaded routing places one on the swallowed identity,
+      // still connected, so the fleet's dial receives a SUBMIT_REQUEST (lost there: the harm the
+      // ack timeout bounds).
+      const other = yield* InferenceClient.make({ address: megatron.address, protocol: "reference" }).pipe(Effect.provide(memory))
+      const outcomes = yield* Effect.forEach(
+        [0, 1],
+        (i) => Effect.exit(other.submit(promptOf(3, i, 1, 0), { num_tokens_to_generate: 20 }, { timeout: "2 seconds" })),
+        { concurrency: "unbounded" }
+      )
+      expect(outcomes.filter(Exit.isSuccess).length).toBeGreaterThan(0)
+      const fleet = yield* Fiber.join(making)
+      yield* until(Effect.map(fleet.members[1]!.stats, (s) => s.status === "up" && s.joins === 1))
+      const reply = yield* fleet.client.submit(promptOf(3, 9, 1, 0), { num_tokens_to_generate: 3 }, { timeout: "10 seconds" })
+      expect(reply.generated_tokens).toEqual(Generation.tokens(promptOf(3, 9, 1, 0), 3))
     }).pipe(withRegistry), { timeout: 30_000 })
 
   it.live("property: under random stall, kill and restart schedules every request ends exactly once, answered right or CoordinatorLost", () =>

@@ -337,7 +337,8 @@ const expire = (connection: Connection, requestId: number, millis: number): void
 
 /**
  * Opens the connection through the current `Transport` (ZeroMQ unless another is provided) and
- * performs the CONNECT / CONNECT_ACK handshake, failing with `ConnectTimeout`,
+ * performs the CONNECT / CONNECT_ACK handshake, failing with `ConnectTimeout` (after
+ * `connectTimeout` from the start, or `ackTimeout` from the connection coming up),
  * `HandshakeRejected` or `InvalidAddress`; everything is released when the scope closes (in the
  * order the header gives). Each call opens a link of its own: connections share nothing but
  * the transport, so a pool may hold many, to one coordinator or to several.
@@ -349,6 +350,9 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
   // What the transport saw before the first CONNECT_ACK, for a ConnectTimeout to say.
   let seen: ConnectSeen = "nothing"
   const firstAck = Deferred.makeUnsafe<void, ClientError>()
+  // Done when a connection first comes up while CONNECT_ACK is awaited: `ackTimeout` runs from
+  // there, not from the dial's start (see `ClientConfig.settings.ackTimeout`).
+  const pipeUp = Deferred.makeUnsafe<void>()
   let connection!: Connection
   const listener: Omit<Listener.Options, "pending" | "unanswered"> = {
     dialect: config.dialect,
@@ -384,7 +388,10 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
         Listener.handle(options, frames)
       },
       up: () => {
-        if (connection.state.awaitingFirstAck) seen = "connected"
+        if (connection.state.awaitingFirstAck) {
+          seen = "connected"
+          Deferred.doneUnsafe(pipeUp, Exit.void)
+        }
         connection.up()
       },
       down: () => connection.down(),
@@ -413,7 +420,18 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
   )
 
   connection.send(connection.connectFrames)
-  yield* Deferred.await(firstAck).pipe(
+  // A connection that is up and unanswered for `ackTimeout` is closed by the caller at once (the
+  // scope's release): a coordinator that swallowed the CONNECT would otherwise keep routing to it.
+  const acknowledged = config.ackTimeoutMillis === Infinity ? Deferred.await(firstAck) : Effect.raceFirst(
+    Deferred.await(firstAck),
+    Deferred.await(pipeUp).pipe(
+      Effect.andThen(Effect.sleep(Duration.millis(config.ackTimeoutMillis))),
+      Effect.andThen(Effect.fail(
+        clientError(new ConnectTimeout({ address: config.address, timeoutMillis: config.ackTimeoutMillis, seen: "connected" }))
+      ))
+    )
+  )
+  yield* acknowledged.pipe(
     Effect.timeoutOrElse({
       duration: Duration.millis(config.connectTimeoutMillis),
       orElse: () =>

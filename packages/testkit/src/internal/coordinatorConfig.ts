@@ -66,7 +66,7 @@ export interface Counters {
   controlRejected: number
   /** Control signals redundant in the current state (dropped silently). */
   controlIdempotent: number
-  /** Messages that could not be delivered (peer gone). */
+  /** Messages that could not be delivered (peer gone; a submission to an engine gone is routed to another). */
   unreachable: number
   /** Exceptions caught in the loop (a bug: the message is dropped, the loop goes on). */
   internalErrors: number

@@ -31,7 +31,7 @@ import type { CoordinatorConfig, Counters } from "./coordinatorConfig.ts"
 import type { Rejection } from "./coordinatorRecords.ts"
 import { CoordinatorState } from "./coordinatorState.ts"
 import { ControlRelay } from "./controlRelay.ts"
-import type { EnginePool } from "./enginePool.ts"
+import type { EnginePool, Reroute } from "./enginePool.ts"
 import { FaultedPeer } from "./faultedPeer.ts"
 import type { RecentLog } from "./recentLog.ts"
 import { UndeliveredReport } from "./undeliveredReport.ts"
@@ -47,7 +47,7 @@ export class CoordinatorCore {
   running = true
   shutdownReceived = false
 
-  private readonly writer: FrameSocket.Writer
+  private readonly writer: FrameSocket.Writer<Reroute | undefined>
   private readonly peer: FaultedPeer
   private readonly s: CoordinatorState
   private readonly relay: ControlRelay
@@ -68,7 +68,7 @@ export class CoordinatorCore {
     this.address = bound.address
     this.connections = bound.connections
     this.undelivered = new UndeliveredReport(config.log, UNDELIVERED_WINDOW_MILLIS)
-    this.writer = new FrameSocket.Writer(this.router, (error, message) => this.undeliverable(error, message))
+    this.writer = new FrameSocket.Writer<Reroute | undefined>(this.router, (error, message, reroute) => this.undeliverable(error, message, reroute))
     this.peer = new FaultedPeer(this.writer, {
       single: config.wire.single,
       addressFrames: 1,
@@ -217,11 +217,15 @@ export class CoordinatorCore {
     })
   }
 
-  private undeliverable(error: unknown, message: FrameSocket.Message): void {
+  private undeliverable(error: unknown, message: FrameSocket.Message, reroute: Reroute | undefined): void {
     this.s.counters.unreachable++
     const key = identityKey(message[0]!)
     const code = (error as { code?: string } | null)?.code
-    if (code === "EHOSTUNREACH" && this.s.pool.has(key)) return this.s.pool.remove(key, "it is unreachable")
+    if (code === "EHOSTUNREACH" && (this.s.pool.has(key) || (reroute !== undefined && this.s.pool.known(key)))) {
+      this.s.pool.remove(key, "it is unreachable")
+      // A submission goes to another engine (Megatron-LM main's coordinator retries the send).
+      return reroute?.()
+    }
     // A client that went away leaves every reply to it undeliverable (a thousand after a batch):
     // one line per peer and window, with the count, not one per message.
     this.undelivered.add(key, showIdentity(message[0]!), error)

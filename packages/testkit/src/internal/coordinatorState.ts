@@ -13,7 +13,7 @@ import { ClientOutbox } from "./clientOutbox.ts"
 import { type CoordinatorConfig, type Counters, newCounters } from "./coordinatorConfig.ts"
 import type { InFlight, Rejection, Waiting } from "./coordinatorRecords.ts"
 import type * as DialectWire from "./dialectWire.ts"
-import { EnginePool } from "./enginePool.ts"
+import { EnginePool, type Reroute } from "./enginePool.ts"
 import type { FaultedWriter } from "./faultedWriter.ts"
 import { InFlightRequests } from "./inFlightRequests.ts"
 import { RecentLog } from "./recentLog.ts"
@@ -53,7 +53,7 @@ export class CoordinatorState {
   constructor(
     readonly config: CoordinatorConfig,
     /** The one writer (straight, for what no fault touches: CONNECT_ACK, engine deliveries). */
-    readonly writer: FrameSocket.Writer,
+    readonly writer: FrameSocket.Writer<Reroute | undefined>,
     out: FaultedWriter,
     firstRequestId: number
   ) {

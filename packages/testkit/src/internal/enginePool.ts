@@ -14,6 +14,16 @@ import { RecentLog } from "./recentLog.ts"
 import type * as Routing from "../Routing.ts"
 import { identityKey, showIdentity } from "./wireFrames.ts"
 
+/**
+ * What to do with a submission its engine turned out to be unreachable for (`EHOSTUNREACH`):
+ * route it to another engine, as Megatron-LM main's coordinator does (`handlers.py:129-132`:
+ * `_send_to_engine` fails, the engine is removed, the next best rank is tried). Megatron's send
+ * fails synchronously; this socket's only after the send, so the request goes on from there.
+ *
+ * @internal
+ */
+export type Reroute = () => void
+
 /** @internal */
 export class EnginePool {
   /** Registered, ordered by identity. */
@@ -22,7 +32,7 @@ export class EnginePool {
   private readonly removed = new Set<string>()
 
   constructor(
-    private readonly writer: FrameSocket.Writer,
+    private readonly writer: FrameSocket.Writer<Reroute | undefined>,
     private readonly ownership: Routing.HashOwnership,
     private readonly config: Pick<CoordinatorConfig, "log" | "recordLimit">,
     private readonly nameOf: (header: number) => Headers.HeaderName
@@ -78,7 +88,8 @@ export class EnginePool {
     header: number,
     requestId?: number,
     clientRequestId?: number,
-    client?: Uint8Array
+    client?: Uint8Array,
+    reroute?: Reroute
   ): void {
     if (this.config.recordLimit > 0) {
       engine.received.add({
@@ -90,7 +101,7 @@ export class EnginePool {
         frames
       })
     } else engine.received.total++
-    this.writer.send([engine.identity, ...frames])
+    this.writer.send([engine.identity, ...frames], reroute)
   }
 
   /** Sends one frame to every engine. */

@@ -8,7 +8,7 @@
  * @internal
  */
 import { type Frames, Headers, Messages, MessageSpec } from "@mcore-effect/protocol"
-import type { Waiting } from "./coordinatorRecords.ts"
+import type { EngineEntry, Waiting } from "./coordinatorRecords.ts"
 import type { CoordinatorState } from "./coordinatorState.ts"
 import * as Routing from "../Routing.ts"
 import * as SubmissionHashes from "./submissionHashes.ts"
@@ -97,7 +97,7 @@ const dispatch = (s: CoordinatorState, w: Waiting): void => {
   const out = s.wire.single
     ? [metadata]
     : f.map((frame, i) => (i === 0 ? metadata : i === HASHES_FRAME && w.envelope.spec.tag === "SubmitRequest" ? NIL : frame))
-  s.pool.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client)
+  deliver(s, engine, out, requestId, w)
   if (s.config.debug === true) {
     s.config.log(
       "Debug",
@@ -105,6 +105,25 @@ const dispatch = (s: CoordinatorState, w: Waiting): void => {
     )
   }
 }
+
+/**
+ * Sends a submission to its engine; should that engine be unreachable, it goes to the least
+ * loaded of the others, as Megatron-LM main's coordinator does (`handlers.py:129-132`), unless it
+ * ended meanwhile (aborted). With none left it stays unanswered (Megatron drops it there).
+ */
+const deliver = (s: CoordinatorState, engine: EngineEntry, out: Array<Uint8Array>, requestId: number, w: Waiting): void =>
+  s.pool.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client, () => {
+    const request = s.inFlight.get(requestId)
+    if (request === undefined || request.engine !== engine) return
+    engine.load--
+    const engines = s.pool.engines
+    if (engines.length === 0) return
+    const next = engines[Routing.leastLoaded(engines.map((e) => e.load))]!
+    s.inFlight.add(requestId, { ...request, engine: next })
+    next.load++
+    if (w.hashes.length > 0) s.ownership.claim(next.key, w.hashes)
+    deliver(s, next, out, requestId, w)
+  })
 
 /** A client's ABORT: to the engine holding the request, or the held submission forgotten. */
 export const abort = (s: CoordinatorState, identity: Buffer, key: string, clientRequestId: number): void => {

@@ -19,10 +19,14 @@
  *   fresh identity). A restarting coordinator takes the first `data_parallel_size` messages it
  *   receives, of any content, as engine registrations (`coordinator.py:176-179`), so a CONNECT
  *   that arrives during its start-up is swallowed and never acknowledged: no CONNECT_ACK within
- *   `connectTimeout` (or an answer that is not CONNECT_ACK: engine traffic, since the identity
- *   was registered as an engine) closes that client, and the member backs off (doubling, up to
+ *   `ackTimeout` of the connection coming up (1 s by default, however long `connectTimeout`
+ *   is), or an answer that is not CONNECT_ACK (engine traffic, since the identity was
+ *   registered as an engine), closes that client at once, and the member backs off (doubling, up to
  *   `rejoinBackoffMax`) and dials again with another fresh identity. Nothing that arrives
- *   before CONNECT_ACK is read as a reply (the client's handshake rejects it). Once joined, the
+ *   before CONNECT_ACK is read as a reply (the client's handshake rejects it). The window in
+ *   which the coordinator may route a request to the swallowed identity (lost there) is how
+ *   long that client stays open: once it is closed, Megatron-LM main's coordinator finds the
+ *   identity unreachable and routes the request to a real engine. Once joined, the
  *   fleet's control state (paused or suspended, the generation epoch) is applied to it before
  *   it takes requests.
  *
