@@ -27,6 +27,17 @@ const checkRequestId = (requestId: number): ClientError | undefined =>
     : invalidArgument("requestId", `expected a non-negative integer, got ${String(requestId)}`)
 
 /** The client, its reply type the union of both (see `InferenceClient.make`). */
+/**
+ * `Service.blockHashes` for one hashing setting: a client's and a fleet's (whose coordinators
+ * share one dialect, so one setting) are this one function.
+ */
+export const blockHashesOf = (hashing: PrefixHashing.HashingConfig): Service["blockHashes"] => (prompt, mediaCacheKey) =>
+  Effect.suspend(() => {
+    const valid = Prompt.validate(prompt)
+    if (Result.isFailure(valid)) return Effect.fail(clientError(new InvalidRequest({ error: valid.failure })))
+    return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, hashing, mediaCacheKey))
+  })
+
 export const makeService = (options: ClientConfig.ClientOptions) =>
   Effect.map(makeWithConnection(options), ({ service }) => service)
 
@@ -121,12 +132,7 @@ export const makeWithConnection = Effect.fnUntraced(function*(options: ClientCon
       if (error !== undefined) return yield* Effect.fail(error)
       connection.send(frames.success)
     }),
-    blockHashes: (prompt, mediaCacheKey) =>
-      Effect.suspend(() => {
-        const valid = Prompt.validate(prompt)
-        if (Result.isFailure(valid)) return Effect.fail(clientError(new InvalidRequest({ error: valid.failure })))
-        return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, config.hashing, mediaCacheKey))
-      }),
+    blockHashes: blockHashesOf(config.hashing),
     dialect: config.dialect,
     pendingCount: Effect.sync(() => connection.pending.size),
     connected: Effect.sync(() => connection.state.phase === "ready")

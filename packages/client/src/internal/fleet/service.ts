@@ -5,7 +5,6 @@
  *
  * @internal
  */
-import { PrefixHashing, Prompt } from "@mcore-effect/protocol"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -14,11 +13,12 @@ import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as ClientConfig from "../../ClientConfig.ts"
-import { type ClientError, clientError, CoordinatorLost, InvalidAddress, InvalidArgument, InvalidRequest } from "../../ClientError.ts"
+import { type ClientError, clientError, CoordinatorLost, InvalidAddress, InvalidArgument } from "../../ClientError.ts"
 import type { BatchReply, BatchRequest, BatchSettled, Service, SubmitAllOptions } from "../../ClientService.ts"
 import { Transport } from "../../Transport.ts"
 import { Control, firstFailure, type Result as ControlResult, type Signal } from "./control.ts"
 import { FleetIds, placed, placedStream, type Placement } from "./failover.ts"
+import { blockHashesOf } from "../service.ts"
 import { Member } from "./member.ts"
 import { type Policy, Router } from "./router.ts"
 
@@ -240,12 +240,7 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: FleetConfig, options
     startCudaProfiler: controlSignal("startCudaProfiler"),
     stopCudaProfiler: controlSignal("stopCudaProfiler"),
     shutdownCoordinator: controlSignal("shutdownCoordinator"),
-    blockHashes: (prompt, mediaCacheKey) =>
-      Effect.suspend(() => {
-        const valid = Prompt.validate(prompt)
-        if (Result.isFailure(valid)) return Effect.fail(clientError(new InvalidRequest({ error: valid.failure })))
-        return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, config.hashing, mediaCacheKey))
-      }),
+    blockHashes: blockHashesOf(config.hashing),
     dialect: config.dialect,
     pendingCount: Effect.sync(() => members.reduce((sum, m) => sum + m.load, 0)),
     connected: Effect.sync(() => members.some((m) => m.client !== undefined))
