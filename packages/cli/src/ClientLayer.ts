@@ -45,7 +45,7 @@ export const clientLayer = (
  * const layer = fleetLayer({ address: ["tcp://127.0.0.1:5555", "tcp://127.0.0.1:5556"], connectTimeout: Option.none(), protocol: "main" })
  * ```
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const fleetLayer = (
   connection: Connection,

@@ -66,7 +66,7 @@ export const addressVariable: string = SettingFlags.variable(ClientConfig.settin
  * a fleet's. Each address is checked by the client's rule ({@link connectable}); the same one
  * twice is a bad value.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const addressList = (flag: Flag.Flag<string>, description: string): Flag.Flag<ReadonlyArray<string>> =>
   flag.pipe(

@@ -243,7 +243,7 @@ export class SendFailed extends Schema.Class<SendFailed>("@mcore-effect/client/S
  * sent: the coordinator connection it belonged to is gone. The coordinator may have restarted,
  * numbering its requests from 0 again, so the same id now names another request's blocks.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export class StaleConnection extends Schema.Class<StaleConnection>("@mcore-effect/client/StaleConnection")({
   _tag: Schema.tag("StaleConnection"),
@@ -262,7 +262,7 @@ export class StaleConnection extends Schema.Class<StaleConnection>("@mcore-effec
  * A disaggregated request's prefill did not end with a pin to hand off: the prefill engine
  * answered with a failed request (`why` says what it reported).
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export class PrefillRefused extends Schema.Class<PrefillRefused>("@mcore-effect/client/PrefillRefused")({
   _tag: Schema.tag("PrefillRefused"),
@@ -279,7 +279,7 @@ export class PrefillRefused extends Schema.Class<PrefillRefused>("@mcore-effect/
  * null): the prefill engine does not do KV hand-off, or pinned nothing. `requestId` is the
  * prefill client's id for the request.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export class HandoffMetadataMissing extends Schema.Class<HandoffMetadataMissing>(
   "@mcore-effect/client/HandoffMetadataMissing"
@@ -298,7 +298,7 @@ export class HandoffMetadataMissing extends Schema.Class<HandoffMetadataMissing>
  * (`disaggregated_params` whose `request_id`, `block_ids` or `kv_meta.resume_tokens` is not what
  * Megatron's engines write). Its pin, when its id could be read, was released at once.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export class HandoffMetadataMalformed extends Schema.Class<HandoffMetadataMalformed>(
   "@mcore-effect/client/HandoffMetadataMalformed"
@@ -318,7 +318,7 @@ export class HandoffMetadataMalformed extends Schema.Class<HandoffMetadataMalfor
  * not connected); nothing was sent to the decode coordinator, and the prefill's pin was released
  * at once.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export class DecodeRefused extends Schema.Class<DecodeRefused>("@mcore-effect/client/DecodeRefused")({
   _tag: Schema.tag("DecodeRefused"),

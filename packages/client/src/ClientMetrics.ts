@@ -152,7 +152,7 @@ const tooLargeDropped = Metric.withAttributes(messagesDropped, { reason: "too_la
  * attribute, its address. (A fleet builds each coordinator's client with that attribute too, so
  * every `mcore_client_*` metric above is per coordinator under a fleet.)
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category metrics
  */
 export const fleetCoordinatorUp = Metric.gauge("mcore_fleet_coordinator_up", {
@@ -163,7 +163,7 @@ export const fleetCoordinatorUp = Metric.gauge("mcore_fleet_coordinator_up", {
  * Requests a fleet's coordinator held when it went down that were submitted again on another
  * coordinator (attribute `coordinator`: the one that went down).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category metrics
  */
 export const fleetResubmitted = Metric.counter("mcore_fleet_requests_resubmitted", {

@@ -3,7 +3,7 @@
  * (the service's tag, constructors and layers) and the machinery under `internal/` both speak,
  * declared here so that neither imports the other.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 import type { Dialect, Media, Prompt, Reply as ProtocolReply, SamplingParams, WireTypes } from "@mcore-effect/protocol"
 import type * as Duration from "effect/Duration"
@@ -120,7 +120,7 @@ export interface SubmitAllOptions {
  * A request for {@link Service.start}: what `submit` takes, as one object, plus whether it is
  * streamed and, for a decode that imports a prefill's KV, the hand-off.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export interface StartRequest extends BatchRequest {
   /** Partials as they are generated (`Tokens` events before the `Final`). Default false. */
@@ -137,7 +137,7 @@ export interface StartRequest extends BatchRequest {
  * and its events. Nothing here aborts it: taking from `events` may be interrupted at any time and
  * the request goes on; the caller ends it with `abort` or `sendAbort`, or lets it finish.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export interface Started<R extends Reply = Reply> {
   /** This client's id for the request (what `abort`, `sendAbort` take). */
@@ -160,7 +160,7 @@ export interface Started<R extends Reply = Reply> {
 /**
  * Options of {@link Service.releaseKvHandoff}.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export interface ReleaseKvOptions {
   /**

@@ -30,7 +30,7 @@
  * successor ahead of the client's new CONNECT (as a ZeroMQ pipe keeps it across the reconnect),
  * which Megatron's coordinator ignores as from a client it does not know.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 import { Dialect } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
@@ -46,6 +46,7 @@ import { InferenceClient, make as makeClient } from "./InferenceClient.ts"
 import type { Context as HandoffContext, Member } from "./internal/handoff.ts"
 import { type Event, Ledger, type Stats } from "./internal/handoffLedger.ts"
 import { makeService, millisOf } from "./internal/handoffService.ts"
+import * as Setting from "./Setting.ts"
 
 export type { Member } from "./internal/handoff.ts"
 export {
@@ -61,7 +62,7 @@ export {
 /**
  * The pools and settings of a disaggregated client.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export interface Options {
   /** The prefill pool: one member per coordinator (round robin over the connected ones). */
@@ -82,9 +83,25 @@ export interface Options {
 }
 
 /**
+ * The disaggregation's own options, each declared once (its default, check and `mcore serve`
+ * flag come from here, as the client's do from `ClientConfig.settings`).
+ *
+ * @since 0.2.0
+ * @category settings
+ */
+export const settings = {
+  decodeGrace: Setting.duration({
+    description: "With --prefill-coordinator: how long a decode may stay silent (its coordinator lost, or an ABORT " +
+      "unanswered) before the prefill's KV blocks are released anyway (the risk: a decode engine still importing them)",
+    default: "30 seconds",
+    flag: "decode-grace"
+  })
+}
+
+/**
  * A disaggregated client: the `InferenceClient` service over both pools, and its books.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export interface Disaggregated {
   readonly client: Service
@@ -138,14 +155,14 @@ const dialectOf = (options: Options): Result.Result<Dialect.Dialect, ClientError
  * }).pipe(Effect.scoped)
  * ```
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export const make = Effect.fnUntraced(function*(options: Options) {
   const dialect = dialectOf(options)
   if (Result.isFailure(dialect)) return yield* Effect.fail(dialect.failure)
   const timeout = millisOf("requestTimeout", options.requestTimeout, undefined)
   if (Result.isFailure(timeout)) return yield* Effect.fail(timeout.failure)
-  const grace = millisOf("decodeGrace", options.decodeGrace, 30_000)
+  const grace = millisOf("decodeGrace", options.decodeGrace, Duration.toMillis(settings.decodeGrace.default))
   if (Result.isFailure(grace)) return yield* Effect.fail(grace.failure)
   const ledger = new Ledger(yield* Effect.context<never>(), options.observe)
   const scope = yield* Effect.scope
@@ -166,7 +183,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
  * A disaggregated client over coordinators it connects to itself: one `InferenceClient` per
  * address (each member named by its address), all in one dialect.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export interface AddressOptions extends Omit<Options, "prefill" | "decode"> {
   /** The client options shared by every member (the address is each member's own). */
@@ -179,7 +196,7 @@ export interface AddressOptions extends Omit<Options, "prefill" | "decode"> {
  * {@link make} over clients it builds, one per address, owned by the same scope (closed after
  * it: its pins are released before the members close).
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export const connect = (options: AddressOptions): Effect.Effect<Disaggregated, ClientError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -195,7 +212,7 @@ export const connect = (options: AddressOptions): Effect.Effect<Disaggregated, C
  * The disaggregated client's books, as a service beside the `InferenceClient` {@link layer}
  * provides.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export class DisaggregatedStats extends Context.Service<DisaggregatedStats, Omit<Disaggregated, "client">>()(
   "@mcore-effect/client/DisaggregatedStats"
@@ -217,7 +234,7 @@ export class DisaggregatedStats extends Context.Service<DisaggregatedStats, Omit
  * })
  * ```
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export const layer = (options: AddressOptions): Layer.Layer<InferenceClient | DisaggregatedStats, ClientError> =>
   Layer.effectContext(

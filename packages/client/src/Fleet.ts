@@ -24,7 +24,7 @@
  *   per coordinator; the service's own methods (`pauseEngines`, ...) send to every one and then
  *   fail with the first failure, if any coordinator failed.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
@@ -68,7 +68,7 @@ export type {
  * `routingBlockTokens`, `loadFactor`, `stallTimeout`, `rejoinBackoff`, ...).
  *
  * @category models
- * @since 0.3.0
+ * @since 0.2.0
  */
 export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address">, FleetConfig_.FleetSettings {
   /** The coordinators' addresses, each one once. */
@@ -79,7 +79,7 @@ export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address"
  * What a fleet's coordinator reports.
  *
  * @category models
- * @since 0.3.0
+ * @since 0.2.0
  */
 export interface MemberStats {
   readonly index: number
@@ -99,7 +99,7 @@ export interface MemberStats {
  * One coordinator of a fleet, for callers that need it alone (a prefill/decode pool, metrics).
  *
  * @category models
- * @since 0.3.0
+ * @since 0.2.0
  */
 export interface Member<R extends import("./Reply.ts").Reply = import("./Reply.ts").Reply> {
   readonly index: number
@@ -113,7 +113,7 @@ export interface Member<R extends import("./Reply.ts").Reply = import("./Reply.t
  * A fleet: the `InferenceClient` service over it, and what only a fleet has.
  *
  * @category models
- * @since 0.3.0
+ * @since 0.2.0
  */
 export interface FleetService<R extends import("./Reply.ts").Reply = import("./Reply.ts").Reply> {
   /** The fleet as one `InferenceClient` (what {@link layer} provides as `InferenceClient`). */
@@ -135,7 +135,7 @@ export interface FleetService<R extends import("./Reply.ts").Reply = import("./R
  * The fleet as a service.
  *
  * @category services
- * @since 0.3.0
+ * @since 0.2.0
  */
 export class Fleet extends Context.Service<Fleet, FleetService>()("@mcore-effect/client/Fleet") {}
 
@@ -180,7 +180,7 @@ const resolveFleet = (options: FleetOptions): Result.Result<FleetConfig, ClientE
  * ```
  *
  * @category constructors
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const make = <const O extends FleetOptions>(
   options: O
@@ -234,7 +234,7 @@ export const make = <const O extends FleetOptions>(
  * ```
  *
  * @category layers
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const layer = (options: FleetOptions): Layer.Layer<Fleet | InferenceClient, ClientError> =>
   Layer.effectContext(
@@ -247,7 +247,7 @@ export const layer = (options: FleetOptions): Layer.Layer<Fleet | InferenceClien
  * own (`FleetConfig.config`: `MCORE_ROUTING`), over the given coordinators.
  *
  * @category layers
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const layerConfig = (
   coordinators: ReadonlyArray<string>,

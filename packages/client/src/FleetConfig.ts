@@ -4,7 +4,7 @@
  * client's options, applied to every coordinator's client, are `ClientConfig.settings` without
  * `address`; the coordinators' addresses are `coordinators`.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 import type * as Config from "effect/Config"
 import * as Result from "effect/Result"
@@ -19,7 +19,7 @@ const policies = new Map([
 /**
  * The fleet's options.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category settings
  */
 export const settings = {
@@ -68,7 +68,7 @@ export const settings = {
 /**
  * The fleet's own options, one for each of {@link settings}.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export interface FleetSettings extends Setting.Options<typeof settings> {}
@@ -76,7 +76,7 @@ export interface FleetSettings extends Setting.Options<typeof settings> {}
 /**
  * The declared defaults.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category defaults
  */
 export const defaults = Setting.defaults(settings)
@@ -85,7 +85,7 @@ export const defaults = Setting.defaults(settings)
  * The fleet's own options read from the environment (`MCORE_ROUTING`); the others keep their
  * defaults.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category config
  */
 export const config: Config.Config<FleetSettings> = Setting.config(settings)

@@ -11,14 +11,14 @@
  * engine's own `foreign` count also holds the releases of its neighbours' pins: {@link sum}
  * counts a release as foreign only when no engine of the coordinator ever pinned its id.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 
 /**
  * The hand-off counts of one engine, or of one coordinator's engines together ({@link sum}).
  *
  * @category models
- * @since 0.3.0
+ * @since 0.2.0
  */
 export interface Stats {
   /** Prefills whose KV was pinned (`do_kv_handoff`). */
@@ -45,7 +45,7 @@ export interface Stats {
  * One engine's counts, with the ids that {@link sum} needs to tell foreign releases apart.
  *
  * @category models
- * @since 0.3.0
+ * @since 0.2.0
  */
 export interface EngineStats extends Stats {
   /** Every request id this engine pinned (held now or released), in pin order. */
@@ -58,7 +58,7 @@ export interface EngineStats extends Stats {
  * No pins, no releases.
  *
  * @category constructors
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const empty: Stats = {
   pinned: 0,
@@ -90,7 +90,7 @@ export const empty: Stats = {
  * ```
  *
  * @category utils
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const sum = (engines: ReadonlyArray<EngineStats>): Stats => {
   const pinnedAnywhere = new Set(engines.flatMap((e) => e.pinnedIds))
@@ -119,7 +119,7 @@ export const sum = (engines: ReadonlyArray<EngineStats>): Stats => {
  * decode may still have been reading it, no import of freed blocks.
  *
  * @category utils
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const balanced = (stats: Stats): boolean =>
   stats.pinned === stats.released && stats.blocksPinned === stats.blocksReleased && stats.repeated === 0 &&

@@ -6,7 +6,7 @@
  * the coordinators are started with `startupRegistrations`). Engines model a prefix cache
  * (`TestEngine`'s `prefixCacheBlocks`, `prefillMsPerBlock`) so placement has measurable effects.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -20,7 +20,7 @@ import { InvalidOption, testkitError, type TestkitError } from "./TestkitError.t
  * dialect, a network), and how many.
  *
  * @category models
- * @since 0.3.0
+ * @since 0.2.0
  */
 export interface Options extends TestCluster.Options {
   /** How many coordinators. Default 2. */
@@ -31,7 +31,7 @@ export interface Options extends TestCluster.Options {
  * A running fleet of clusters.
  *
  * @category models
- * @since 0.3.0
+ * @since 0.2.0
  */
 export interface Handle {
   /** The coordinators' addresses, in order: what a fleet client is given. */
@@ -66,7 +66,7 @@ export interface Handle {
  * ```
  *
  * @category constructors
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Scope.Scope> = Effect.fn("TestFleet.make")(
   function*(options?: Options) {

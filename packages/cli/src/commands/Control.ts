@@ -24,7 +24,7 @@ import { integerArgument } from "../Values.ts"
  * A signal some coordinators of a fleet did not take (each one's line is on standard output),
  * reported as one line with exit code 1 (see `Failure`).
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 export class ControlFailed extends Data.TaggedError("ControlFailed")<{
   readonly header: string

@@ -62,13 +62,7 @@ const flags = {
     Flag.withDescription("A decode coordinator of a disaggregated deployment (repeat for several; see --prefill-coordinator)"),
     Flag.atLeast(0)
   ),
-  decodeGrace: Flags.duration("decode-grace").pipe(
-    Flag.withDescription(
-      "With --prefill-coordinator: how long a decode may stay silent (its coordinator lost, or an ABORT unanswered) before " +
-        "the prefill's KV blocks are released anyway (default 30s; the risk: a decode engine still importing them)"
-    ),
-    Flag.optional
-  ),
+  ...SettingFlags.flags(Disaggregated.settings),
   tokenizer: Flag.String("tokenizer").pipe(
     Flag.withMetavar("directory"),
     Flag.withDescription("The model's Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json)"),
@@ -237,7 +231,7 @@ const serveHere = (
         client: { protocol, ...settings },
         prefill: coordinator.prefill,
         decode: coordinator.decode,
-        decodeGrace: Option.getOrUndefined(options.decodeGrace)
+        ...SettingFlags.given(Disaggregated.settings, options)
       })
       : coordinator.includes(",")
       ? Fleet.layer({ protocol, ...settings, ...SettingFlags.given(FleetConfig.settings, options), coordinators: coordinator.split(",") })

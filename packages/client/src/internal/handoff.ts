@@ -24,7 +24,7 @@
  *   again): nothing is sent; the pin died with that connection (counted).
  * - The disaggregated client's scope closing: what waits in the background releases at once.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @internal
  */
 import type { Prompt, SamplingParams } from "@mcore-effect/protocol"
@@ -47,7 +47,7 @@ import { tracing } from "./spans.ts"
  * A coordinator of a pool: its name (its address, or a fleet id) and its client. A pin is
  * released through the member that made it, on the connection that made it.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export interface Member {
   readonly name: string

@@ -4,7 +4,7 @@
  * waits still running in the background; kept as plain numbers (what `stats` reads) and as the
  * Effect metrics of `Disaggregated` (what a `/metrics` page renders).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @internal
  */
 import type * as Context from "effect/Context"
@@ -14,7 +14,7 @@ import * as Metric from "effect/Metric"
 /**
  * Disaggregated requests started (their prefill sent).
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export const handoffsStarted = Metric.counter("mcore_handoffs_started", {
   description: "Disaggregated requests whose prefill was sent",
@@ -24,7 +24,7 @@ export const handoffsStarted = Metric.counter("mcore_handoffs_started", {
 /**
  * Disaggregated requests whose decode delivered its final reply.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export const handoffsDecoded = Metric.counter("mcore_handoffs_decoded", {
   description: "Disaggregated requests whose decode delivered its final reply",
@@ -34,7 +34,7 @@ export const handoffsDecoded = Metric.counter("mcore_handoffs_decoded", {
 /**
  * Prefill pins released (RELEASE_KV sent on the connection that made them).
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export const handoffsReleased = Metric.counter("mcore_handoffs_released", {
   description: "Prefill KV pins released (RELEASE_KV sent)",
@@ -44,7 +44,7 @@ export const handoffsReleased = Metric.counter("mcore_handoffs_released", {
 /**
  * Disaggregated requests that ended without a final reply (failed, timed out or interrupted).
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export const handoffsFailed = Metric.counter("mcore_handoffs_failed", {
   description: "Disaggregated requests that ended without a final reply (failure, deadline, interruption)",
@@ -55,7 +55,7 @@ export const handoffsFailed = Metric.counter("mcore_handoffs_failed", {
  * KV blocks pinned on prefill engines by this client's requests and not yet released (or given
  * up as died with their prefill connection): returns to 0 when every pin is settled.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export const blocksPinned = Metric.gauge("mcore_handoff_blocks_pinned", {
   description: "Prefill KV blocks pinned for a hand-off and not yet released"
@@ -64,7 +64,7 @@ export const blocksPinned = Metric.gauge("mcore_handoff_blocks_pinned", {
 /**
  * The numbers behind {@link Ledger}, as `Disaggregated.stats` reports them.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export interface Stats {
   /** Requests started (prefill sent). */
@@ -98,7 +98,7 @@ export interface Stats {
  * `DecodeFailed` (a reply), `DecodeLost` (D's coordinator lost) or `DecodeSilent` (no answer
  * within `decodeGrace` of an ABORT), then `Released` or `Died`.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export interface Event {
   readonly _tag:
@@ -117,7 +117,7 @@ export interface Event {
 /**
  * The books of one disaggregated client.
  *
- * @since 0.4.0
+ * @since 0.2.0
  */
 export class Ledger {
   private s = {

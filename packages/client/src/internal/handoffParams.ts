@@ -4,7 +4,7 @@
  * of the prefill reply's `disaggregated_params` (Megatron-LM main, d98e8a64dd,
  * `disaggregation/inference_state_handoff.py`).
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @internal
  */
 import type { Prompt, SamplingParams, WireTypes } from "@mcore-effect/protocol"

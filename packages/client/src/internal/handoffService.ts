@@ -2,7 +2,7 @@
  * The disaggregated client's `InferenceClient` service (what `Disaggregated.make` returns as
  * `client`): each operation over the hand-off of `handoff.ts`; control signals to every member.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @internal
  */
 import type { Dialect } from "@mcore-effect/protocol"

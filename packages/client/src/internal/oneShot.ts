@@ -14,7 +14,7 @@
  * `start` and `releaseKvHandoff` (see {@link internalsOfClient}). {@link launch} starts a member's
  * request the one way or the other, as the hand-off (`handoff.ts`) takes it.
  *
- * @since 0.4.0
+ * @since 0.2.0
  * @internal
  */
 import type * as Cause from "effect/Cause"

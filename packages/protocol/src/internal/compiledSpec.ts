@@ -2,7 +2,7 @@
  * A message declaration compiled once for its codec: a decoder per field, the integer check of
  * each metadata value on the wire, and the float keys each value is written with.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import * as Result from "effect/Result"

@@ -3,7 +3,7 @@
  * tensor map (rectangular, numeric, within Python's nesting limit, with its item count read off
  * the tensors as the engine reads it).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import * as Result from "effect/Result"

@@ -3,7 +3,7 @@
  * Python's smallest encoding (integers, floats, strings, bin, headers), plus the token-id fast
  * paths. `msgpackWriter.ts` builds JavaScript values (arrays, maps, objects, typed arrays) on it.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import { NotEncodableException } from "./msgpackValues.ts"

@@ -3,7 +3,7 @@
  * parameters (checked so that Python can set each as an attribute, and msgpack can hold each
  * value), and the "did you mean" for a key that is neither.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import * as Result from "effect/Result"

@@ -3,7 +3,7 @@
  * `{data, dtype, shape}` decoded here) and `["ndarray", {data, dtype}]`, unwrapped as Python's
  * own deserializer unwraps every key.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import { isPlainObject } from "./values.ts"

@@ -3,7 +3,7 @@
  * a float's bytes are refused (a decoded `5.0` is the number 5, which an integer schema would
  * accept); where a Python `float` is declared, a whole number is still written as float64.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import * as SchemaAST from "effect/SchemaAST"

@@ -10,7 +10,7 @@
  * `num_tokens_to_generate`, `:995-1014`), and it completes at once when that is all it was to
  * generate, or generates on from there.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import type { EngineRequest } from "./engineRequest.ts"

@@ -9,7 +9,7 @@
  * decode reading the blocks (`TransferAgents`) is tracked until its first output, so that a
  * release during the read is counted.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import { randomUUID } from "node:crypto"

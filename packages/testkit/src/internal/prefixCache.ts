@@ -9,7 +9,7 @@
  * token: its time is when the prefill ended, whenever the step loop next runs (so the reported
  * `ttft` is the model's, not the event loop's lag).
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 

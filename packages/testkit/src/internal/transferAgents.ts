@@ -5,7 +5,7 @@
  * pin). Only the counts travel this way: a test learns from the prefill engine's `KvPins` whether
  * a release came while a decode still read the blocks.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 

@@ -2,7 +2,7 @@
  * Python's `ByteFallback` decoding for `@huggingface/tokenizers`' decoders: a run of byte tokens
  * that is not valid UTF-8 becomes one U+FFFD per byte token, as `decoders/byte_fallback.rs` does.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 

@@ -4,7 +4,7 @@
  * re-exports each); a module of its own so that the internals producing these values import
  * them without importing the service.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import type { Media, SamplingParams } from "@mcore-effect/protocol"

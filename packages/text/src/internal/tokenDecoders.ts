@@ -3,7 +3,7 @@
  * through one streaming UTF-8 decoder (byte-level), strings joined by spaces (no decoder), and
  * the prefix window of vLLM and TGI (any other). `Detokenizer.ts` says why each.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import type * as Tokenizer from "../Tokenizer.ts"

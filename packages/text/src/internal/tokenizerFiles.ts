@@ -2,7 +2,7 @@
  * Reading a tokenizer directory's files: text, or JSON, each optional or required, with the path
  * in every error.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @internal
  */
 import * as Effect from "effect/Effect"
