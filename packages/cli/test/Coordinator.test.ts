@@ -3,7 +3,7 @@
  * subprocess too: what a person testing their own client would run.
  */
 import { beforeAll, describe, expect, it } from "@effect/vitest"
-import { Generation, Vocabulary } from "@mcore-effect/testkit"
+import { Generation, TestEngine, Vocabulary } from "@mcore-effect/testkit"
 import { Effect } from "effect"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -71,6 +71,55 @@ describe("mcore coordinator", () => {
         `mcore coordinator: invalid value "tcp://192.0.2.1:0" for --listen: expected a loopback address: ` +
           `tcp://127.0.0.1:PORT, tcp://[::1]:PORT or ipc://PATH (test sockets bind nothing else); see mcore coordinator --help\n`
       )
+    }), 60_000)
+})
+
+describe("mcore coordinator --external-engines", () => {
+  it.live("waits for engines that dial it as Megatron-LM's do, serves a client that came first, shows engines leaving on STOP", () =>
+    Effect.gen(function*() {
+      const { address, process, protocol } = yield* Mcore.coordinator(["--protocol", "main", "--external-engines", "2"])
+      expect(protocol).toBe("main")
+      yield* process.line("the wait", (l) => l === "coordinator: waiting for 2 engine(s) to register (policy load_balanced, protocol main); stop with Ctrl-C")
+      // A client before any engine: its request waits for one, then is answered.
+      const early = yield* Mcore.start(["generate", "--address", address, "--protocol", protocol, "--tokens", "6", prompt])
+      yield* process.line("the client", (l) => l === "clients 1")
+      // Megatron's engines: DEALERs with identities mp-coord-<rank>, registering with one empty message.
+      yield* TestEngine.make({ coordinatorAddress: address, protocol: "main", rank: 0, stepMs: 0 })
+      yield* process.line("the first engine", (l) => l === "engine mp-coord-0 registered")
+      expect(process.stdout()).not.toContain("serving")
+      yield* TestEngine.make({ coordinatorAddress: address, protocol: "main", rank: 1, stepMs: 0 })
+      yield* process.line("both engines", (l) => l === "coordinator: 2 engine(s) registered (mp-coord-0, mp-coord-1), serving")
+      const answered = yield* early.exited()
+      expect(answered).toMatchObject({ code: 0, stdout: `${Vocabulary.detokenize(expectedTokens(6))}\n`, stderr: "" })
+      expect(yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "3", prompt])).toBe(
+        `${Vocabulary.detokenize(expectedTokens(3))}\n`
+      )
+      // PAUSE then STOP: each engine sends DISCONNECT and leaves the pool.
+      yield* Mcore.ok(["control", "pause", "--address", address, "--protocol", protocol])
+      yield* Mcore.ok(["control", "stop", "--address", address, "--protocol", protocol])
+      yield* process.line("the first engine gone", (l) => l === "engine mp-coord-0 gone")
+      yield* process.line("the second engine gone", (l) => l === "engine mp-coord-1 gone")
+      yield* process.kill("SIGTERM")
+      const ended = yield* process.exited()
+      expect(ended.code).toBe(143)
+      expect(ended.stdout.split("\n").at(-2)).toBe("closed")
+      // The log (standard error) says why each left, and nothing else went wrong.
+      expect(ended.stderr.trimEnd().split("\n").map((l) => l.replace(/^\S+ WARN \(#\d+\): /, ""))).toEqual([
+        "coordinator: engine mp-coord-0 removed: it sent DISCONNECT (1 left)",
+        "coordinator: engine mp-coord-1 removed: it sent DISCONNECT (0 left)"
+      ])
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("needs --protocol, and refuses --engines beside it (exit code 2, nothing bound)", () =>
+    Effect.gen(function*() {
+      const bare = yield* Mcore.run(["coordinator", "--external-engines", "2"])
+      expect(bare.code).toBe(2)
+      expect(bare.stdout).toBe("")
+      expect(bare.stderr).toMatch(/^mcore: missing --protocol \(needed with --external-engines: the dialect the engines speak; one of main, /)
+      const both = yield* Mcore.run(["coordinator", "--protocol", "main", "--external-engines", "2", "--engines", "1"])
+      expect(both.code).toBe(2)
+      expect(both.stdout).toBe("")
+      expect(both.stderr).toContain("--engines starts test engines, --external-engines waits for real ones: give one of them")
     }), 60_000)
 })
 

@@ -13,13 +13,19 @@
  * (exit codes 130 and 143), or until a client sends SHUTDOWN (0); either way the sockets are
  * closed before the process exits.
  *
+ * `--external-engines N` starts no test engines: the coordinator waits for N engines of a real
+ * deployment to dial it as Megatron-LM's do (`launch_inference_coordinator=False`), printing each
+ * one that registers or leaves, and serves clients meanwhile. `--protocol` is required then: the
+ * engines speak one dialect and nothing here can guess it.
+ *
  * @since 0.1.0
  */
-import { Routing, TestCluster, type TestCoordinator, type TestEngine, type TestkitError } from "@mcore-effect/testkit"
+import { Dialect } from "@mcore-effect/protocol"
+import { Routing, TestCluster, TestCoordinator, type TestEngine, type TestkitError } from "@mcore-effect/testkit"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { Command, Flag } from "effect/cli"
+import { CliError, Command, Flag } from "effect/cli"
 import { rename, rm, writeFile } from "node:fs/promises"
 import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
@@ -36,7 +42,15 @@ const flags = {
     Flag.withDescription("Where to bind, loopback only: tcp://127.0.0.1:PORT (port 0, the default: any free port), tcp://[::1]:PORT, ipc://PATH"),
     Flags.loopback
   ),
-  engines: integer("engines", 0).pipe(Flag.withDefault(2), Flag.withDescription("Test engines to start (default 2)")),
+  engines: integer("engines", 0).pipe(Flag.withDescription("Test engines to start (default 2; not with --external-engines)"), Flag.optional),
+  externalEngines: integer("external-engines", 1).pipe(
+    Flag.withDescription(
+      "Start no test engines: wait for this many engines to dial in and register as Megatron-LM's do " +
+        "(start_listening_to_data_parallel_coordinator with launch_inference_coordinator=False: a DEALER " +
+        "with identity mp-coord-<dp_rank> sending one empty message), then serve; needs --protocol, the dialect the engines speak"
+    ),
+    Flag.optional
+  ),
   policy: Flag.Literals("policy", Routing.Policy.literals).pipe(
     Flag.withDefault("load_balanced" as const),
     Flag.withDescription("Routing policy (default load_balanced)")
@@ -133,6 +147,49 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
     }
   })
 
+/** Runs a wait that may time out (a timer's longest) until it does not. */
+const untilDone = <A>(wait: Effect.Effect<A, TestkitError.TestkitError>): Effect.Effect<A> =>
+  Effect.catchTag(wait, "TestkitError", () => untilDone(wait))
+
+/** Prints each engine that registers or leaves, by identity, after the first `initial` were announced. */
+const watchRegistrations = (coordinator: TestCoordinator.Handle, initial: ReadonlyArray<string>): Effect.Effect<never> =>
+  Effect.gen(function*() {
+    let seen = new Set(initial)
+    for (;;) {
+      const before = seen
+      const next = yield* untilDone(coordinator.waitFor(
+        "an engine to register or leave",
+        (s) => s.engines.length !== before.size || s.engines.some((e) => !before.has(e.identity)),
+        { timeoutMillis: FOREVER_MILLIS }
+      ))
+      const now = new Set(next.engines.map((e) => e.identity))
+      for (const identity of now) if (!before.has(identity)) yield* Output.line(`engine ${identity} registered`)
+      for (const identity of before) if (!now.has(identity)) yield* Output.line(`engine ${identity} gone`)
+      seen = now
+    }
+  })
+
+/**
+ * `--external-engines N`: the coordinator alone; engines of a real deployment dial it. It serves
+ * clients from the start (a submission before the first engine waits in the backlog), prints
+ * every engine that registers or leaves, and says once when the N expected are there.
+ */
+const serveExternal = (coordinator: TestCoordinator.Handle, expected: number, policy: Routing.Policy): Effect.Effect<never> =>
+  Effect.gen(function*() {
+    yield* Output.line(
+      `coordinator: waiting for ${expected} engine(s) to register (policy ${policy}, protocol ${coordinator.protocol}); stop with Ctrl-C`
+    )
+    const announce = untilDone(coordinator.awaitEngines(expected, { timeoutMillis: FOREVER_MILLIS })).pipe(
+      Effect.flatMap((registered) => {
+        const identities = registered.engines.map((e) => e.identity)
+        return Output.line(`coordinator: ${identities.length} engine(s) registered (${identities.join(", ")}), serving`)
+      })
+    )
+    return yield* Effect.all([watch(coordinator), watchRegistrations(coordinator, []), Effect.andThen(announce, Effect.never)], {
+      concurrency: "unbounded"
+    }).pipe(Effect.andThen(Effect.never))
+  })
+
 /**
  * The command.
  *
@@ -147,11 +204,29 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
 export const command = Command.make(
   "coordinator",
   flags,
-  Effect.fn("mcore.coordinator")(function*({ listen, engines, policy, stepMs, blockSize, protocol: chosen, addressFile }) {
+  Effect.fn("mcore.coordinator")(function*({ listen, engines: asked, externalEngines, policy, stepMs, blockSize, protocol: chosen, addressFile }) {
+    if (Option.isSome(externalEngines) && Option.isSome(asked)) {
+      return yield* new CliError.ValidationError({ message: "--engines starts test engines, --external-engines waits for real ones: give one of them" })
+    }
+    if (Option.isSome(externalEngines) && Option.isNone(chosen)) {
+      return yield* new CliError.ValidationError({
+        message: `missing --protocol (needed with --external-engines: the dialect the engines speak; one of ${Dialect.names.join(", ")})`
+      })
+    }
     const protocol = Option.getOrElse(chosen, () => "reference" as const)
+    const engines = Option.getOrElse(asked, () => 2)
     let started = false
     // Registered before the cluster, so it runs after the cluster's sockets are closed.
     yield* Effect.addFinalizer(() => (started ? Output.line("closed") : Effect.void))
+    if (Option.isSome(externalEngines)) {
+      const coordinator = yield* TestCoordinator.make({ address: listen, policy, blockSizeTokens: blockSize, protocol })
+      started = true
+      yield* Output.line(coordinator.address)
+      yield* Output.line(`protocol ${coordinator.protocol}`)
+      if (Option.isSome(addressFile)) yield* writeAddressFile(addressFile.value, coordinator.address)
+      yield* Effect.raceFirst(serveExternal(coordinator, externalEngines.value, policy), coordinator.awaitStopped)
+      return yield* Output.line("SHUTDOWN received")
+    }
     const cluster: TestCluster.Handle = yield* TestCluster.make({
       engines,
       protocol,
@@ -183,6 +258,10 @@ export const command = Command.make(
     { command: "mcore coordinator --listen tcp://127.0.0.1:5555", description: "Two engines on a fixed port" },
     { command: "mcore coordinator --engines 4 --policy longest_prefix", description: "Any free port, prefix routing" },
     { command: "mcore coordinator --protocol core_v0.19", description: "Speaking Megatron-LM core_v0.19's wire" },
-    { command: "mcore coordinator --address-file /tmp/mcore.address &", description: "Any free port, its address in a file" }
+    { command: "mcore coordinator --address-file /tmp/mcore.address &", description: "Any free port, its address in a file" },
+    {
+      command: "mcore coordinator --protocol main --listen tcp://127.0.0.1:5555 --external-engines 2",
+      description: "For two engines of a Megatron-LM deployment to dial (launch_inference_coordinator=False, port 5555)"
+    }
   ])
 )
