@@ -2,7 +2,7 @@
 # The project's client against Megatron-LM's real inference coordinator at REF, in REF's dialect.
 #
 #   MEGATRON_GIT=<git dir of NVIDIA/Megatron-LM> scripts/megatron/interop.sh REF [--protocol NAME]
-#       [--only PHASES] [--skip PHASES] [--self-only]
+#       [--only PHASES] [--skip PHASES] [--self-only] [--ours]
 #
 # REF: refs/pull/6497/head, refs/heads/main, refs/pull/6639/head, core_v0.16.0 .. core_v0.19.0
 # (any commit of those lines). NAME (InferenceClient.layer({ address, protocol: NAME })) defaults
@@ -27,6 +27,13 @@
 #               fail before opening a socket (exit 2 naming the dialects / a typed failure), and
 #               then the coordinator must be alive and serve 200 requests in NAME (drive_ts.mjs
 #               --only submit) correctly
+# --ours: the same phases against the project's coordinator instead of Megatron's: `mcore
+# coordinator --protocol NAME --external-engines 2` (packages/cli/dist), with REF's engine code
+# (fake_engine.py, Megatron's own engine methods) dialing it as Megatron's engines do with
+# launch_inference_coordinator=False (run_coordinator.py --external), so that Megatron's own
+# client (self) and engines judge it; its tokenizer is the harness's CodepointTokenizer as a
+# Hugging Face directory (codepoint_tokenizer.mjs). Not for core_v0.16 (its engines predate the empty-frame
+# registration's ref kind the harness runs with --external).
 # Prints what each phase saw, the coordinators' fate, one `phase P: holds|short: ...` line per
 # phase run, and last a line starting "megatron coordinator <ref>" with the verdict. Exit 0 only
 # if every phase run holds; 1 if one is short; 2 if the harness or the set-up is broken.
@@ -37,6 +44,7 @@ ROOT="${ROOT:-$(cd "$HERE/../.." && pwd)}"
 REF="${1:?usage: interop.sh REF [--protocol NAME] [--only PHASES] [--skip PHASES] [--self-only]}"
 shift
 PROTOCOL=""
+COORD=megatron
 ONLY="${INTEROP_ONLY:-}"
 SKIP="${INTEROP_SKIP:-}"
 PHASES_ALL="self,client,serve,no-dialect"
@@ -46,6 +54,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY="${2:?--only needs phases: $PHASES_ALL}"; shift 2 ;;
     --skip) SKIP="${2:?--skip needs phases: $PHASES_ALL}"; shift 2 ;;
     --self-only) ONLY=self; shift ;;
+    --ours) COORD=ours; shift ;;
     *) echo "interop.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -66,7 +75,7 @@ if [ -z "$PROTOCOL" ]; then
   esac
 fi
 : "${MEGATRON_GIT:?set MEGATRON_GIT to a git dir of NVIDIA/Megatron-LM (scripts/megatron/README.md says how to get one)}"
-if wants client || wants serve || wants no-dialect; then
+if wants client || wants serve || wants no-dialect || [ "$COORD" = ours ]; then
   for built in packages/client/dist/index.js packages/cli/dist/main.js; do
     [ -f "$ROOT/$built" ] || { echo "megatron coordinator: $ROOT/$built missing (build the project: pnpm build)"; exit 2; }
   done
@@ -98,8 +107,25 @@ COMMIT=$(cut -c1-10 "$S/.megatron_commit")
 
 # start_coordinator NAME -> sets ADDR and CPID; stats in $WORK/NAME.stats.json
 start_coordinator() {
-  local name=$1
-  "$PY" "$HERE/run_coordinator.py" --stage "$S" --engines 2 --policy load_balanced \
+  local name=$1 target=()
+  OPID=""
+  if [ "$COORD" = ours ]; then
+    # The project's coordinator first; REF's engines dial it once its address is known.
+    [ -d "$WORK/codepoints" ] || node "$HERE/codepoint_tokenizer.mjs" "$WORK/codepoints"
+    node "$ROOT/packages/cli/dist/main.js" coordinator --protocol "$PROTOCOL" --external-engines 2 --block-size 16 \
+      --tokenizer "$WORK/codepoints" >"$WORK/$name.ours.out" 2>"$WORK/$name.ours.err" &
+    OPID=$!
+    PIDS+=("$OPID")
+    for _ in $(seq 1 150); do
+      [ "$(sed -n 2p "$WORK/$name.ours.out" 2>/dev/null)" = "protocol $PROTOCOL" ] && break
+      kill -0 "$OPID" 2>/dev/null || break
+      sleep 0.1
+    done
+    [ "$(sed -n 2p "$WORK/$name.ours.out" 2>/dev/null)" = "protocol $PROTOCOL" ] ||
+      { echo "our coordinator did not start: $(tail -3 "$WORK/$name.ours.err" | tr '\n' ' ')"; exit 2; }
+    target=(--external "$(head -1 "$WORK/$name.ours.out")")
+  fi
+  "$PY" "$HERE/run_coordinator.py" --stage "$S" --engines 2 --policy load_balanced "${target[@]}" \
     --stats "$WORK/$name.stats.json" >"$WORK/$name.out" 2>"$WORK/$name.err" &
   CPID=$!
   PIDS+=("$CPID")
@@ -110,10 +136,24 @@ start_coordinator() {
     sleep 0.1
   done
   [ -n "$ADDR" ] || { echo "megatron coordinator: run_coordinator did not start: $(tail -3 "$WORK/$name.err" | tr '\n' ' ')"; exit 2; }
+  if [ -n "$OPID" ]; then # ready once both engines have registered with ours
+    for _ in $(seq 1 150); do
+      grep -q "^coordinator: 2 engine(s) registered" "$WORK/$name.ours.out" && return
+      sleep 0.1
+    done
+    echo "our coordinator: the engines did not register: $(tail -3 "$WORK/$name.ours.out" | tr '\n' ' ')"; exit 2
+  fi
 }
-stop_coordinator() { kill "$CPID" 2>/dev/null; wait "$CPID" 2>/dev/null; }
+stop_coordinator() {
+  kill "$CPID" ${OPID:+"$OPID"} 2>/dev/null
+  wait "$CPID" ${OPID:+"$OPID"} 2>/dev/null
+}
 verdict_of() { local v; v=$(grep -E '^(holds|short): ' "$1" | tail -1); echo "${v%%; first: *}"; }
-fate() { # the coordinator process, from the stats file
+fate() { # the coordinator process, from the stats file (ours: whether its process runs)
+  if [ "$COORD" = ours ]; then
+    if kill -0 "$OPID" 2>/dev/null; then echo alive; else echo "died: $(tail -1 "$WORK/$1.ours.out")"; fi
+    return
+  fi
   "$PY" - "$WORK/$1.stats.json" <<'EOF'
 import json, sys
 c = json.load(open(sys.argv[1]))["coordinator"]
@@ -254,11 +294,13 @@ if wants no-dialect; then
 fi
 
 for v in "${VERDICTS[@]}"; do echo "$v"; done
+WHOSE="megatron coordinator"
+[ "$COORD" = ours ] && WHOSE="our coordinator with Megatron's engines and client at"
 ran=$(printf '%s\n' "${VERDICTS[@]}" | sed -E 's/^phase ([a-z-]+):.*/\1/' | paste -sd, -)
 if [ $SHORT -eq 0 ]; then
-  echo "megatron coordinator $REF ($COMMIT, $KIND) with --protocol $PROTOCOL: holds (${ran:-no phase run})${figure:+: $figure}"
+  echo "$WHOSE $REF ($COMMIT, $KIND) with --protocol $PROTOCOL: holds (${ran:-no phase run})${figure:+: $figure}"
   exit 0
 fi
 short_phases=$(printf '%s\n' "${VERDICTS[@]}" | grep -E '^phase [a-z-]+: short' | sed -E 's/^phase ([a-z-]+):.*/\1/' | paste -sd, -)
-echo "megatron coordinator $REF ($COMMIT, $KIND) with --protocol $PROTOCOL: short in $short_phases (phases run: $ran)${figure:+; client: $figure}"
+echo "$WHOSE $REF ($COMMIT, $KIND) with --protocol $PROTOCOL: short in $short_phases (phases run: $ran)${figure:+; client: $figure}"
 exit 1

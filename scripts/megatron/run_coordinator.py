@@ -4,7 +4,7 @@
   run_coordinator.py --stage DIR [--ref-kind multipart|single] [--port P] [--engines N]
                      [--policy load_balanced|longest_prefix|first_prefix_block|prefix_caching]
                      [--block-size T] [--prefix-caching on|off] [--step-ms MS] [--max-requests R]
-                     [--host 127.0.0.1] [--stats FILE] [--register-delay-ms MS]
+                     [--host 127.0.0.1] [--stats FILE] [--register-delay-ms MS] [--external ADDR]
 
 DIR is what stage.sh printed. The coordinator runs as dynamic_engine.py's
 start_listening_to_data_parallel_coordinator launches it: in a `spawn` process, target
@@ -24,6 +24,12 @@ received and sent, state transitions, aborts, hand-off blocks, errors; the CUDA 
 and the coordinator process (alive, exit code, the exception that ended it). SIGTERM/SIGINT:
 write the stats, stop the coordinator (SIGKILL if it is still running) and exit.
 Exit status: 0 after a signal, 3 if the coordinator never came up.
+
+--external ADDR starts no coordinator: the engines dial ADDR (the project's `mcore coordinator
+--external-engines N`, or any coordinator waiting for engines), as Megatron's engines do when
+start_listening_to_data_parallel_coordinator is called with launch_inference_coordinator=False.
+ADDR is printed, then `ready` once the engines have sent their registrations; the stats say
+nothing of that coordinator (`"coordinator": {"external": ADDR}`): its runner watches it.
 """
 import argparse
 import json
@@ -65,6 +71,52 @@ def _coordinator_process(stage, errfile, kwargs):
         raise
 
 
+def run_engines_only(args, stage, staged_kind, FakeEngine, CodepointTokenizer, prefix_caching):
+    """--external: the engine ranks alone, dialing a coordinator someone else runs."""
+    import torch  # the staged stub (profiler counters)
+
+    address = args.external
+    engines = [
+        FakeEngine(i, address, tokenizer=CodepointTokenizer(), step_seconds=args.step_ms / 1000.0,
+                   max_requests=args.max_requests, block_size_tokens=args.block_size,
+                   enable_prefix_caching=prefix_caching, agent=f"harness-{address.rsplit(':', 1)[-1]}")
+        for i in range(args.engines)
+    ]
+    for e in engines:
+        e.start()
+    with open(os.path.join(stage, ".ref")) as f:
+        ref = f.read().strip()
+    with open(os.path.join(stage, ".megatron_commit")) as f:
+        commit = f.read().strip()
+    print(address, flush=True)
+    print("ready", flush=True)
+    print(f"run_coordinator: {args.engines} engines of {ref} ({commit[:10]}) dialing {address}", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    last = None
+    while not stop.is_set():
+        if args.stats:
+            try:
+                text = json.dumps({
+                    "ref": ref, "commit": commit, "ref_kind": staged_kind, "address": address,
+                    "policy": args.policy, "prefix_caching": prefix_caching, "block_size": args.block_size,
+                    "coordinator": {"external": address},
+                    "cuda_profiler": dict(torch.PROFILER_CALLS),
+                    "engines": [dict(e.stats, state=e.state.name, alive=bool(e.thread and e.thread.is_alive()),
+                                     pinned_now=len(e._pinned_handoff_blocks)) for e in engines],
+                }, default=str)
+            except RuntimeError:  # a dict changed size while it was read: take it next time
+                text = last
+            if text != last:
+                with open(args.stats + ".tmp", "w") as f:
+                    f.write(text)
+                os.replace(args.stats + ".tmp", args.stats)
+                last = text
+        stop.wait(0.05)
+    os._exit(0)  # engine threads block in zmq; nothing left to flush
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--stage", required=True)
@@ -86,6 +138,8 @@ def main():
                     help="wait this long after the coordinator has bound before the engines connect and "
                          "register (a slow start: the window in which a restarting coordinator takes any "
                          "message as an engine's registration, coordinator.py:176-179)")
+    ap.add_argument("--external", default=None, metavar="ADDR",
+                    help="start no coordinator: the engines dial ADDR (a coordinator waiting for engines)")
     args = ap.parse_args()
 
     stage = os.path.abspath(args.stage)
@@ -116,6 +170,11 @@ def main():
     if os.path.exists(errfile):
         os.unlink(errfile)
 
+    if args.external:
+        if legacy:
+            sys.exit("run_coordinator: --external needs a ref whose engines register by an empty frame (not core_v0.16's)")
+        run_engines_only(args, stage, staged_kind, FakeEngine, CodepointTokenizer, prefix_caching)
+        return
     ctx = multiprocessing.get_context("spawn")
     parent_pipe, child_pipe = ctx.Pipe()
     ready = ctx.Event()

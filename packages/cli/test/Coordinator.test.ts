@@ -3,9 +3,9 @@
  * subprocess too: what a person testing their own client would run.
  */
 import { beforeAll, describe, expect, it } from "@effect/vitest"
-import { Generation, TestEngine, Vocabulary } from "@mcore-effect/testkit"
+import { Generation, TestEngine, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
 import { Effect } from "effect"
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { ensureBuilt } from "./support/Build.ts"
@@ -75,9 +75,29 @@ describe("mcore coordinator", () => {
 })
 
 describe("mcore coordinator --external-engines", () => {
+  /**
+   * A model's tokenizer that is not the test vocabulary the test engines generate in: the same
+   * ids, every word in capitals. A reply's text then shows which tokenizer detokenized it.
+   */
+  const capitalsTokenizer = Effect.acquireRelease(
+    Effect.sync(() => {
+      const dir = mkdtempSync(join(tmpdir(), "mcore-capitals-"))
+      const json = WordTokenizer.tokenizerJson() as { model: { vocab: Record<string, number> }; added_tokens: Array<{ id: number }> }
+      const special = new Set(json.added_tokens.map((t) => t.id))
+      json.model.vocab = Object.fromEntries(
+        Object.entries(json.model.vocab).map(([word, id]) => [special.has(id) ? word : word.toUpperCase(), id])
+      )
+      writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(json))
+      writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify(WordTokenizer.tokenizerConfig()))
+      return dir
+    }),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
+
   it.live("waits for engines that dial it as Megatron-LM's do, serves a client that came first, shows engines leaving on STOP", () =>
     Effect.gen(function*() {
-      const { address, process, protocol } = yield* Mcore.coordinator(["--protocol", "main", "--external-engines", "2"])
+      const tokenizer = yield* capitalsTokenizer
+      const { address, process, protocol } = yield* Mcore.coordinator(["--protocol", "main", "--external-engines", "2", "--tokenizer", tokenizer])
       expect(protocol).toBe("main")
       yield* process.line("the wait", (l) => l === "coordinator: waiting for 2 engine(s) to register (policy load_balanced, protocol main); stop with Ctrl-C")
       // A client before any engine: its request waits for one, then is answered.
@@ -90,9 +110,10 @@ describe("mcore coordinator --external-engines", () => {
       yield* TestEngine.make({ coordinatorAddress: address, protocol: "main", rank: 1, stepMs: 0 })
       yield* process.line("both engines", (l) => l === "coordinator: 2 engine(s) registered (mp-coord-0, mp-coord-1), serving")
       const answered = yield* early.exited()
-      expect(answered).toMatchObject({ code: 0, stdout: `${Vocabulary.detokenize(expectedTokens(6))}\n`, stderr: "" })
+      // Detokenized by the coordinator with the tokenizer it was given.
+      expect(answered).toMatchObject({ code: 0, stdout: `${Vocabulary.detokenize(expectedTokens(6)).toUpperCase()}\n`, stderr: "" })
       expect(yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "3", prompt])).toBe(
-        `${Vocabulary.detokenize(expectedTokens(3))}\n`
+        `${Vocabulary.detokenize(expectedTokens(3)).toUpperCase()}\n`
       )
       // PAUSE then STOP: each engine sends DISCONNECT and leaves the pool.
       yield* Mcore.ok(["control", "pause", "--address", address, "--protocol", protocol])
@@ -110,9 +131,9 @@ describe("mcore coordinator --external-engines", () => {
       ])
     }).pipe(Effect.scoped), 120_000)
 
-  it.live("needs --protocol, and refuses --engines beside it (exit code 2, nothing bound)", () =>
+  it.live("needs --protocol and --tokenizer, and refuses --engines beside it (exit code 2, nothing bound); a bad tokenizer is one line", () =>
     Effect.gen(function*() {
-      const bare = yield* Mcore.run(["coordinator", "--external-engines", "2"])
+      const bare = yield* Mcore.run(["coordinator", "--external-engines", "2", "--tokenizer", "/nonexistent"])
       expect(bare.code).toBe(2)
       expect(bare.stdout).toBe("")
       expect(bare.stderr).toMatch(/^mcore: missing --protocol \(needed with --external-engines: the dialect the engines speak; one of main, /)
@@ -120,6 +141,15 @@ describe("mcore coordinator --external-engines", () => {
       expect(both.code).toBe(2)
       expect(both.stdout).toBe("")
       expect(both.stderr).toContain("--engines starts test engines, --external-engines waits for real ones: give one of them")
+      const untokenized = yield* Mcore.run(["coordinator", "--protocol", "main", "--external-engines", "2"])
+      expect(untokenized).toMatchObject({ code: 2, stdout: "" })
+      expect(untokenized.stderr).toContain("missing --tokenizer DIR (needed with --external-engines: the model's tokenizer")
+      const testEngines = yield* Mcore.run(["coordinator", "--tokenizer", "/nonexistent"])
+      expect(testEngines).toMatchObject({ code: 2, stdout: "" })
+      expect(testEngines.stderr).toContain("--tokenizer goes with --external-engines")
+      const missing = yield* Mcore.run(["coordinator", "--protocol", "main", "--external-engines", "2", "--tokenizer", "/nonexistent"])
+      expect(missing).toMatchObject({ code: 1, stdout: "" })
+      expect(missing.stderr).toMatch(/^mcore: TokenizerUnusable: cannot load the tokenizer in \/nonexistent: .+\n$/)
     }), 60_000)
 })
 

@@ -19,6 +19,7 @@ import * as References from "effect/References"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type * as ControlState from "./ControlState.ts"
+import * as CoordinatorTokenizer from "./CoordinatorTokenizer.ts"
 import type { CoordinatorConfig, Counters, Log } from "./internal/coordinatorConfig.ts"
 import { CoordinatorCore } from "./internal/coordinatorCore.ts"
 import * as CoordinatorSocket from "./internal/coordinatorSocket.ts"
@@ -63,6 +64,12 @@ export interface Options {
   readonly beta?: number | undefined
   /** Block size the coordinator hashes prompts with when a client sent no hashes. Default 16. */
   readonly blockSizeTokens?: number | undefined
+  /**
+   * What it tokenizes text prompts (for prefix routing) and detokenizes finished requests with
+   * (`generated_text`), as Megatron's coordinator uses the model's tokenizer. Default the test
+   * vocabulary, which the test engines generate in; engines of a real model need its tokenizer.
+   */
+  readonly tokenizer?: CoordinatorTokenizer.CoordinatorTokenizer | undefined
   /** Messages kept per engine for inspection (oldest dropped first); 0 keeps none. Default 1,000 (the most recent). */
   readonly recordLimit?: number | undefined
   /**
@@ -208,6 +215,7 @@ interface Resolved {
   readonly recordLimit: number
   readonly curve: { readonly publicKey: string; readonly secretKey: string } | undefined
   readonly startupRegistrations: number
+  readonly tokenizer: CoordinatorTokenizer.CoordinatorTokenizer
 }
 
 let nextMemoryAddress = 0
@@ -234,7 +242,22 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
     return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
   }
   if (curve !== undefined && network !== undefined) return invalid("curve", "CurveZMQ is ZeroMQ's: not with a network")
-  return Effect.succeed({ address, network, protocol: dialect.success.name, policy, beta, blockSizeTokens, recordLimit, curve, startupRegistrations })
+  const tokenizer = options.tokenizer ?? CoordinatorTokenizer.vocabulary
+  if (typeof tokenizer.tokenize !== "function" || typeof tokenizer.detokenize !== "function") {
+    return invalid("tokenizer", "must have tokenize and detokenize functions")
+  }
+  return Effect.succeed({
+    address,
+    network,
+    protocol: dialect.success.name,
+    policy,
+    beta,
+    blockSizeTokens,
+    recordLimit,
+    curve,
+    startupRegistrations,
+    tokenizer
+  })
 }
 
 /** Binds, retrying briefly while a just-closed socket still holds the port. */
@@ -308,6 +331,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     policy: resolved.policy,
     beta: resolved.beta,
     blockSizeTokens: resolved.blockSizeTokens,
+    tokenizer: resolved.tokenizer,
     recordLimit: resolved.recordLimit,
     startupRegistrations: resolved.startupRegistrations,
     log,

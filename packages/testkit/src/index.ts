@@ -11,6 +11,7 @@
 export * as ConnectionCounter from "./ConnectionCounter.ts"
 export * as Continuations from "./Continuations.ts"
 export * as ControlState from "./ControlState.ts"
+export * as CoordinatorTokenizer from "./CoordinatorTokenizer.ts"
 export * as Faults from "./Faults.ts"
 export * as Generation from "./Generation.ts"
 export * as KvPins from "./KvPins.ts"

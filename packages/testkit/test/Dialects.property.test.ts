@@ -13,6 +13,7 @@ import * as fc from "fast-check"
 import * as Arbitraries from "../src/arbitraries/Arbitraries.ts"
 import * as DialectWire from "../src/internal/dialectWire.ts"
 import { EngineRequest } from "../src/internal/engineRequest.ts"
+import * as CoordinatorTokenizer from "../src/CoordinatorTokenizer.ts"
 import * as GeneratedText from "../src/internal/generatedText.ts"
 import * as ReplyShapes from "../src/internal/replyShapes.ts"
 import * as Vocabulary from "../src/Vocabulary.ts"
@@ -92,7 +93,7 @@ describe("the test engine's replies decode with each dialect's codecs", () => {
 
             // Coordinator to client.
             const detokenized = wire.single || request.needsDetokenize
-            const passed = wire.single ? DialectWire.finishReply(wire, body) : detokenized ? GeneratedText.fill(body) : body
+            const passed = wire.single ? DialectWire.finishReply(wire, body, CoordinatorTokenizer.vocabulary) : detokenized ? GeneratedText.fill(body, CoordinatorTokenizer.vocabulary) : body
             const final = decodeOrThrow(dialect.coordinator, DialectWire.toClient(wire, wire.ENGINE_REPLY, clientRequestId, passed))
             expect([final._tag, final.requestId]).toEqual(["EngineReply", clientRequestId])
             const reply = requestIn(final.reply)

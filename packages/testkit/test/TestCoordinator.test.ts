@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Headers, Msgpack } from "@mcore-effect/protocol"
+import { BlockHashes, Headers, Msgpack } from "@mcore-effect/protocol"
 import { Effect } from "effect"
-import { TestCluster, TestCoordinator, TestEngine, TestSupport } from "../src/index.ts"
+import { CoordinatorTokenizer, TestCluster, TestCoordinator, TestEngine, TestSupport } from "../src/index.ts"
 import * as RawClient from "./support/RawClient.ts"
 import * as RawEngine from "./support/RawEngine.ts"
 
@@ -230,6 +230,28 @@ describe("TestCoordinator: engine replies", () => {
       // End-of-document is left out unless detokenize_stop_sequence is set.
       expect(replyB.body).toEqual({ request_id: forB, generated_tokens: [1, 16, 24, 0], generated_text: "the quick fox", sampling_params: {} })
       expect((yield* coordinator.snapshot).inFlight).toBe(0)
+    }).pipe(Effect.scoped))
+
+  it.effect("with a tokenizer of its own: generated_text is that tokenizer's, and a text prompt is hashed with it", () =>
+    Effect.gen(function*() {
+      // One token per code point, as Megatron's own test harness tokenizes: not the test vocabulary.
+      const codepoints: CoordinatorTokenizer.CoordinatorTokenizer = {
+        tokenize: (text) => Array.from(text, (c) => c.codePointAt(0)!),
+        detokenize: (ids, options) => String.fromCodePoint(...ids.filter((id) => !(options?.removeEod === true && id === 0)))
+      }
+      const coordinator = yield* TestCoordinator.make({ policy: "longest_prefix", blockSizeTokens: 4, tokenizer: codepoints })
+      const engine = yield* RawEngine.make(coordinator.address, "mp-coord-0")
+      yield* coordinator.awaitEngines(1)
+      const client = yield* RawClient.make(coordinator.address)
+      yield* client.connect
+      yield* client.submit(0, "abcdefgh")
+      const id = (yield* engine.nextMetadata())[1] as number
+      const [first, second] = BlockHashes.blockHashes([97, 98, 99, 100, 101, 102, 103, 104], 4)
+      expect(yield* coordinator.holders(first!)).toEqual(["mp-coord-0"])
+      expect(yield* coordinator.holders(second!)).toEqual(["mp-coord-0"])
+      const body = Msgpack.encode({ request_id: id, generated_tokens: [104, 105, 0], generated_text: null, sampling_params: {} })
+      yield* engine.send([Msgpack.encode([H.ENGINE_REPLY, [[id, true]]]), body])
+      expect((yield* client.nextReply()).body).toMatchObject({ generated_tokens: [104, 105, 0], generated_text: "hi" })
     }).pipe(Effect.scoped))
 
   it.effect("forwards partials untouched and keeps the request in flight", () =>

@@ -21,7 +21,8 @@
  * @since 0.1.0
  */
 import { Dialect } from "@mcore-effect/protocol"
-import { Routing, TestCluster, TestCoordinator, type TestEngine, type TestkitError } from "@mcore-effect/testkit"
+import { type CoordinatorTokenizer, Routing, TestCluster, TestCoordinator, type TestEngine, type TestkitError } from "@mcore-effect/testkit"
+import { Tokenizer } from "@mcore-effect/text"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -47,7 +48,8 @@ const flags = {
     Flag.withDescription(
       "Start no test engines: wait for this many engines to dial in and register as Megatron-LM's do " +
         "(start_listening_to_data_parallel_coordinator with launch_inference_coordinator=False: a DEALER " +
-        "with identity mp-coord-<dp_rank> sending one empty message), then serve; needs --protocol, the dialect the engines speak"
+        "with identity mp-coord-<dp_rank> sending one empty message), then serve; needs --protocol, the dialect the engines speak, " +
+        "and --tokenizer, the model's"
     ),
     Flag.optional
   ),
@@ -65,6 +67,15 @@ const flags = {
   ),
   protocol: Flags.optionalProtocol(
     "The dialect the test coordinator and engines speak, by Megatron-LM version (default reference, the project's own), printed alone on the second line as `protocol NAME`"
+  ),
+  tokenizer: Flag.String("tokenizer").pipe(
+    Flag.withMetavar("dir"),
+    Flag.withDescription(
+      "With --external-engines (required there): the model's Hugging Face tokenizer directory (tokenizer.json, " +
+        "tokenizer_config.json), which the coordinator detokenizes finished requests with (generated_text) and " +
+        "tokenizes text prompts with for prefix routing, as Megatron-LM's coordinator uses the model's tokenizer"
+    ),
+    Flag.optional
   ),
   addressFile: Flag.String("address-file").pipe(
     Flag.withMetavar("path"),
@@ -89,6 +100,20 @@ export class AddressFileFailed extends Data.TaggedError("AddressFileFailed")<{
     return `AddressFileFailed: cannot write the address to ${this.path}: ${
       this.cause instanceof Error ? this.cause.message : String(this.cause)
     }`
+  }
+}
+
+/**
+ * The `--tokenizer` directory could not be loaded.
+ *
+ * @since 0.2.0
+ */
+export class TokenizerUnusable extends Data.TaggedError("TokenizerUnusable")<{
+  readonly directory: string
+  readonly why: string
+}> {
+  override get message(): string {
+    return `TokenizerUnusable: cannot load the tokenizer in ${this.directory}: ${this.why}`
   }
 }
 
@@ -147,6 +172,20 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
     }
   })
 
+/**
+ * The model's tokenizer as the coordinator uses it, as Megatron's `detokenize` does: trailing
+ * end-of-document tokens (the tokenizer's eos ids) dropped unless the request asked to keep the
+ * stop sequence, special tokens skipped; a text prompt encoded as the engines encode it.
+ */
+const coordinatorTokenizer = (tokenizer: Tokenizer.Service): CoordinatorTokenizer.CoordinatorTokenizer => ({
+  tokenize: (text) => tokenizer.encode(text),
+  detokenize: (ids, options) => {
+    let end = ids.length
+    if (options?.removeEod === true) while (end > 0 && tokenizer.eosTokenIds.includes(ids[end - 1]!)) end--
+    return tokenizer.decode(end === ids.length ? ids : ids.slice(0, end), { skipSpecialTokens: true })
+  }
+})
+
 /** Runs a wait that may time out (a timer's longest) until it does not. */
 const untilDone = <A>(wait: Effect.Effect<A, TestkitError.TestkitError>): Effect.Effect<A> =>
   Effect.catchTag(wait, "TestkitError", () => untilDone(wait))
@@ -204,7 +243,7 @@ const serveExternal = (coordinator: TestCoordinator.Handle, expected: number, po
 export const command = Command.make(
   "coordinator",
   flags,
-  Effect.fn("mcore.coordinator")(function*({ listen, engines: asked, externalEngines, policy, stepMs, blockSize, protocol: chosen, addressFile }) {
+  Effect.fn("mcore.coordinator")(function*({ listen, engines: asked, externalEngines, policy, stepMs, blockSize, protocol: chosen, tokenizer: tokenizerDir, addressFile }) {
     if (Option.isSome(externalEngines) && Option.isSome(asked)) {
       return yield* new CliError.ValidationError({ message: "--engines starts test engines, --external-engines waits for real ones: give one of them" })
     }
@@ -213,13 +252,34 @@ export const command = Command.make(
         message: `missing --protocol (needed with --external-engines: the dialect the engines speak; one of ${Dialect.names.join(", ")})`
       })
     }
+    if (Option.isSome(externalEngines) && Option.isNone(tokenizerDir)) {
+      return yield* new CliError.ValidationError({
+        message: "missing --tokenizer DIR (needed with --external-engines: the model's tokenizer, which the coordinator " +
+          "detokenizes replies and hashes text prompts with)"
+      })
+    }
+    if (Option.isNone(externalEngines) && Option.isSome(tokenizerDir)) {
+      return yield* new CliError.ValidationError({
+        message: "--tokenizer goes with --external-engines (the test engines generate in the test vocabulary, which the coordinator then uses)"
+      })
+    }
     const protocol = Option.getOrElse(chosen, () => "reference" as const)
     const engines = Option.getOrElse(asked, () => 2)
     let started = false
     // Registered before the cluster, so it runs after the cluster's sockets are closed.
     yield* Effect.addFinalizer(() => (started ? Output.line("closed") : Effect.void))
     if (Option.isSome(externalEngines)) {
-      const coordinator = yield* TestCoordinator.make({ address: listen, policy, blockSizeTokens: blockSize, protocol })
+      const directory = Option.getOrThrow(tokenizerDir)
+      const tokenizer = yield* Tokenizer.fromDirectory(directory).pipe(
+        Effect.mapError((error) => new TokenizerUnusable({ directory, why: error.message }))
+      )
+      const coordinator = yield* TestCoordinator.make({
+        address: listen,
+        policy,
+        blockSizeTokens: blockSize,
+        protocol,
+        tokenizer: coordinatorTokenizer(tokenizer)
+      })
       started = true
       yield* Output.line(coordinator.address)
       yield* Output.line(`protocol ${coordinator.protocol}`)
@@ -260,7 +320,7 @@ export const command = Command.make(
     { command: "mcore coordinator --protocol core_v0.19", description: "Speaking Megatron-LM core_v0.19's wire" },
     { command: "mcore coordinator --address-file /tmp/mcore.address &", description: "Any free port, its address in a file" },
     {
-      command: "mcore coordinator --protocol main --listen tcp://127.0.0.1:5555 --external-engines 2",
+      command: "mcore coordinator --protocol main --listen tcp://127.0.0.1:5555 --external-engines 2 --tokenizer ./Qwen3-8B",
       description: "For two engines of a Megatron-LM deployment to dial (launch_inference_coordinator=False, port 5555)"
     }
   ])

@@ -4,6 +4,7 @@
  * @since 0.1.0
  * @internal
  */
+import type { CoordinatorTokenizer } from "../CoordinatorTokenizer.ts"
 import type { DialectWire } from "./dialectWire.ts"
 import type * as Routing from "../Routing.ts"
 
@@ -22,6 +23,8 @@ export interface CoordinatorConfig {
   readonly policy: Routing.Policy
   readonly beta: number
   readonly blockSizeTokens: number
+  /** What text prompts are hashed and finished requests detokenized with. */
+  readonly tokenizer: CoordinatorTokenizer
   /** How many messages per engine are kept for inspection (oldest dropped first). */
   readonly recordLimit: number
   /** Megatron's start-up: the first this many messages after a start register their senders as engines. */

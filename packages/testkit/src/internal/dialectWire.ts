@@ -24,6 +24,7 @@
  * @internal
  */
 import { type Dialect, Dialects, type Frames, Headers, type MessageSpec, Msgpack, MsgpackScan } from "@mcore-effect/protocol"
+import type { CoordinatorTokenizer } from "../CoordinatorTokenizer.ts"
 import * as GeneratedText from "./generatedText.ts"
 
 /** The wire value of a header the dialect has, or `undefined`. */
@@ -187,10 +188,10 @@ export const partialBatch = (wire: DialectWire, partials: ReadonlyArray<Record<s
  *
  * @internal
  */
-export const finishReply = (wire: DialectWire, reply: Uint8Array): Uint8Array => {
-  if (wire.records) return finishRecord(reply)
-  const filled = GeneratedText.fill(reply)
-  return wire.fillsPrompt ? GeneratedText.fillPrompt(filled) : filled
+export const finishReply = (wire: DialectWire, reply: Uint8Array, tokenizer: CoordinatorTokenizer): Uint8Array => {
+  if (wire.records) return finishRecord(reply, tokenizer)
+  const filled = GeneratedText.fill(reply, tokenizer)
+  return wire.fillsPrompt ? GeneratedText.fillPrompt(filled, tokenizer) : filled
 }
 
 const KEY_REQUESTS = Msgpack.encode("requests")
@@ -220,11 +221,11 @@ const requestsOf = (record: Uint8Array): { readonly at: readonly [number, number
  * core_v0.16's coordinator detokenizes every request of a record (`detokenize`, `:333`): each
  * gets `generated_text`, and a token prompt its text; the rest of the record as it came.
  */
-const finishRecord = (record: Uint8Array): Uint8Array => {
+const finishRecord = (record: Uint8Array, tokenizer: CoordinatorTokenizer): Uint8Array => {
   const found = requestsOf(record)
   if (found === undefined) return record
   const w = new Msgpack.Writer().arrayHeader(found.elements.length)
-  for (const request of found.elements) w.raw(GeneratedText.fillPrompt(GeneratedText.fill(request)))
+  for (const request of found.elements) w.raw(GeneratedText.fillPrompt(GeneratedText.fill(request, tokenizer), tokenizer))
   const array = w.finish()
   const out = new Uint8Array(record.length - (found.at[1] - found.at[0]) + array.length)
   out.set(record.subarray(0, found.at[0]), 0)

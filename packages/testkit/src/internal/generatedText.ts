@@ -1,6 +1,6 @@
 /**
  * `generated_text` filled in by the test coordinator, as Megatron's coordinator does
- * (`finalize_text`, `detokenize`), from the test vocabulary: for replies that ask for it
+ * (`finalize_text`, `detokenize`), with the coordinator's tokenizer: for replies that ask for it
  * (`needs_detokenize`) in the reference protocol and PR 6497, for every reply in main and the
  * releases; and core_v0.17/18's `prompt` for a prompt given as token ids.
  *
@@ -8,7 +8,7 @@
  * @internal
  */
 import { Msgpack, MsgpackScan, Values } from "@mcore-effect/protocol"
-import * as Vocabulary from "../Vocabulary.ts"
+import type { CoordinatorTokenizer } from "../CoordinatorTokenizer.ts"
 import { tryDecode } from "./wireFrames.ts"
 
 const { isPlainObject: isMap } = Values
@@ -33,7 +33,7 @@ const splice = (body: Uint8Array, start: number, end: number, value: Uint8Array)
  * The reply with `generated_text` replaced by the detokenized `generated_tokens`, or `undefined`
  * when the body is not a map holding both keys with a token array.
  */
-const fillGeneratedText = (body: Uint8Array): Uint8Array | undefined => {
+const fillGeneratedText = (body: Uint8Array, tokenizer: CoordinatorTokenizer): Uint8Array | undefined => {
   const found = MsgpackScan.findInMap(body, 0, [KEY_GENERATED_TEXT, KEY_GENERATED_TOKENS, KEY_SAMPLING_PARAMS])
   if (found === undefined || found.end !== body.length) return undefined
   const [text, tokens, params] = found.values
@@ -46,20 +46,20 @@ const fillGeneratedText = (body: Uint8Array): Uint8Array | undefined => {
     const flag = inner?.values[0]
     keepStopSequence = flag !== undefined && body[flag[0]] === 0xc3
   }
-  const encoded = Msgpack.encode(Vocabulary.detokenize(ids, { removeEod: !keepStopSequence }))
+  const encoded = Msgpack.encode(tokenizer.detokenize(ids, { removeEod: !keepStopSequence }))
   return splice(body, text[0], text[1], encoded)
 }
 
 /**
- * Fills `generated_text` from the vocabulary (Megatron's `finalize_text`). The value is
+ * Fills `generated_text` with `tokenizer` (Megatron's `finalize_text`). The value is
  * spliced into the body's bytes; only `generated_tokens` is decoded. A body laid out in a way
  * the splice does not expect is decoded and re-encoded whole instead.
  *
  * @internal
  */
-export const fill = (body: Uint8Array): Uint8Array => {
+export const fill = (body: Uint8Array, tokenizer: CoordinatorTokenizer): Uint8Array => {
   try {
-    const spliced = fillGeneratedText(body)
+    const spliced = fillGeneratedText(body, tokenizer)
     if (spliced !== undefined) return spliced
   } catch {
     // Fall through to the slow path, which judges the body itself.
@@ -67,7 +67,7 @@ export const fill = (body: Uint8Array): Uint8Array => {
   const reply = tryDecode(body)
   if (!isMap(reply) || !Array.isArray(reply.generated_tokens)) return body
   const params = isMap(reply.sampling_params) ? reply.sampling_params : {}
-  reply.generated_text = Vocabulary.detokenize(reply.generated_tokens as Array<number>, {
+  reply.generated_text = tokenizer.detokenize(reply.generated_tokens as Array<number>, {
     removeEod: params.detokenize_stop_sequence !== true
   })
   return Msgpack.encode(reply)
@@ -79,7 +79,7 @@ export const fill = (body: Uint8Array): Uint8Array => {
  *
  * @internal
  */
-export const fillPrompt = (body: Uint8Array): Uint8Array => {
+export const fillPrompt = (body: Uint8Array, tokenizer: CoordinatorTokenizer): Uint8Array => {
   try {
     const found = MsgpackScan.findInMap(body, 0, [KEY_PROMPT, KEY_PROMPT_TOKENS])
     const prompt = found?.values[0]
@@ -88,7 +88,7 @@ export const fillPrompt = (body: Uint8Array): Uint8Array => {
     const tensor = Msgpack.decode(body.subarray(tokens[0], tokens[1]))
     const ids = Array.isArray(tensor) ? tensor[1] : undefined
     if (!Array.isArray(ids) || !ids.every((id) => typeof id === "number")) return body
-    return splice(body, prompt[0], prompt[1], Msgpack.encode(Vocabulary.detokenize(ids)))
+    return splice(body, prompt[0], prompt[1], Msgpack.encode(tokenizer.detokenize(ids)))
   } catch {
     return body
   }

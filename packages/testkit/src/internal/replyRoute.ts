@@ -35,7 +35,7 @@ const PARTIALS_FRAME = MessageSpec.frameIndex(Messages.EngineReplyPartialBatch, 
  */
 export interface ReplyRoute {
   readonly wire: DialectWire.DialectWire
-  readonly config: Pick<CoordinatorConfig, "debug" | "log">
+  readonly config: Pick<CoordinatorConfig, "debug" | "log" | "tokenizer">
   readonly inFlight: InFlightRequests<InFlight>
   readonly ownership: Routing.HashOwnership
   readonly toClients: ClientOutbox
@@ -68,7 +68,7 @@ export const engineReply = (route: ReplyRoute, identity: Buffer, message: Readon
     const request = complete(route, identity, entry[0])
     if (request === undefined) continue
     const frame = message[REPLIES_FRAME + i]!
-    const body = entry[1] ? GeneratedText.fill(frame) : frame
+    const body = entry[1] ? GeneratedText.fill(frame, route.config.tokenizer) : frame
     route.toClients.send("reply", request, [request.client, packHeaderInt(route.wire.ENGINE_REPLY, request.clientRequestId), body])
   }
 }
@@ -123,7 +123,7 @@ export const engineBatch = (route: ReplyRoute, identity: Buffer, body: Uint8Arra
     }
     const request = complete(route, identity, requestId)
     if (request === undefined) continue
-    const reply = DialectWire.finishReply(wire, element)
+    const reply = DialectWire.finishReply(wire, element, route.config.tokenizer)
     route.toClients.send("reply", request, [request.client, ...DialectWire.toClient(wire, wire.ENGINE_REPLY, request.clientRequestId, reply)])
   }
 }

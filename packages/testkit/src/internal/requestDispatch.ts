@@ -45,7 +45,7 @@ export const submit = (s: CoordinatorState, identity: Buffer, key: string, envel
   const clientRequestId = envelope.metadata.requestId as number
   let hashes: ReadonlyArray<bigint> = []
   if (envelope.spec.tag === "SubmitRequest" && s.config.policy !== "load_balanced") {
-    const computed = SubmissionHashes.routingHashes(envelope, s.config.policy, s.config.blockSizeTokens, s.wire.client)
+    const computed = SubmissionHashes.routingHashes(envelope, s.config.policy, s.config.blockSizeTokens, s.config.tokenizer, s.wire.client)
     if (typeof computed === "string") return s.reject("malformed", identity, computed)
     hashes = computed
   }

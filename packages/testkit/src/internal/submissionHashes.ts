@@ -11,7 +11,7 @@
 import { BlockHashes, type Frames, type Media, Messages, type MessageSpec } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import * as Routing from "../Routing.ts"
-import * as Vocabulary from "../Vocabulary.ts"
+import type { CoordinatorTokenizer } from "../CoordinatorTokenizer.ts"
 import { isNil } from "./wireFrames.ts"
 
 type Codec = Frames.Codec<ReadonlyArray<MessageSpec.Any>>
@@ -26,6 +26,7 @@ export const routingHashes = (
   envelope: Frames.Envelope,
   policy: Routing.Policy,
   blockSizeTokens: number,
+  tokenizer: CoordinatorTokenizer,
   codec: Codec = Messages.Client
 ): ReadonlyArray<bigint> | string => {
   const bodies = envelope.spec.bodyKeys
@@ -34,7 +35,7 @@ export const routingHashes = (
   const mediaFrame = media >= 0 ? envelope.frames[1 + media] : undefined
   if (mediaFrame !== undefined && !isNil(mediaFrame)) return []
   const descriptor = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null | undefined
-  const hashes = hashesOf(codec, envelope, bodies.includes("blockHashes"), blockSizeTokens, descriptor?.media_cache_key ?? null)
+  const hashes = hashesOf(codec, envelope, bodies.includes("blockHashes"), blockSizeTokens, tokenizer, descriptor?.media_cache_key ?? null)
   return typeof hashes === "string" ? hashes : Routing.routingHashes(policy, hashes)
 }
 
@@ -44,6 +45,7 @@ const hashesOf = (
   envelope: Frames.Envelope,
   clientHashes: boolean,
   blockSizeTokens: number,
+  tokenizer: CoordinatorTokenizer,
   mediaKey: string | null
 ): ReadonlyArray<bigint> | string => {
   if (clientHashes) {
@@ -54,7 +56,7 @@ const hashesOf = (
   const prompt = codec.decodeBody(envelope, "prompt")
   if (Result.isFailure(prompt)) return prompt.failure.message
   const tokens = typeof prompt.success === "string"
-    ? Vocabulary.tokenize(prompt.success)
+    ? tokenizer.tokenize(prompt.success)
     : prompt.success as ReadonlyArray<number>
   try {
     return Array.from(BlockHashes.blockHashes(tokens, blockSizeTokens, mediaKey))
