@@ -32,8 +32,8 @@
 # (fake_engine.py, Megatron's own engine methods) dialing it as Megatron's engines do with
 # launch_inference_coordinator=False (run_coordinator.py --external), so that Megatron's own
 # client (self) and engines judge it; its tokenizer is the harness's CodepointTokenizer as a
-# Hugging Face directory (codepoint_tokenizer.mjs). Not for core_v0.16 (its engines predate the empty-frame
-# registration's ref kind the harness runs with --external).
+# Hugging Face directory (codepoint_tokenizer.mjs). The releases' engines are legacy_engine.py's,
+# as against Megatron's coordinator.
 # Prints what each phase saw, the coordinators' fate, one `phase P: holds|short: ...` line per
 # phase run, and last a line starting "megatron coordinator <ref>" with the verdict. Exit 0 only
 # if every phase run holds; 1 if one is short; 2 if the harness or the set-up is broken.

@@ -71,15 +71,18 @@ def _coordinator_process(stage, errfile, kwargs):
         raise
 
 
-def run_engines_only(args, stage, staged_kind, FakeEngine, CodepointTokenizer, prefix_caching):
-    """--external: the engine ranks alone, dialing a coordinator someone else runs."""
+def run_engines_only(args, stage, staged_kind, Engine, CodepointTokenizer, prefix_caching):
+    """--external: the engine ranks alone (fake_engine.py, or legacy_engine.py for the releases),
+    dialing a coordinator someone else runs. Both register with one empty frame."""
     import torch  # the staged stub (profiler counters)
 
     address = args.external
+    legacy = staged_kind == "legacy"
     engines = [
-        FakeEngine(i, address, tokenizer=CodepointTokenizer(), step_seconds=args.step_ms / 1000.0,
-                   max_requests=args.max_requests, block_size_tokens=args.block_size,
-                   enable_prefix_caching=prefix_caching, agent=f"harness-{address.rsplit(':', 1)[-1]}")
+        Engine(i, address, step_seconds=args.step_ms / 1000.0) if legacy else
+        Engine(i, address, tokenizer=CodepointTokenizer(), step_seconds=args.step_ms / 1000.0,
+               max_requests=args.max_requests, block_size_tokens=args.block_size,
+               enable_prefix_caching=prefix_caching, agent=f"harness-{address.rsplit(':', 1)[-1]}")
         for i in range(args.engines)
     ]
     for e in engines:
@@ -103,7 +106,8 @@ def run_engines_only(args, stage, staged_kind, FakeEngine, CodepointTokenizer, p
                     "policy": args.policy, "prefix_caching": prefix_caching, "block_size": args.block_size,
                     "coordinator": {"external": address},
                     "cuda_profiler": dict(torch.PROFILER_CALLS),
-                    "engines": [dict(e.stats, state=e.state.name, alive=bool(e.thread and e.thread.is_alive()),
+                    "engines": [dict(e.stats, alive=bool(e.thread and e.thread.is_alive())) if legacy else
+                                dict(e.stats, state=e.state.name, alive=bool(e.thread and e.thread.is_alive()),
                                      pinned_now=len(e._pinned_handoff_blocks)) for e in engines],
                 }, default=str)
             except RuntimeError:  # a dict changed size while it was read: take it next time
@@ -171,9 +175,8 @@ def main():
         os.unlink(errfile)
 
     if args.external:
-        if legacy:
-            sys.exit("run_coordinator: --external needs a ref whose engines register by an empty frame (not core_v0.16's)")
-        run_engines_only(args, stage, staged_kind, FakeEngine, CodepointTokenizer, prefix_caching)
+        engine_class = LegacyEngine if legacy else FakeEngine
+        run_engines_only(args, stage, staged_kind, engine_class, CodepointTokenizer, prefix_caching)
         return
     ctx = multiprocessing.get_context("spawn")
     parent_pipe, child_pipe = ctx.Pipe()
