@@ -20,7 +20,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/mcore-pack-check.XXXXXX")
-packages=(protocol client testkit text server cli)
+packages=(protocol coordinator client testkit text server cli)
 coordinator=""
 
 cleanup() {

@@ -8,6 +8,7 @@
 import * as NodeServices from "@effect/platform-node/NodeServices"
 // Named by the command tree's inferred error type.
 import type { ClientError } from "@mcore-effect/client"
+import type { CoordinatorError } from "@mcore-effect/coordinator"
 import type { TestkitError, TraceError } from "@mcore-effect/testkit"
 import type { TextError } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"

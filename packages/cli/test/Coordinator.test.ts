@@ -62,14 +62,14 @@ describe("mcore coordinator", () => {
       expect(ended.stdout).toContain("SHUTDOWN received\nclosed\n")
     }), 120_000)
 
-  it.live("refuses to bind anything but loopback, in one line: a bad value of --listen (exit code 2)", () =>
+  it.live("with test engines, refuses to bind anything but loopback, in one line: a bad value of --listen (exit code 2)", () =>
     Effect.gen(function*() {
       const ended = yield* Mcore.run(["coordinator", "--listen", "tcp://192.0.2.1:0"])
       expect(ended.code).toBe(2)
       expect(ended.stdout).toBe("")
       expect(ended.stderr).toBe(
-        `mcore coordinator: invalid value "tcp://192.0.2.1:0" for --listen: expected a loopback address: ` +
-          `tcp://127.0.0.1:PORT, tcp://[::1]:PORT or ipc://PATH (test sockets bind nothing else); see mcore coordinator --help\n`
+        `mcore: invalid value "tcp://192.0.2.1:0" for --listen: test engines bind on loopback only ` +
+          `(tcp://127.0.0.1:PORT, tcp://[::1]:PORT or ipc://PATH); --external-engines binds anywhere\n`
       )
     }), 60_000)
 })

@@ -1,41 +1,21 @@
 /**
- * What a coordinator reads text with: it tokenizes a text prompt to hash it for prefix routing,
- * and detokenizes a finished request's tokens into `generated_text` (and, on core_v0.16-0.18, a
- * token prompt into `prompt`), as Megatron-LM's coordinator does with the model's tokenizer. The
- * test coordinator's default is the test vocabulary, which the test engines generate in; a
- * coordinator whose engines run a real model needs that model's tokenizer.
+ * The test coordinator's tokenizer: the test vocabulary, which the test engines generate in. A
+ * coordinator whose engines run a real model needs that model's tokenizer instead (the
+ * interface is the coordinator package's, re-exported here).
  *
  * @since 0.2.0
  */
+import type { CoordinatorTokenizer as Tokenizer } from "@mcore-effect/coordinator"
 import * as Vocabulary from "./Vocabulary.ts"
 
 /**
- * A tokenizer as the coordinator uses it: synchronous, since it runs in the coordinator's loop
- * once per text prompt and once per finished request.
- *
- * @example
- * ```ts
- * import type { CoordinatorTokenizer } from "@mcore-effect/testkit"
- *
- * // One token per code point, as Megatron's test harness tokenizes.
- * const codepoints: CoordinatorTokenizer.CoordinatorTokenizer = {
- *   tokenize: (text) => Array.from(text, (c) => c.codePointAt(0)!),
- *   detokenize: (ids, options) =>
- *     String.fromCodePoint(...ids.filter((id) => !(options?.removeEod === true && id === 0)))
- * }
- * ```
+ * What a coordinator tokenizes text prompts and detokenizes finished requests with (see the
+ * coordinator package's `CoordinatorTokenizer`).
  *
  * @category models
  * @since 0.2.0
  */
-export interface CoordinatorTokenizer {
-  readonly tokenize: (text: string) => ReadonlyArray<number>
-  /**
-   * The text of `ids`. With `removeEod`, the end-of-document token is left out, as Megatron's
-   * `detokenize(..., remove_EOD=True)` does unless the request set `detokenize_stop_sequence`.
-   */
-  readonly detokenize: (ids: ReadonlyArray<number>, options?: { readonly removeEod?: boolean | undefined }) => string
-}
+export type CoordinatorTokenizer = Tokenizer.CoordinatorTokenizer
 
 /**
  * The test vocabulary (`Vocabulary`): what the test engines generate in, the test coordinator's

@@ -18,21 +18,16 @@ import * as LogLevel from "effect/LogLevel"
 import * as References from "effect/References"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
-import type * as ControlState from "./ControlState.ts"
+import { type Coordinator, Routing } from "@mcore-effect/coordinator"
+import { type CoordinatorConfig, CoordinatorSocket, DialectWire, type Log, snapshotOf } from "@mcore-effect/coordinator/internal"
 import * as CoordinatorTokenizer from "./CoordinatorTokenizer.ts"
-import type { CoordinatorConfig, Counters, Log } from "./internal/coordinatorConfig.ts"
-import { CoordinatorCore } from "./internal/coordinatorCore.ts"
-import * as CoordinatorSocket from "./internal/coordinatorSocket.ts"
-import type { Delivery, Rejection } from "./internal/coordinatorRecords.ts"
-import * as DialectWire from "./internal/dialectWire.ts"
 import type * as Faults from "./Faults.ts"
+import { FaultedCoordinator } from "./internal/faultedCoordinator.ts"
 import { isLoopback } from "./Loopback.ts"
-import * as Routing from "./Routing.ts"
 import { BindFailed, InvalidOption, NotLoopback, testkitError, type TestkitError } from "./TestkitError.ts"
 import { defaultTimeoutMillis, waitUntil } from "./internal/waiting.ts"
 
-export type { Counters } from "./internal/coordinatorConfig.ts"
-export type { Delivery, Rejection } from "./internal/coordinatorRecords.ts"
+export type { Counters, Delivery, EngineView, Rejection } from "@mcore-effect/coordinator/internal"
 
 /**
  * How to start a test coordinator. Every field is optional.
@@ -89,60 +84,16 @@ export interface Options {
 }
 
 /**
- * One engine as the coordinator sees it.
+ * Everything a test may want to know about the coordinator at one moment: the coordinator
+ * package's `Coordinator.Snapshot`, and the test's faults and restarts.
  *
  * @category models
  * @since 0.1.0
  */
-export interface EngineView {
-  readonly identity: string
-  /** Requests routed to it and not yet answered. */
-  readonly load: number
-  /** What the coordinator sent it, most recent last (up to `recordLimit`). */
-  readonly received: ReadonlyArray<Delivery>
-  /** How many messages it was sent in all. */
-  readonly receivedTotal: number
-}
-
-/**
- * Everything a test may want to know about the coordinator at one moment.
- *
- * @category models
- * @since 0.1.0
- */
-export interface Snapshot {
-  readonly address: string
-  /** False after SHUTDOWN, a crash, or the scope closing. */
-  readonly running: boolean
-  readonly shutdownReceived: boolean
-  readonly state: ControlState.State
-  readonly policy: Routing.Policy
-  readonly protocol: Dialect.Name
-  /** Registered engines, in routing order (by identity). */
-  readonly engines: ReadonlyArray<EngineView>
-  /** Clients connected now that completed CONNECT (a client that goes away leaves the count). */
-  readonly clients: number
-  readonly inFlight: number
-  /** Submissions waiting for a first engine to register. */
-  readonly backlog: number
-  /** Distinct block hashes held by some engine for requests in flight. */
-  readonly heldHashes: number
-  /** Rejected and dropped messages, by reason. */
-  readonly counters: Counters
-  /**
-   * The messages dropped as `malformed`, `badArity`, `unknownHeader`, `neverConnected`,
-   * `notFromEngine` or `unknownRequest`, most recent last (up to `recordLimit`): from whom, and
-   * why (a message the dialect lacks says which header it was). Empty: nothing was refused.
-   */
-  readonly rejected: ReadonlyArray<Rejection>
+export interface Snapshot extends Coordinator.Snapshot {
   readonly faults: ReadonlyArray<Faults.Fault>
   /** How many times each fault acted. */
   readonly faultsApplied: Readonly<Record<Faults.FaultTag, number>>
-  /**
-   * The next coordinator-side request id: how many submissions were routed, restarts included
-   * (a restarted coordinator goes on numbering, so ids never repeat).
-   */
-  readonly nextRequestId: number
   /** How many times `restart` rebound the address. */
   readonly restarts: number
 }
@@ -266,13 +217,13 @@ const bind = (
   config: CoordinatorConfig,
   network: MemorySocket.Network | undefined,
   firstRequestId = 0
-): Effect.Effect<CoordinatorCore, TestkitError> =>
+): Effect.Effect<FaultedCoordinator, TestkitError> =>
   Effect.tryPromise({
     try: async () => {
       const deadline = Date.now() + 2_000
       for (;;) {
         try {
-          return await CoordinatorCore.start(
+          return await FaultedCoordinator.start(
             address,
             config,
             firstRequestId,
@@ -341,34 +292,21 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
   const listeners = new Set<() => void>()
   const fanOut = () => listeners.forEach((l) => l())
   let unhook = () => {}
-  // `core` is replaced by restart; the release closes whichever one is current.
-  let core: CoordinatorCore = yield* Effect.acquireRelease(bind(resolved.address, config, resolved.network), () =>
+  // `fc` is replaced by restart; the release closes whichever one is current.
+  let fc: FaultedCoordinator = yield* Effect.acquireRelease(bind(resolved.address, config, resolved.network), () =>
     Effect.sync(() => {
       unhook()
-      core.close()
+      fc.core.close()
     }))
-  unhook = core.onChange(fanOut)
+  unhook = fc.core.onChange(fanOut)
   // Restart binds the address actually bound (the ephemeral port is fixed from here on).
-  const address = core.address
+  const address = fc.core.address
   let restarts = 0
 
   const read = (): Snapshot => ({
-    address,
-    running: core.running,
-    shutdownReceived: core.shutdownReceived,
-    state: core.state,
-    policy: resolved.policy,
-    protocol: resolved.protocol,
-    engines: core.engineViews(),
-    clients: core.clientCount,
-    inFlight: core.inFlightCount,
-    backlog: core.backlogCount,
-    heldHashes: core.heldHashes,
-    counters: { ...core.counters },
-    rejected: core.rejections.toArray(),
-    faults: core.faults.list(),
-    faultsApplied: { ...core.faults.applied },
-    nextRequestId: core.nextRequestId,
+    ...snapshotOf(fc.core, address, resolved.policy, resolved.protocol),
+    faults: fc.faults.list(),
+    faultsApplied: { ...fc.faults.applied },
     restarts
   })
   const subscribe = (listener: () => void) => {
@@ -388,26 +326,26 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     snapshot: Effect.sync(read),
     waitFor,
     awaitEngines: (count, options) => waitFor(`${count} engine(s) to register`, (s) => s.engines.length >= count, options),
-    injectFault: (fault) => Effect.sync(() => core.injectFault(fault)).pipe(Effect.withSpan("TestCoordinator.injectFault")),
-    clearFaults: (tag) => Effect.sync(() => core.clearFaults(tag)).pipe(Effect.withSpan("TestCoordinator.clearFaults")),
-    holders: (hash) => Effect.sync(() => core.holders(hash)),
+    injectFault: (fault) => Effect.sync(() => fc.injectFault(fault)).pipe(Effect.withSpan("TestCoordinator.injectFault")),
+    clearFaults: (tag) => Effect.sync(() => fc.clearFaults(tag)).pipe(Effect.withSpan("TestCoordinator.clearFaults")),
+    holders: (hash) => Effect.sync(() => fc.core.holders(hash)),
     crash: Effect.sync(() => {
-      core.close()
+      fc.core.close()
       fanOut()
     }).pipe(Effect.withSpan("TestCoordinator.crash")),
     restart: Effect.gen(function*() {
-      core.close()
+      fc.core.close()
       // Closed, the old core routes nothing more: its next id is final, and the new one starts
       // there, since engines keep running and may still answer the old requests.
-      const next = yield* bind(address, config, resolved.network, resolved.startupRegistrations > 0 ? 0 : core.nextRequestId)
+      const next = yield* bind(address, config, resolved.network, resolved.startupRegistrations > 0 ? 0 : fc.core.nextRequestId)
       unhook()
-      core = next
+      fc = next
       restarts++
-      unhook = core.onChange(fanOut)
+      unhook = fc.core.onChange(fanOut)
       fanOut()
     }).pipe(Effect.withSpan("TestCoordinator.restart")),
     awaitStopped: Effect.suspend(() => {
-      const current = core
+      const current = fc.core
       return Effect.promise(() => current.done)
     })
   }

@@ -21,8 +21,9 @@
  * @since 0.1.0
  */
 import { Dialect } from "@mcore-effect/protocol"
-import { type CoordinatorTokenizer, Routing, TestCluster, TestCoordinator, type TestEngine, type TestkitError } from "@mcore-effect/testkit"
-import { Tokenizer } from "@mcore-effect/text"
+// The command's inferred type names these errors; imported so that it can be written down.
+import type { CoordinatorError } from "@mcore-effect/coordinator"
+import { Loopback, Routing, TestCluster, type TestEngine, type TestkitError } from "@mcore-effect/testkit"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -31,17 +32,18 @@ import { rename, rm, writeFile } from "node:fs/promises"
 import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
 import { integer } from "../Values.ts"
-
-/** Longest wait a timer allows; the state watch just waits again after it. */
-const FOREVER_MILLIS = 2 ** 31 - 1
+import * as CoordinatorExternal from "./CoordinatorExternal.ts"
+import { FOREVER_MILLIS, ofTestCoordinator, watchState } from "./CoordinatorWatch.ts"
 
 const flags = {
   listen: Flag.String("listen").pipe(
     Flag.withAlias("l"),
     Flag.withMetavar("address"),
     Flag.withDefault("tcp://127.0.0.1:0"),
-    Flag.withDescription("Where to bind, loopback only: tcp://127.0.0.1:PORT (port 0, the default: any free port), tcp://[::1]:PORT, ipc://PATH"),
-    Flags.loopback
+    Flag.withDescription(
+      "Where to bind: with test engines loopback only, tcp://127.0.0.1:PORT (port 0, the default: any free port), " +
+        "tcp://[::1]:PORT, ipc://PATH; with --external-engines any endpoint (tcp://0.0.0.0:PORT for engines on other hosts)"
+    )
   ),
   engines: integer("engines", 0).pipe(Flag.withDescription("Test engines to start (default 2; not with --external-engines)"), Flag.optional),
   externalEngines: integer("external-engines", 1).pipe(
@@ -104,20 +106,6 @@ export class AddressFileFailed extends Data.TaggedError("AddressFileFailed")<{
 }
 
 /**
- * The `--tokenizer` directory could not be loaded.
- *
- * @since 0.2.0
- */
-export class TokenizerUnusable extends Data.TaggedError("TokenizerUnusable")<{
-  readonly directory: string
-  readonly why: string
-}> {
-  override get message(): string {
-    return `TokenizerUnusable: cannot load the tokenizer in ${this.directory}: ${this.why}`
-  }
-}
-
-/**
  * Writes the address whole or not at all (a temporary file renamed into place, so a script
  * polling for the file never reads half of it), and removes it when the scope closes.
  */
@@ -133,23 +121,6 @@ const writeAddressFile = (path: string, address: string) =>
     }),
     () => Effect.promise(() => rm(path, { force: true }))
   )
-
-/** Prints the control state and the number of connected clients each time one changes. */
-const watch = (coordinator: TestCoordinator.Handle): Effect.Effect<never> =>
-  Effect.gen(function*() {
-    let last = yield* coordinator.snapshot
-    for (;;) {
-      const seen = last
-      const next = yield* coordinator.waitFor(
-        "a change of state or clients",
-        (s) => s.state !== seen.state || s.clients !== seen.clients,
-        { timeoutMillis: FOREVER_MILLIS }
-      ).pipe(Effect.catchTag("TestkitError", () => Effect.succeed(seen)))
-      if (next.clients !== seen.clients) yield* Output.line(`clients ${next.clients}`)
-      if (next.state !== seen.state) yield* Output.line(`state ${next.state}`)
-      last = next
-    }
-  })
 
 /** Prints every control or profiler signal an engine receives, so a client's signals can be seen arriving. */
 const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
@@ -170,63 +141,6 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
       }
       seen = next.signals.length
     }
-  })
-
-/**
- * The model's tokenizer as the coordinator uses it, as Megatron's `detokenize` does: trailing
- * end-of-document tokens (the tokenizer's eos ids) dropped unless the request asked to keep the
- * stop sequence, special tokens skipped; a text prompt encoded as the engines encode it.
- */
-const coordinatorTokenizer = (tokenizer: Tokenizer.Service): CoordinatorTokenizer.CoordinatorTokenizer => ({
-  tokenize: (text) => tokenizer.encode(text),
-  detokenize: (ids, options) => {
-    let end = ids.length
-    if (options?.removeEod === true) while (end > 0 && tokenizer.eosTokenIds.includes(ids[end - 1]!)) end--
-    return tokenizer.decode(end === ids.length ? ids : ids.slice(0, end), { skipSpecialTokens: true })
-  }
-})
-
-/** Runs a wait that may time out (a timer's longest) until it does not. */
-const untilDone = <A>(wait: Effect.Effect<A, TestkitError.TestkitError>): Effect.Effect<A> =>
-  Effect.catchTag(wait, "TestkitError", () => untilDone(wait))
-
-/** Prints each engine that registers or leaves, by identity, after the first `initial` were announced. */
-const watchRegistrations = (coordinator: TestCoordinator.Handle, initial: ReadonlyArray<string>): Effect.Effect<never> =>
-  Effect.gen(function*() {
-    let seen = new Set(initial)
-    for (;;) {
-      const before = seen
-      const next = yield* untilDone(coordinator.waitFor(
-        "an engine to register or leave",
-        (s) => s.engines.length !== before.size || s.engines.some((e) => !before.has(e.identity)),
-        { timeoutMillis: FOREVER_MILLIS }
-      ))
-      const now = new Set(next.engines.map((e) => e.identity))
-      for (const identity of now) if (!before.has(identity)) yield* Output.line(`engine ${identity} registered`)
-      for (const identity of before) if (!now.has(identity)) yield* Output.line(`engine ${identity} gone`)
-      seen = now
-    }
-  })
-
-/**
- * `--external-engines N`: the coordinator alone; engines of a real deployment dial it. It serves
- * clients from the start (a submission before the first engine waits in the backlog), prints
- * every engine that registers or leaves, and says once when the N expected are there.
- */
-const serveExternal = (coordinator: TestCoordinator.Handle, expected: number, policy: Routing.Policy): Effect.Effect<never> =>
-  Effect.gen(function*() {
-    yield* Output.line(
-      `coordinator: waiting for ${expected} engine(s) to register (policy ${policy}, protocol ${coordinator.protocol}); stop with Ctrl-C`
-    )
-    const announce = untilDone(coordinator.awaitEngines(expected, { timeoutMillis: FOREVER_MILLIS })).pipe(
-      Effect.flatMap((registered) => {
-        const identities = registered.engines.map((e) => e.identity)
-        return Output.line(`coordinator: ${identities.length} engine(s) registered (${identities.join(", ")}), serving`)
-      })
-    )
-    return yield* Effect.all([watch(coordinator), watchRegistrations(coordinator, []), Effect.andThen(announce, Effect.never)], {
-      concurrency: "unbounded"
-    }).pipe(Effect.andThen(Effect.never))
   })
 
 /**
@@ -263,28 +177,31 @@ export const command = Command.make(
         message: "--tokenizer goes with --external-engines (the test engines generate in the test vocabulary, which the coordinator then uses)"
       })
     }
+    if (Option.isNone(externalEngines) && !Loopback.isLoopback(listen)) {
+      return yield* new CliError.ValidationError({
+        message: `invalid value ${JSON.stringify(listen)} for --listen: test engines bind on loopback only ` +
+          "(tcp://127.0.0.1:PORT, tcp://[::1]:PORT or ipc://PATH); --external-engines binds anywhere"
+      })
+    }
     const protocol = Option.getOrElse(chosen, () => "reference" as const)
     const engines = Option.getOrElse(asked, () => 2)
     let started = false
     // Registered before the cluster, so it runs after the cluster's sockets are closed.
     yield* Effect.addFinalizer(() => (started ? Output.line("closed") : Effect.void))
     if (Option.isSome(externalEngines)) {
-      const directory = Option.getOrThrow(tokenizerDir)
-      const tokenizer = yield* Tokenizer.fromDirectory(directory).pipe(
-        Effect.mapError((error) => new TokenizerUnusable({ directory, why: error.message }))
-      )
-      const coordinator = yield* TestCoordinator.make({
-        address: listen,
+      const coordinator = yield* CoordinatorExternal.start({
+        listen,
+        protocol,
+        tokenizer: Option.getOrThrow(tokenizerDir),
         policy,
         blockSizeTokens: blockSize,
-        protocol,
-        tokenizer: coordinatorTokenizer(tokenizer)
+        expected: externalEngines.value
       })
       started = true
       yield* Output.line(coordinator.address)
       yield* Output.line(`protocol ${coordinator.protocol}`)
       if (Option.isSome(addressFile)) yield* writeAddressFile(addressFile.value, coordinator.address)
-      yield* Effect.raceFirst(serveExternal(coordinator, externalEngines.value, policy), coordinator.awaitStopped)
+      yield* Effect.raceFirst(CoordinatorExternal.serve(coordinator, externalEngines.value), coordinator.awaitStopped)
       return yield* Output.line("SHUTDOWN received")
     }
     const cluster: TestCluster.Handle = yield* TestCluster.make({
@@ -302,7 +219,7 @@ export const command = Command.make(
       `test coordinator: ${engines} engine(s) (${cluster.engines.map((e) => e.identity).join(", ")}), ` +
         `policy ${policy}, protocol ${protocol}, a step every ${stepMs} ms; stop with Ctrl-C`
     )
-    const watching = Effect.all([watch(cluster.coordinator), ...cluster.engines.map(watchEngine)], {
+    const watching = Effect.all([watchState(ofTestCoordinator(cluster.coordinator)), ...cluster.engines.map(watchEngine)], {
       concurrency: "unbounded"
     })
     yield* Effect.raceFirst(watching, cluster.coordinator.awaitStopped)

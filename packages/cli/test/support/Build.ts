@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url"
 import { main } from "./Mcore.ts"
 
 const root = fileURLToPath(new URL("../../../../", import.meta.url))
-const packages = ["protocol", "client", "testkit", "text", "server", "cli"]
+const packages = ["protocol", "coordinator", "client", "testkit", "text", "server", "cli"]
 const lock = join(root, "packages", "cli", "build", ".test-build-lock")
 
 const newestSource = (dir: string): number => {

@@ -18,7 +18,7 @@ import { EngineRequest } from "./engineRequest.ts"
 import type { EngineShared } from "./engineShared.ts"
 import * as HandoffImports from "./handoffImports.ts"
 import * as Vocabulary from "../Vocabulary.ts"
-import { requestIdEnd } from "./wireFrames.ts"
+import { requestIdEnd } from "@mcore-effect/coordinator/internal"
 
 /** The sampling parameters' body of a submission that carries them as one (main, the releases). */
 const paramsBody = (envelope: Frames.Envelope): Uint8Array =>

@@ -8,8 +8,8 @@
  */
 import type { Headers } from "@mcore-effect/protocol"
 import type * as Continuations from "../Continuations.ts"
-import type { Log } from "./coordinatorConfig.ts"
-import type * as DialectWire from "./dialectWire.ts"
+import type { Log } from "@mcore-effect/coordinator/internal"
+import type { DialectWire } from "@mcore-effect/coordinator/internal"
 import type { ReplyShape } from "./replyShapes.ts"
 
 /**

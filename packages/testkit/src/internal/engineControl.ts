@@ -10,7 +10,7 @@
 import { Headers } from "@mcore-effect/protocol"
 import type { EngineState } from "./engineConfig.ts"
 import type { EngineShared } from "./engineShared.ts"
-import { packHeader } from "./wireFrames.ts"
+import { packHeader } from "@mcore-effect/coordinator/internal"
 
 const H = Headers.values
 

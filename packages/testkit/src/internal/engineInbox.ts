@@ -11,11 +11,11 @@
  */
 import { Headers, type Messages } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
-import * as DialectWire from "./dialectWire.ts"
+import { DialectWire } from "@mcore-effect/coordinator/internal"
 import type { EngineAdmission } from "./engineAdmission.ts"
 import * as EngineControl from "./engineControl.ts"
 import type { EngineShared } from "./engineShared.ts"
-import { headerOf, isRequestId, tryDecode } from "./wireFrames.ts"
+import { headerOf, isRequestId, tryDecode } from "@mcore-effect/coordinator/internal"
 
 const H = Headers.values
 

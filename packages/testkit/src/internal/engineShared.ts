@@ -16,7 +16,7 @@ import type { FaultedPeer } from "./faultedPeer.ts"
 import { HandoffImports } from "./handoffImports.ts"
 import { HandoffPins } from "./handoffPins.ts"
 import { PrefixCache } from "./prefixCache.ts"
-import { RecentLog } from "./recentLog.ts"
+import { RecentLog } from "@mcore-effect/coordinator/internal"
 
 /** @internal */
 export class EngineShared {

@@ -11,7 +11,7 @@
  * @internal
  */
 import { type FrameSocket, Msgpack } from "@mcore-effect/protocol"
-import * as DialectWire from "./dialectWire.ts"
+import { DialectWire } from "@mcore-effect/coordinator/internal"
 import { type EngineAdmission, wallClockSeconds } from "./engineAdmission.ts"
 import type { EngineRequest } from "./engineRequest.ts"
 import type { EngineShared } from "./engineShared.ts"

@@ -11,7 +11,7 @@
  */
 import type { FrameSocket } from "@mcore-effect/protocol"
 import type * as Faults from "../Faults.ts"
-import { NIL } from "./wireFrames.ts"
+import { NIL } from "@mcore-effect/coordinator/internal"
 
 /** How the side's messages are framed. */
 export interface Framing {

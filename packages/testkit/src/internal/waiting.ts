@@ -6,6 +6,7 @@
  * @since 0.1.0
  * @internal
  */
+import { awaitState } from "@mcore-effect/coordinator/internal"
 import * as Effect from "effect/Effect"
 import { testkitError, type TestkitError, WaitTimedOut } from "../TestkitError.ts"
 
@@ -25,34 +26,10 @@ export const waitUntil = <S>(
   predicate: (state: S) => boolean,
   millis: number
 ): Effect.Effect<S, TestkitError> =>
-  Effect.callback<S, TestkitError>((resume) => {
-    let finished = false
-    let scheduled = false
-    let unsubscribe = () => {}
-    const finish = () => {
-      finished = true
-      unsubscribe()
-      clearTimeout(timer)
-    }
-    const check = () => {
-      scheduled = false
-      if (finished) return
-      const state = read()
-      if (predicate(state)) {
-        finish()
-        resume(Effect.succeed(state))
-      }
-    }
-    const timer = setTimeout(() => {
-      if (finished) return
-      finish()
-      resume(Effect.fail(testkitError(new WaitTimedOut({ what, millis }))))
-    }, millis)
-    unsubscribe = subscribe(() => {
-      if (scheduled || finished) return
-      scheduled = true
-      setImmediate(check)
+  Effect.raceFirst(
+    awaitState(subscribe, read, predicate),
+    Effect.callback<never, TestkitError>((resume) => {
+      const timer = setTimeout(() => resume(Effect.fail(testkitError(new WaitTimedOut({ what, millis })))), millis)
+      return Effect.sync(() => clearTimeout(timer))
     })
-    check()
-    return Effect.sync(finish)
-  })
+  )

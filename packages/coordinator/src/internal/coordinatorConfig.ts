@@ -1,5 +1,5 @@
 /**
- * What the test coordinator's loop is configured with, how it logs, and what it counts.
+ * What the coordinator's loop is configured with, how it logs, and what it counts.
  *
  * @since 0.1.0
  * @internal
@@ -11,7 +11,7 @@ import type * as Routing from "../Routing.ts"
 /** Severity of a log line from the loop. */
 export type LogLevel = "Debug" | "Info" | "Warn" | "Error"
 
-/** How the loop reports what it drops (bridged to Effect's logger by `TestCoordinator`). */
+/** How the loop reports what it drops (bridged to Effect's logger by `Coordinator` and the testkit's `TestCoordinator`). */
 export type Log = (level: LogLevel, message: string) => void
 
 /**

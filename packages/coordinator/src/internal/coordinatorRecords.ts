@@ -1,5 +1,5 @@
 /**
- * The records the test coordinator keeps: its engines, the requests in flight on them, the
+ * The records the coordinator keeps: its engines, the requests in flight on them, the
  * submissions waiting for an engine, and what it sent each engine (kept for inspection).
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * How the test coordinator picks an engine for a submission: the three policies, the affinity
+ * How the coordinator picks an engine for a submission: the three policies, the affinity
  * score, and the table of which engine holds which block hashes. Pure: no sockets, so every
  * decision can be checked in isolation.
  *
@@ -50,7 +50,7 @@ export const relativeLoad = (load: number, mean: number): number => (load - mean
  *
  * @example
  * ```ts
- * import { Routing } from "@mcore-effect/testkit"
+ * import { Routing } from "@mcore-effect/coordinator"
  *
  * // holds 2 of 3 blocks, but carries 4 requests against a mean of 2
  * Routing.affinityScore(2 / 3, 4, 2, 0.5) // 0.6667 - 0.5 * 1 = 0.1667
@@ -105,7 +105,7 @@ export const routingHashes = (policy: Policy, hashes: ReadonlyArray<bigint>): Re
  *
  * @example
  * ```ts
- * import { Routing } from "@mcore-effect/testkit"
+ * import { Routing } from "@mcore-effect/coordinator"
  *
  * // engine 0 holds the whole prefix and one request; engine 1 is idle
  * Routing.choose({ beta: 0.5, loads: [1, 0], depths: [3, 0], hashCount: 3 })

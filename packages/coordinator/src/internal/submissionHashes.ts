@@ -1,5 +1,5 @@
 /**
- * The block hashes the test coordinator routes a submission by: the client's own (the
+ * The block hashes the coordinator routes a submission by: the client's own (the
  * reference protocol's `blockHashes` body), or, when it sent nil or its dialect carries none, the
  * prompt's, hashed as Megatron's coordinator hashes it (the media cache key mixed in), then cut
  * down to what the policy looks at. Main's coordinator does not route a submission with

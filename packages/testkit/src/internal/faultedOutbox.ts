@@ -1,5 +1,5 @@
 /**
- * The test coordinator's path towards clients, through the faults a test switched on: replies
+ * The test coordinator's path towards clients (the coordinator's `Peer.ClientOutbox`), through the faults a test switched on: replies
  * dropped or duplicated, garbage or extra messages sent first, frames cut short, partials held
  * back and sent in reverse order (a request's held partials always leave before its final
  * reply), everything delayed. With no fault on, a message goes straight to the writer.
@@ -7,14 +7,11 @@
  * @since 0.1.0
  * @internal
  */
+import type { Peer } from "@mcore-effect/coordinator/internal"
 import type { FrameSocket } from "@mcore-effect/protocol"
 import type { FaultedWriter } from "./faultedWriter.ts"
 
-/** Which request a message answers: the client (its identity key) and the client's own id. */
-export interface Addressee {
-  readonly clientKey: string
-  readonly clientRequestId: number
-}
+type Addressee = Peer.Addressee
 
 interface HeldPartial {
   readonly message: FrameSocket.Message
@@ -23,7 +20,7 @@ interface HeldPartial {
 }
 
 /** @internal */
-export class ClientOutbox {
+export class FaultedOutbox implements Peer.ClientOutbox {
   private held: Array<HeldPartial> = []
 
   constructor(private readonly out: FaultedWriter) {}

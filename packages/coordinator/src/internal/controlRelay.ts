@@ -1,5 +1,5 @@
 /**
- * The test coordinator's control signals: the state machine of PAUSE / UNPAUSE / SUSPEND /
+ * The coordinator's control signals: the state machine of PAUSE / UNPAUSE / SUSPEND /
  * RESUME / STOP (`ControlState`; a signal not allowed in the state is dropped with a warning, a
  * redundant one silently), each allowed one broadcast to every engine. core_v0.16's coordinator
  * has no states: it forwards every signal, relays its engines' PAUSE_ACK / STOP_ACK once all have

@@ -1,5 +1,5 @@
 /**
- * The test coordinator's requests in flight: by its own request id, and by the client's id for
+ * The coordinator's requests in flight: by its own request id, and by the client's id for
  * them (an ABORT names the client's id). A client may reuse an id once its request is done; the
  * client-side index then points at the newest request.
  *

@@ -1,5 +1,5 @@
 /**
- * What the test coordinator and engines need to know of a protocol dialect, read once from its
+ * What the coordinator and engines need to know of a protocol dialect, read once from its
  * declaration (`Dialects` in the protocol package): its codecs, its header values by name and
  * back, and how an engine step's replies travel and are fanned out, as Megatron-LM's coordinator
  * and engines of that ref do it (`packages/protocol/DIALECTS.md`):
@@ -31,7 +31,7 @@ import * as GeneratedText from "./generatedText.ts"
 const valueIn = (dialect: Dialect.Dialect, name: Headers.HeaderName): number | undefined => dialect.headers.values[name]
 
 /**
- * One dialect's wire, as the test coordinator and engines use it.
+ * One dialect's wire, as the coordinator and the test engines use it.
  *
  * @internal
  */

@@ -1,8 +1,8 @@
 /**
- * The test coordinator's machinery: one ROUTER (ZeroMQ's or in-memory: `CoordinatorSocket`), its
+ * The coordinator's machinery: one ROUTER (ZeroMQ's or in-memory: `CoordinatorSocket`), its
  * reader and its one writer (`FrameSocket`), and the life of the loop: started, ended by SHUTDOWN
  * (or core_v0.16's STOP_ACKs) once what is queued has left, or closed at once (crash, scope).
- * `TestCoordinator` wraps it as a scoped Effect resource. It never lets a bad message take the
+ * `Coordinator` (and the testkit's `TestCoordinator`) wrap it as a scoped Effect resource. It never lets a bad message take the
  * loop down: every rejection is counted, logged and kept for inspection.
  *
  * It speaks one dialect (`DialectWire`). Behaviour follows Megatron's
@@ -15,15 +15,14 @@
  *
  * The parts, one concept each: the routing state they share `CoordinatorState`; one message's
  * handling `CoordinatorInbox`; clients' requests to engines `requestDispatch.ts`; control signals
- * and acknowledgements `ControlRelay`; the way back from engines `ReplyRoute`; the faults, the
- * send path through them and the gated reader, shared with the engines, `FaultedPeer`.
+ * and acknowledgements `ControlRelay`; the way back from engines `ReplyRoute`; the path to
+ * clients and the reader, `Peer` (plain, or the testkit's through its faults).
  *
  * @since 0.1.0
  * @internal
  */
 import { FrameSocket } from "@mcore-effect/protocol"
 import type * as ControlState from "../ControlState.ts"
-import type * as Faults from "../Faults.ts"
 import type { ConnectionCount } from "./connectionCount.ts"
 import { CoordinatorInbox } from "./coordinatorInbox.ts"
 import * as CoordinatorSocket from "./coordinatorSocket.ts"
@@ -32,7 +31,7 @@ import type { Rejection } from "./coordinatorRecords.ts"
 import { CoordinatorState } from "./coordinatorState.ts"
 import { ControlRelay } from "./controlRelay.ts"
 import type { EnginePool, Reroute } from "./enginePool.ts"
-import { FaultedPeer } from "./faultedPeer.ts"
+import * as Peer from "./peer.ts"
 import type { RecentLog } from "./recentLog.ts"
 import { UndeliveredReport } from "./undeliveredReport.ts"
 import { identityKey, showIdentity } from "./wireFrames.ts"
@@ -48,7 +47,7 @@ export class CoordinatorCore {
   shutdownReceived = false
 
   private readonly writer: FrameSocket.Writer<Reroute | undefined>
-  private readonly peer: FaultedPeer
+  private readonly peer: Peer.Peer
   private readonly s: CoordinatorState
   private readonly relay: ControlRelay
   private readonly inbox: CoordinatorInbox
@@ -63,20 +62,20 @@ export class CoordinatorCore {
   /** Connections up, as the socket reports them (counted since before it bound). */
   private readonly connections: ConnectionCount
 
-  private constructor(bound: CoordinatorSocket.Bound, readonly config: CoordinatorConfig, firstRequestId: number) {
+  private constructor(
+    bound: CoordinatorSocket.Bound,
+    readonly config: CoordinatorConfig,
+    firstRequestId: number,
+    makePeer: Peer.MakePeer
+  ) {
     this.router = bound.socket
     this.address = bound.address
     this.connections = bound.connections
     this.undelivered = new UndeliveredReport(config.log, UNDELIVERED_WINDOW_MILLIS)
     this.writer = new FrameSocket.Writer<Reroute | undefined>(this.router, (error, message, reroute) => this.undeliverable(error, message, reroute))
-    this.peer = new FaultedPeer(this.writer, {
-      single: config.wire.single,
-      addressFrames: 1,
-      // Identity, header and payload: the payload goes.
-      short: (message) => message.slice(0, 2)
-    })
+    this.peer = makePeer(this.writer)
     this.connections.onChange = () => this.peer.notify()
-    this.s = new CoordinatorState(config, this.writer, this.peer.out, firstRequestId)
+    this.s = new CoordinatorState(config, this.writer, this.peer.toClients, firstRequestId)
     this.relay = new ControlRelay(this.s)
     this.inbox = new CoordinatorInbox(this.s, this.relay, (outcome, why) => {
       if (outcome === "die") this.close()
@@ -87,15 +86,17 @@ export class CoordinatorCore {
 
   /**
    * Binds a ROUTER on `address` (ZeroMQ's unless `bind` says otherwise) and starts the loop,
-   * numbering requests from `firstRequestId`. Rejects when the bind fails.
+   * numbering requests from `firstRequestId`, its messages to clients through `makePeer`'s
+   * (default: straight to the socket). Rejects when the bind fails.
    */
   static async start(
     address: string,
     config: CoordinatorConfig,
     firstRequestId = 0,
-    bind: CoordinatorSocket.Binder = CoordinatorSocket.zeromq(config.curve)
+    bind: CoordinatorSocket.Binder = CoordinatorSocket.zeromq(config.curve),
+    makePeer: Peer.MakePeer = Peer.plain
   ): Promise<CoordinatorCore> {
-    const core = new CoordinatorCore(await bind(address), config, firstRequestId)
+    const core = new CoordinatorCore(await bind(address), config, firstRequestId, makePeer)
     core.startReading()
     return core
   }
@@ -115,21 +116,12 @@ export class CoordinatorCore {
     if (!this.running && this.router.closed) return
     this.running = false
     this.writer.close()
-    this.s.toClients.clear()
+    this.peer.toClients.clear()
     this.undelivered.flush()
     if (!this.router.closed) this.router.close()
     this.peer.closed()
     this.resolveStopped()
     this.peer.notify()
-  }
-
-  injectFault(fault: Faults.Fault): void {
-    this.peer.inject(fault)
-  }
-
-  clearFaults(tag?: Faults.FaultTag): void {
-    this.peer.clear(tag)
-    if (this.peer.faults.reorderWindow === 0) this.s.toClients.flushHeld(undefined)
   }
 
   // -------------------------------------------------------------------------------------------
@@ -142,10 +134,6 @@ export class CoordinatorCore {
 
   get counters(): Counters {
     return this.s.counters
-  }
-
-  get faults(): Faults.Switchboard {
-    return this.peer.faults
   }
 
   /** The messages dropped (most recent, up to `recordLimit`). */

@@ -1,5 +1,5 @@
 /**
- * The test coordinator's way from clients to engines: CONNECT, a submission re-numbered and sent
+ * The coordinator's way from clients to engines: CONNECT, a submission re-numbered and sent
  * to the engine the policy picks (or held until a first engine registers), an ABORT sent to the
  * engine holding the request (or the held submission forgotten). Megatron's
  * `data_parallel_inference_coordinator` (`handlers.py`) where the wire format alone does not say.

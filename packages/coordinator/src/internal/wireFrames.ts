@@ -1,5 +1,5 @@
 /**
- * Byte-level helpers for the hot paths of the test coordinator and engines: small metadata
+ * Byte-level helpers for the hot paths of the coordinator and engines: small metadata
  * frames written with one reused `Msgpack.Writer` (Python-exact: the smallest integer form), and
  * the request id of a metadata frame swapped without re-encoding the rest of it.
  *

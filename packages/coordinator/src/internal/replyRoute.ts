@@ -1,5 +1,5 @@
 /**
- * The test coordinator's way back: an engine's replies and partials matched to the requests in
+ * The coordinator's way back: an engine's replies and partials matched to the requests in
  * flight and sent to their clients, in the dialect's layout. A reference (or PR 6497) batch names
  * its requests in frame 0 and carries one body frame each, forwarded as they came (`generated_text`
  * filled where the engine flagged `needs_detokenize`); a one-frame dialect's batch holds the
@@ -10,7 +10,7 @@
  * @internal
  */
 import { Messages, MessageSpec } from "@mcore-effect/protocol"
-import type { ClientOutbox } from "./clientOutbox.ts"
+import type { ClientOutbox } from "./peer.ts"
 import type { CoordinatorConfig, Counters } from "./coordinatorConfig.ts"
 import type { InFlight } from "./coordinatorRecords.ts"
 import * as DialectWire from "./dialectWire.ts"

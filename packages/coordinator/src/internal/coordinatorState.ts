@@ -1,5 +1,5 @@
 /**
- * The routing state the test coordinator's handlers share: the engines and the way to them, the
+ * The routing state the coordinator's handlers share: the engines and the way to them, the
  * requests in flight and the submissions waiting for an engine, the clients that connected, the
  * way back to them, and the records of what was dropped. One value, read and written by the
  * message handlers (`CoordinatorInbox`), the request dispatch (`requestDispatch.ts`) and the
@@ -9,12 +9,11 @@
  * @internal
  */
 import { type FrameSocket, Headers } from "@mcore-effect/protocol"
-import { ClientOutbox } from "./clientOutbox.ts"
 import { type CoordinatorConfig, type Counters, newCounters } from "./coordinatorConfig.ts"
 import type { InFlight, Rejection, Waiting } from "./coordinatorRecords.ts"
 import type * as DialectWire from "./dialectWire.ts"
 import { EnginePool, type Reroute } from "./enginePool.ts"
-import type { FaultedWriter } from "./faultedWriter.ts"
+import type { ClientOutbox } from "./peer.ts"
 import { InFlightRequests } from "./inFlightRequests.ts"
 import { RecentLog } from "./recentLog.ts"
 import type * as ReplyRoute from "./replyRoute.ts"
@@ -54,14 +53,15 @@ export class CoordinatorState {
     readonly config: CoordinatorConfig,
     /** The one writer (straight, for what no fault touches: CONNECT_ACK, engine deliveries). */
     readonly writer: FrameSocket.Writer<Reroute | undefined>,
-    out: FaultedWriter,
+    /** The way to clients (the peer's: plain, or through a test's faults). */
+    toClients: ClientOutbox,
     firstRequestId: number
   ) {
     this.wire = config.wire
     this.nextRequestId = firstRequestId
     this.registrationsLeft = config.startupRegistrations
     this.rejections = new RecentLog(config.recordLimit)
-    this.toClients = new ClientOutbox(out)
+    this.toClients = toClients
     this.pool = new EnginePool(writer, this.ownership, config, nameOf)
     this.route = {
       wire: config.wire,

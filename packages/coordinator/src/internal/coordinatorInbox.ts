@@ -1,5 +1,5 @@
 /**
- * What the test coordinator does with one message: its header read (translated to the reference
+ * What the coordinator does with one message: its header read (translated to the reference
  * table's value, so everything after reads the same in every dialect), its envelope decoded
  * through the codec of its direction, and handed on: an engine's registration, reply, partial or
  * acknowledgement, a client's CONNECT, submission, ABORT, RELEASE_KV (broadcast verbatim: the id

@@ -1,5 +1,5 @@
 /**
- * Messages the test coordinator could not deliver, counted per peer over a window and then
+ * Messages the coordinator could not deliver, counted per peer over a window and then
  * logged as one line per peer: a client that went away leaves every reply to it undeliverable (a
  * thousand after a batch), which would otherwise be a thousand lines.
  *

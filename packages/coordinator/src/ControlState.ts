@@ -91,7 +91,7 @@ export type Outcome =
  *
  * @example
  * ```ts
- * import { ControlState } from "@mcore-effect/testkit"
+ * import { ControlState } from "@mcore-effect/coordinator"
  *
  * ControlState.apply("RUNNING", "PAUSE") // { _tag: "Applied", next: "PAUSED" }
  * ControlState.apply("PAUSED", "PAUSE") // { _tag: "Idempotent" }

@@ -1,5 +1,5 @@
 /**
- * The test coordinator's socket side: a ZeroMQ ROUTER bound on loopback, or a ROUTER-like
+ * The coordinator's socket side: a ZeroMQ ROUTER bound where told, or a ROUTER-like
  * `MemorySocket.Router` on an in-memory network, behind one shape, so that the coordinator's
  * loop (`CoordinatorCore`) serves clients and engines the same way on either. The socket is read
  * and written through `FrameSocket` (structural), and its connections are counted from what it

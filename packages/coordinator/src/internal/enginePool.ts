@@ -1,5 +1,5 @@
 /**
- * The test coordinator's engines: the ones registered, ordered by identity as Megatron ranks
+ * The coordinator's engines: the ones registered, ordered by identity as Megatron ranks
  * them (so routing ties do not depend on who connected first), the ones removed (whose late
  * replies are still delivered), and the one way a message reaches an engine, recorded for
  * inspection. `requestDispatch.ts` routes over it.

@@ -1,5 +1,5 @@
 /**
- * `generated_text` filled in by the test coordinator, as Megatron's coordinator does
+ * `generated_text` filled in by the coordinator, as Megatron's coordinator does
  * (`finalize_text`, `detokenize`), with the coordinator's tokenizer: for replies that ask for it
  * (`needs_detokenize`) in the reference protocol and PR 6497, for every reply in main and the
  * releases; and core_v0.17/18's `prompt` for a prompt given as token ids.

@@ -1,0 +1,231 @@
+/**
+ * A coordinator for Megatron-LM Core's inference engines: the process that clients and engines
+ * both dial. It binds one ROUTER where told (any interface: its engines may run on other hosts),
+ * takes engines as Megatron's register (a DEALER named `mp-coord-<dp_rank>` sending one empty
+ * message, what `start_listening_to_data_parallel_coordinator(..., launch_inference_coordinator=False)`
+ * does), acknowledges clients' CONNECT, routes their submissions by policy, runs the control
+ * state machine, broadcasts RELEASE_KV, and returns engines' replies to their clients with
+ * `generated_text` filled in by the model's tokenizer, in one dialect (`protocol`) as that
+ * Megatron-LM ref's coordinator does. A message it cannot use is dropped, counted
+ * (`Snapshot.counters`) and logged, and the loop goes on.
+ *
+ * @since 0.2.0
+ */
+import { type Dialect, DialectCatalog, type MemorySocket } from "@mcore-effect/protocol"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as LogLevel from "effect/LogLevel"
+import * as References from "effect/References"
+import * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import { BindFailed, type CoordinatorError, coordinatorError, InvalidOption } from "./CoordinatorError.ts"
+import type { CoordinatorTokenizer } from "./CoordinatorTokenizer.ts"
+import { awaitState } from "./internal/awaitState.ts"
+import type { CoordinatorConfig, Log } from "./internal/coordinatorConfig.ts"
+import { CoordinatorCore } from "./internal/coordinatorCore.ts"
+import * as CoordinatorSocket from "./internal/coordinatorSocket.ts"
+import * as DialectWire from "./internal/dialectWire.ts"
+import { type CoreSnapshot, snapshotOf } from "./internal/snapshot.ts"
+import * as Routing from "./Routing.ts"
+
+export type { Counters } from "./internal/coordinatorConfig.ts"
+export type { Delivery, Rejection } from "./internal/coordinatorRecords.ts"
+export type { EngineView } from "./internal/snapshot.ts"
+
+/**
+ * How to start a coordinator.
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface Options {
+  /**
+   * Where to bind: `tcp://HOST:PORT` (`tcp://0.0.0.0:5555` for engines on other hosts; port 0
+   * picks a free one, see `Handle.address`), `ipc://PATH`; on a `network`, any name.
+   */
+  readonly address: string
+  /**
+   * The dialect it speaks with clients and engines: the Megatron-LM ref the engines run (`main`,
+   * `pr-6497`, `core_v0.19` ... `core_v0.16`; `reference`, the project's own). No default: engines
+   * of another ref fail on the first message they cannot read.
+   */
+  readonly protocol: Dialect.Name
+  /** The model's tokenizer: text prompts are hashed, finished requests detokenized with it. */
+  readonly tokenizer: CoordinatorTokenizer
+  /** Routing policy. Default `load_balanced`. */
+  readonly policy?: Routing.Policy | undefined
+  /** Weight of the load term in the prefix-affinity score. Default 0.5. */
+  readonly beta?: number | undefined
+  /** The engines' KV block size in tokens, for hashing prompts. Default 16. */
+  readonly blockSizeTokens?: number | undefined
+  /**
+   * Deliveries kept per engine and refused messages kept for inspection (most recent); 0 keeps
+   * none (the counters count on). Default 100.
+   */
+  readonly recordLimit?: number | undefined
+  /** CurveZMQ: the coordinator's key pair (Z85); clients and engines need its public key. */
+  readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
+  /** Serve on this in-memory network (`MemorySocket`) instead of a ZeroMQ ROUTER. */
+  readonly network?: MemorySocket.Network | undefined
+}
+
+/**
+ * The coordinator at one moment.
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface Snapshot extends CoreSnapshot {}
+
+/**
+ * A running coordinator.
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface Handle {
+  /** The bound address, with the port actually bound: give it to clients and engines. */
+  readonly address: string
+  readonly protocol: Dialect.Name
+  readonly policy: Routing.Policy
+  /** The CurveZMQ public key, when started with `curve`. */
+  readonly curvePublicKey: string | undefined
+  readonly snapshot: Effect.Effect<Snapshot>
+  /** The first snapshot satisfying `predicate` (checked now and after every change); no timeout of its own. */
+  readonly waitFor: (predicate: (snapshot: Snapshot) => boolean) => Effect.Effect<Snapshot>
+  /** Waits until at least `count` engines are registered. */
+  readonly awaitEngines: (count: number) => Effect.Effect<Snapshot>
+  /** Resolves when the coordinator has stopped: SHUTDOWN from a client, or the scope closing. */
+  readonly awaitStopped: Effect.Effect<void>
+}
+
+/**
+ * The coordinator as a service, for `layer`.
+ *
+ * @category services
+ * @since 0.2.0
+ */
+export class Coordinator extends Context.Service<Coordinator, Handle>()("@mcore-effect/coordinator/Coordinator") {}
+
+const invalid = (option: string, why: string) => Effect.fail(coordinatorError(new InvalidOption({ option, why })))
+
+/** A CurveZMQ key as text: 40 characters of Z85. */
+const isZ85Key = (key: unknown): boolean =>
+  typeof key === "string" && /^[0-9a-zA-Z.\-:+=^!/*?&<>()[\]{}@%$#]{40}$/.test(key)
+
+/** The options checked, defaults filled, before anything is bound. */
+const configOf = (options: Options, log: Log, debug: boolean): Effect.Effect<CoordinatorConfig, CoordinatorError> => {
+  if (typeof options.address !== "string" || options.address === "") return invalid("address", "must be an endpoint such as tcp://0.0.0.0:5555")
+  const dialect = DialectCatalog.parse(options.protocol)
+  if (Result.isFailure(dialect)) return invalid("protocol", dialect.failure)
+  const tokenizer = options.tokenizer
+  if (typeof tokenizer?.tokenize !== "function" || typeof tokenizer.detokenize !== "function") {
+    return invalid("tokenizer", "must have tokenize and detokenize functions (the model's tokenizer)")
+  }
+  const policy = options.policy ?? "load_balanced"
+  if (!Routing.Policy.literals.includes(policy)) return invalid("policy", `unknown policy ${String(policy)}`)
+  const beta = options.beta ?? Routing.defaultBeta
+  if (!Number.isFinite(beta) || beta < 0) return invalid("beta", "must be a finite number >= 0")
+  const blockSizeTokens = options.blockSizeTokens ?? 16
+  if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return invalid("blockSizeTokens", "must be an integer >= 1")
+  const recordLimit = options.recordLimit ?? 100
+  if (!Number.isSafeInteger(recordLimit) || recordLimit < 0) return invalid("recordLimit", "must be an integer >= 0")
+  const curve = options.curve
+  if (curve !== undefined && !(isZ85Key(curve.publicKey) && isZ85Key(curve.secretKey))) {
+    return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
+  }
+  if (curve !== undefined && options.network !== undefined) return invalid("curve", "CurveZMQ is ZeroMQ's: not with a network")
+  return Effect.succeed({
+    wire: DialectWire.of(dialect.success.name),
+    policy,
+    beta,
+    blockSizeTokens,
+    tokenizer,
+    recordLimit,
+    // Engines register by their empty message, whenever they come (Megatron's start-up, the
+    // first N messages of any content, is the testkit's to imitate).
+    startupRegistrations: 0,
+    log,
+    debug,
+    curve
+  })
+}
+
+/**
+ * Starts a coordinator, bound until the scope closes (then its socket is closed with linger 0).
+ *
+ * @example
+ * ```ts
+ * import { Coordinator } from "@mcore-effect/coordinator"
+ * import { Effect } from "effect"
+ *
+ * // One token per code point: a stand-in for the model's tokenizer.
+ * const tokenizer = {
+ *   tokenize: (text: string) => Array.from(text, (c) => c.codePointAt(0)!),
+ *   detokenize: (ids: ReadonlyArray<number>) => String.fromCodePoint(...ids)
+ * }
+ *
+ * const program = Effect.gen(function*() {
+ *   const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol: "main", tokenizer })
+ *   // Megatron's engines dial coordinator.address (launch_inference_coordinator=False) ...
+ *   yield* coordinator.awaitEngines(2)
+ *   // ... and clients too; it serves until SHUTDOWN:
+ *   yield* coordinator.awaitStopped
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @category constructors
+ * @since 0.2.0
+ */
+export const make: (options: Options) => Effect.Effect<Handle, CoordinatorError, Scope.Scope> = Effect.fn(
+  "Coordinator.make"
+)(function*(options: Options) {
+  const runFork = Effect.runForkWith(yield* Effect.context<never>())
+  const log: Log = (level, message) => {
+    runFork(Effect.logWithLevel(level)(message))
+  }
+  const debug = LogLevel.isLessThanOrEqualTo(yield* References.MinimumLogLevel, "Debug")
+  const config = yield* configOf(options, log, debug)
+  const binder = options.network === undefined ? CoordinatorSocket.zeromq(config.curve) : CoordinatorSocket.memory(options.network)
+  const core = yield* Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => CoordinatorCore.start(options.address, config, 0, binder),
+      catch: (cause) => coordinatorError(new BindFailed({ address: options.address, cause }))
+    }),
+    (core) => Effect.sync(() => core.close())
+  )
+  const protocol = options.protocol
+  const read = (): Snapshot => snapshotOf(core, core.address, config.policy, protocol)
+  const waitFor = (predicate: (snapshot: Snapshot) => boolean) => awaitState((listener) => core.onChange(listener), read, predicate)
+  return {
+    address: core.address,
+    protocol,
+    policy: config.policy,
+    curvePublicKey: config.curve?.publicKey,
+    snapshot: Effect.sync(read),
+    waitFor,
+    awaitEngines: (count) => waitFor((s) => s.engines.length >= count),
+    awaitStopped: Effect.promise(() => core.done)
+  }
+})
+
+/**
+ * The coordinator as a layer: bound when the layer is built, closed when it is released.
+ *
+ * @example
+ * ```ts
+ * import { Coordinator } from "@mcore-effect/coordinator"
+ * import { Effect } from "effect"
+ *
+ * const tokenizer = { tokenize: () => [], detokenize: () => "" }
+ * const program = Effect.gen(function*() {
+ *   const coordinator = yield* Coordinator.Coordinator
+ *   return coordinator.address
+ * }).pipe(Effect.provide(Coordinator.layer({ address: "tcp://127.0.0.1:0", protocol: "main", tokenizer })))
+ * ```
+ *
+ * @category layers
+ * @since 0.2.0
+ */
+export const layer = (options: Options): Layer.Layer<Coordinator, CoordinatorError> => Layer.effect(Coordinator, make(options))

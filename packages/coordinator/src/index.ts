@@ -1,0 +1,13 @@
+/**
+ * The coordinator side of Megatron-LM Core's inference protocol, in every dialect the project
+ * speaks: clients and engines meet on one ROUTER, submissions are routed by policy, control
+ * signals run their state machine, engines' replies go back to their clients, detokenized with
+ * the model's tokenizer.
+ *
+ * @since 0.2.0
+ */
+export * as ControlState from "./ControlState.ts"
+export * as Coordinator from "./Coordinator.ts"
+export * as CoordinatorError from "./CoordinatorError.ts"
+export * as CoordinatorTokenizer from "./CoordinatorTokenizer.ts"
+export * as Routing from "./Routing.ts"

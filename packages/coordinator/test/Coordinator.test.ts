@@ -1,0 +1,83 @@
+/**
+ * `Coordinator`: engines dial it and register as Megatron-LM's do (the testkit's test engines,
+ * which speak each dialect's engine side), clients (the project's `InferenceClient`) are served
+ * through it; over real ZeroMQ sockets on loopback and over the in-memory transport.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { InferenceClient, Transport } from "@mcore-effect/client"
+import { MemorySocket } from "@mcore-effect/protocol"
+import { CoordinatorTokenizer, Generation, TestEngine, TestSupport, Vocabulary } from "@mcore-effect/testkit"
+import { Effect, Fiber } from "effect"
+import { Coordinator } from "../src/index.ts"
+
+const prompt = "the quick fox runs over the dog"
+const tokens = Vocabulary.tokenize(prompt)
+const tokenizer = CoordinatorTokenizer.vocabulary
+
+/** A tokenizer that is not the engines' vocabulary: every word in capitals. */
+const capitals: CoordinatorTokenizer.CoordinatorTokenizer = {
+  tokenize: (text) => Vocabulary.tokenize(text.toLowerCase()),
+  detokenize: (ids, options) => Vocabulary.detokenize(ids, options).toUpperCase()
+}
+
+const reasonOf = <A>(effect: Effect.Effect<A, { readonly reason: { readonly _tag: string; readonly message: string } }>) =>
+  Effect.map(Effect.flip(effect), (error) => error.reason)
+
+describe("Coordinator", () => {
+  it.live("engines dial it and register; a client's requests are answered, the text by the tokenizer it was given", () =>
+    Effect.gen(function*() {
+      const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol: "main", tokenizer: capitals })
+      expect(coordinator.address).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/)
+      expect((yield* coordinator.snapshot).engines).toEqual([])
+      for (const rank of [0, 1]) {
+        yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank, stepMs: 0 })
+      }
+      const registered = yield* coordinator.awaitEngines(2)
+      expect(registered.engines.map((e) => e.identity)).toEqual(["mp-coord-0", "mp-coord-1"])
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" })
+      const replies = yield* Effect.forEach([2, 3, 4, 5], (n) => client.submit(tokens, { num_tokens_to_generate: n }), {
+        concurrency: "unbounded"
+      })
+      expect(replies.map((r) => r.generated_tokens)).toEqual([2, 3, 4, 5].map((n) => Generation.tokens(tokens, n)))
+      expect(replies.map((r) => r.generated_text)).toEqual(
+        [2, 3, 4, 5].map((n) => Vocabulary.detokenize(Generation.tokens(tokens, n)).toUpperCase())
+      )
+      const after = yield* coordinator.snapshot
+      // load_balanced spread them; nothing refused, nothing left in flight.
+      expect(after.engines.map((e) => e.receivedTotal)).toEqual([2, 2])
+      expect(after).toMatchObject({ inFlight: 0, backlog: 0, clients: 1, rejected: [], policy: "load_balanced", protocol: "main" })
+    }).pipe(Effect.scoped, TestSupport.withRegistry))
+
+  it.live("a client that comes before any engine waits for one; SHUTDOWN ends it", () =>
+    Effect.gen(function*() {
+      const network = new MemorySocket.Network()
+      const coordinator = yield* Coordinator.make({ address: "inproc://coordinator", protocol: "pr-6497", tokenizer, network })
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "pr-6497" }).pipe(
+        Effect.provide(Transport.layerMemory(network))
+      )
+      const early = yield* Effect.forkChild(client.submit(tokens, { num_tokens_to_generate: 3 }))
+      yield* coordinator.waitFor((s) => s.backlog === 1)
+      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "pr-6497", network, stepMs: 0 })
+      const reply = yield* Fiber.join(early)
+      expect(reply.generated_tokens).toEqual(Generation.tokens(tokens, 3))
+      yield* client.shutdownCoordinator()
+      yield* coordinator.awaitStopped
+      expect((yield* coordinator.snapshot).running).toBe(false)
+    }).pipe(Effect.scoped, TestSupport.withRegistry))
+
+  it.live("bad options and an address it cannot bind fail typed, before anything is bound", () =>
+    Effect.gen(function*() {
+      const base = { address: "tcp://127.0.0.1:0", protocol: "main" as const, tokenizer }
+      const noProtocol = yield* reasonOf(Coordinator.make({ ...base, protocol: undefined as never }).pipe(Effect.scoped))
+      expect(noProtocol._tag).toBe("InvalidOption")
+      expect(noProtocol.message).toMatch(/^invalid option protocol: /)
+      const noTokenizer = yield* reasonOf(Coordinator.make({ ...base, tokenizer: {} as never }).pipe(Effect.scoped))
+      expect(noTokenizer.message).toBe("invalid option tokenizer: must have tokenize and detokenize functions (the model's tokenizer)")
+      const badBlock = yield* reasonOf(Coordinator.make({ ...base, blockSizeTokens: 0 }).pipe(Effect.scoped))
+      expect(badBlock.message).toBe("invalid option blockSizeTokens: must be an integer >= 1")
+      const first = yield* Coordinator.make(base)
+      const taken = yield* reasonOf(Coordinator.make({ ...base, address: first.address }).pipe(Effect.scoped))
+      expect(taken._tag).toBe("BindFailed")
+      expect(taken.message).toMatch(new RegExp(`^cannot bind ${first.address}: `))
+    }).pipe(Effect.scoped))
+})
