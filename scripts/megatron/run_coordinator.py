@@ -71,6 +71,46 @@ def _coordinator_process(stage, errfile, kwargs):
         raise
 
 
+def make_engines(args, address, legacy, Engine, CodepointTokenizer, prefix_caching):
+    """The engine ranks dialing `address`: legacy_engine.py's for the releases, else fake_engine.py's."""
+    return [
+        Engine(i, address, step_seconds=args.step_ms / 1000.0) if legacy else
+        Engine(i, address, tokenizer=CodepointTokenizer(), step_seconds=args.step_ms / 1000.0,
+               max_requests=args.max_requests, block_size_tokens=args.block_size,
+               enable_prefix_caching=prefix_caching, agent=f"harness-{address.rsplit(':', 1)[-1]}")
+        for i in range(args.engines)
+    ]
+
+
+def engine_stats(e, legacy):
+    """One engine's part of the stats file."""
+    alive = bool(e.thread and e.thread.is_alive())
+    if legacy:
+        return dict(e.stats, alive=alive)
+    return dict(e.stats, state=e.state.name, alive=alive, pinned_now=len(e._pinned_handoff_blocks))
+
+
+def staged_ref(stage):
+    """The staged ref and its commit."""
+    with open(os.path.join(stage, ".ref")) as f:
+        ref = f.read().strip()
+    with open(os.path.join(stage, ".megatron_commit")) as f:
+        return ref, f.read().strip()
+
+
+def write_stats(path, snapshot, last):
+    """Rewrites the stats file (atomically) when the snapshot changed; returns what it holds."""
+    try:
+        text = json.dumps(snapshot(), default=str)
+    except RuntimeError:  # a dict changed size while it was read: take it next time
+        return last
+    if text != last:
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    return text
+
+
 def run_engines_only(args, stage, staged_kind, Engine, CodepointTokenizer, prefix_caching):
     """--external: the engine ranks alone (fake_engine.py, or legacy_engine.py for the releases),
     dialing a coordinator someone else runs. Both register with one empty frame."""
@@ -78,45 +118,29 @@ def run_engines_only(args, stage, staged_kind, Engine, CodepointTokenizer, prefi
 
     address = args.external
     legacy = staged_kind == "legacy"
-    engines = [
-        Engine(i, address, step_seconds=args.step_ms / 1000.0) if legacy else
-        Engine(i, address, tokenizer=CodepointTokenizer(), step_seconds=args.step_ms / 1000.0,
-               max_requests=args.max_requests, block_size_tokens=args.block_size,
-               enable_prefix_caching=prefix_caching, agent=f"harness-{address.rsplit(':', 1)[-1]}")
-        for i in range(args.engines)
-    ]
+    engines = make_engines(args, address, legacy, Engine, CodepointTokenizer, prefix_caching)
     for e in engines:
         e.start()
-    with open(os.path.join(stage, ".ref")) as f:
-        ref = f.read().strip()
-    with open(os.path.join(stage, ".megatron_commit")) as f:
-        commit = f.read().strip()
+    ref, commit = staged_ref(stage)
     print(address, flush=True)
     print("ready", flush=True)
     print(f"run_coordinator: {args.engines} engines of {ref} ({commit[:10]}) dialing {address}", file=sys.stderr, flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    def snapshot():
+        return {
+            "ref": ref, "commit": commit, "ref_kind": staged_kind, "address": address,
+            "policy": args.policy, "prefix_caching": prefix_caching, "block_size": args.block_size,
+            "coordinator": {"external": address},
+            "cuda_profiler": dict(torch.PROFILER_CALLS),
+            "engines": [engine_stats(e, legacy) for e in engines],
+        }
+
     last = None
     while not stop.is_set():
         if args.stats:
-            try:
-                text = json.dumps({
-                    "ref": ref, "commit": commit, "ref_kind": staged_kind, "address": address,
-                    "policy": args.policy, "prefix_caching": prefix_caching, "block_size": args.block_size,
-                    "coordinator": {"external": address},
-                    "cuda_profiler": dict(torch.PROFILER_CALLS),
-                    "engines": [dict(e.stats, alive=bool(e.thread and e.thread.is_alive())) if legacy else
-                                dict(e.stats, state=e.state.name, alive=bool(e.thread and e.thread.is_alive()),
-                                     pinned_now=len(e._pinned_handoff_blocks)) for e in engines],
-                }, default=str)
-            except RuntimeError:  # a dict changed size while it was read: take it next time
-                text = last
-            if text != last:
-                with open(args.stats + ".tmp", "w") as f:
-                    f.write(text)
-                os.replace(args.stats + ".tmp", args.stats)
-                last = text
+            last = write_stats(args.stats, snapshot, last)
         stop.wait(0.05)
     os._exit(0)  # engine threads block in zmq; nothing left to flush
 
@@ -218,13 +242,7 @@ def main():
               file=sys.stderr, flush=True)
         time.sleep(args.register_delay_ms / 1000.0)
 
-    engines = [
-        LegacyEngine(i, address, step_seconds=args.step_ms / 1000.0) if legacy else
-        FakeEngine(i, address, tokenizer=CodepointTokenizer(), step_seconds=args.step_ms / 1000.0,
-                   max_requests=args.max_requests, block_size_tokens=args.block_size,
-                   enable_prefix_caching=prefix_caching, agent=f"harness-{address.rsplit(':', 1)[-1]}")
-        for i in range(args.engines)
-    ]
+    engines = make_engines(args, address, legacy, LegacyEngine if legacy else FakeEngine, CodepointTokenizer, prefix_caching)
     if legacy:  # legacy_engine.py registers when started; the coordinator is ready only after that
         for e in engines:
             e.start()
@@ -235,10 +253,7 @@ def main():
     for e in engines if not legacy else []:
         e.start()
 
-    with open(os.path.join(stage, ".ref")) as f:
-        ref = f.read().strip()
-    with open(os.path.join(stage, ".megatron_commit")) as f:
-        commit = f.read().strip()
+    ref, commit = staged_ref(stage)
     print(address, flush=True)
     print("ready", flush=True)
     print(f"run_coordinator: {ref} ({commit[:10]}, {staged_kind}) at {address}, {args.engines} engines, "
@@ -268,24 +283,13 @@ def main():
                             "exception": exc and exc.get("exception"),
                             "traceback": exc and exc.get("traceback")},
             "cuda_profiler": dict(torch.PROFILER_CALLS),
-            "engines": [dict(e.stats, alive=bool(e.thread and e.thread.is_alive()))
-                        if legacy else
-                        dict(e.stats, state=e.state.name, alive=bool(e.thread and e.thread.is_alive()),
-                             pinned_now=len(e._pinned_handoff_blocks)) for e in engines],
+            "engines": [engine_stats(e, legacy) for e in engines],
         }
 
     last, reported_exit = None, False
     while True:
         if args.stats:
-            try:
-                text = json.dumps(snapshot(), default=str)
-            except RuntimeError:  # a dict changed size while it was read: take it next time
-                text = last
-            if text != last:
-                with open(args.stats + ".tmp", "w") as f:
-                    f.write(text)
-                os.replace(args.stats + ".tmp", args.stats)
-                last = text
+            last = write_stats(args.stats, snapshot, last)
         if not proc.is_alive() and not reported_exit:
             reported_exit = True
             print(f"run_coordinator: the coordinator process exited with code {proc.exitcode}",

@@ -110,9 +110,6 @@ export class Coordinator extends Context.Service<Coordinator, Handle>()("@mcore-
 
 const invalid = (option: string, why: string) => Effect.fail(coordinatorError(new InvalidOption({ option, why })))
 
-/** A CurveZMQ key as text: 40 characters of Z85. */
-const isZ85Key = (key: unknown): boolean =>
-  typeof key === "string" && /^[0-9a-zA-Z.\-:+=^!/*?&<>()[\]{}@%$#]{40}$/.test(key)
 
 /** The options checked, defaults filled, before anything is bound. */
 const configOf = (options: Options, log: Log, debug: boolean): Effect.Effect<CoordinatorConfig, CoordinatorError> => {
@@ -132,7 +129,7 @@ const configOf = (options: Options, log: Log, debug: boolean): Effect.Effect<Coo
   const recordLimit = options.recordLimit ?? 100
   if (!Number.isSafeInteger(recordLimit) || recordLimit < 0) return invalid("recordLimit", "must be an integer >= 0")
   const curve = options.curve
-  if (curve !== undefined && !(isZ85Key(curve.publicKey) && isZ85Key(curve.secretKey))) {
+  if (curve !== undefined && !(CoordinatorSocket.isZ85Key(curve.publicKey) && CoordinatorSocket.isZ85Key(curve.secretKey))) {
     return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
   }
   if (curve !== undefined && options.network !== undefined) return invalid("curve", "CurveZMQ is ZeroMQ's: not with a network")

@@ -152,9 +152,6 @@ export class TestCoordinator extends Context.Service<TestCoordinator, Handle>()(
 
 const invalid = (option: string, why: string) => Effect.fail(testkitError(new InvalidOption({ option, why })))
 
-/** A CurveZMQ key as text: 40 characters of Z85. */
-const isZ85Key = (key: unknown): boolean =>
-  typeof key === "string" && /^[0-9a-zA-Z.\-:+=^!/*?&<>()[\]{}@%$#]{40}$/.test(key)
 
 interface Resolved {
   readonly address: string
@@ -189,7 +186,7 @@ const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
   if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return invalid("blockSizeTokens", "must be an integer >= 1")
   if (!Number.isSafeInteger(recordLimit) || recordLimit < 0) return invalid("recordLimit", "must be an integer >= 0")
   const curve = options.curve
-  if (curve !== undefined && !(isZ85Key(curve.publicKey) && isZ85Key(curve.secretKey))) {
+  if (curve !== undefined && !(CoordinatorSocket.isZ85Key(curve.publicKey) && CoordinatorSocket.isZ85Key(curve.secretKey))) {
     return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
   }
   if (curve !== undefined && network !== undefined) return invalid("curve", "CurveZMQ is ZeroMQ's: not with a network")

@@ -12,6 +12,10 @@ import type { FrameSocket, MemorySocket } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
 import { ConnectionCount } from "./connectionCount.ts"
 
+/** Whether `key` is a CurveZMQ key as text: 40 characters of Z85 (as `zeromq`'s `curveKeyPair()` makes them). */
+export const isZ85Key = (key: unknown): boolean =>
+  typeof key === "string" && /^[0-9a-zA-Z.\-:+=^!/*?&<>()[\]{}@%$#]{40}$/.test(key)
+
 /**
  * A bound socket: identity-prefixed messages in and out, its actual address, its connections.
  */
