@@ -133,6 +133,7 @@ describe("mcore coordinator --external-engines", () => {
 
   it.live("needs --protocol and --tokenizer, and refuses --engines beside it (exit code 2, nothing bound); a bad tokenizer is one line", () =>
     Effect.gen(function*() {
+      const tokenizer = yield* capitalsTokenizer
       const bare = yield* Mcore.run(["coordinator", "--external-engines", "2", "--tokenizer", "/nonexistent"])
       expect(bare.code).toBe(2)
       expect(bare.stdout).toBe("")
@@ -147,6 +148,14 @@ describe("mcore coordinator --external-engines", () => {
       const testEngines = yield* Mcore.run(["coordinator", "--tokenizer", "/nonexistent"])
       expect(testEngines).toMatchObject({ code: 2, stdout: "" })
       expect(testEngines.stderr).toContain("--tokenizer goes with --external-engines")
+      const tuned = yield* Mcore.run(["coordinator", "--alpha", "0.7"])
+      expect(tuned).toMatchObject({ code: 2, stdout: "" })
+      expect(tuned.stderr).toContain("--alpha goes with --external-engines")
+      const badAlpha = yield* Mcore.run([
+        "coordinator", "--protocol", "main", "--external-engines", "2", "--tokenizer", tokenizer, "--alpha", "2"
+      ])
+      expect(badAlpha).toMatchObject({ code: 1, stdout: "" })
+      expect(badAlpha.stderr).toContain("invalid option alpha: must be a number from 0 to 1")
       const missing = yield* Mcore.run(["coordinator", "--protocol", "main", "--external-engines", "2", "--tokenizer", "/nonexistent"])
       expect(missing).toMatchObject({ code: 1, stdout: "" })
       expect(missing.stderr).toMatch(/^mcore: TokenizerUnusable: cannot load the tokenizer in \/nonexistent: .+\n$/)

@@ -27,6 +27,7 @@ import { CoordinatorCore } from "./internal/coordinatorCore.ts"
 import * as CoordinatorSocket from "./internal/coordinatorSocket.ts"
 import * as DialectWire from "./internal/dialectWire.ts"
 import { type CoreSnapshot, snapshotOf } from "./internal/snapshot.ts"
+import * as PrefixTable from "./PrefixTable.ts"
 import * as Routing from "./Routing.ts"
 
 export type { Counters } from "./internal/coordinatorConfig.ts"
@@ -55,7 +56,24 @@ export interface Options {
   readonly tokenizer: CoordinatorTokenizer
   /** Routing policy. Default `load_balanced`. */
   readonly policy?: Routing.Policy | undefined
-  /** Weight of the load term in the prefix-affinity score. Default 0.5. */
+  /**
+   * How `longest_prefix` and `first_prefix_block` weigh a prefix held against load. Default
+   * `megatron` in Megatron-LM's dialects: its coordinator's rule (`alpha * match + (1 - alpha) *
+   * free / maxRequests`, ties to the most recent), over a prefix table kept after requests end,
+   * since engines keep the prefix cached; `relative_load` (over requests in flight, weighed by
+   * `beta`) in the reference protocol.
+   */
+  readonly scoring?: Routing.Scoring | undefined
+  /** `megatron` scoring: Megatron's `prefix_caching_routing_alpha`. Default 0.5. */
+  readonly alpha?: number | undefined
+  /** `megatron` scoring: an engine's capacity in requests (Megatron's `max_requests`). Default 256. */
+  readonly maxRequests?: number | undefined
+  /**
+   * `megatron` scoring: the hashes the prefix table keeps, least recently assigned forgotten first
+   * (about 250 bytes each). Default 100,000 (`PrefixTable.defaultCapacity`).
+   */
+  readonly prefixTableCapacity?: number | undefined
+  /** `relative_load` scoring: the weight of the load term. Default 0.5. */
   readonly beta?: number | undefined
   /** The engines' KV block size in tokens, for hashing prompts. Default 16. */
   readonly blockSizeTokens?: number | undefined
@@ -126,6 +144,16 @@ const configOf = (options: Options, log: Log, debug: boolean): Effect.Effect<Coo
   if (!Number.isFinite(beta) || beta < 0) return invalid("beta", "must be a finite number >= 0")
   const blockSizeTokens = options.blockSizeTokens ?? 16
   if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return invalid("blockSizeTokens", "must be an integer >= 1")
+  const scoring = options.scoring ?? (dialect.success.name === "reference" ? "relative_load" : "megatron")
+  if (scoring !== "megatron" && scoring !== "relative_load") return invalid("scoring", `unknown scoring ${String(scoring)}`)
+  const alpha = options.alpha ?? 0.5
+  if (!(alpha >= 0 && alpha <= 1)) return invalid("alpha", "must be a number from 0 to 1")
+  const maxRequests = options.maxRequests ?? 256
+  if (!Number.isSafeInteger(maxRequests) || maxRequests < 1) return invalid("maxRequests", "must be an integer >= 1")
+  const prefixTableCapacity = options.prefixTableCapacity ?? PrefixTable.defaultCapacity
+  if (!Number.isSafeInteger(prefixTableCapacity) || prefixTableCapacity < 0) {
+    return invalid("prefixTableCapacity", "must be an integer >= 0")
+  }
   const recordLimit = options.recordLimit ?? 100
   if (!Number.isSafeInteger(recordLimit) || recordLimit < 0) return invalid("recordLimit", "must be an integer >= 0")
   const curve = options.curve
@@ -137,6 +165,10 @@ const configOf = (options: Options, log: Log, debug: boolean): Effect.Effect<Coo
     wire: DialectWire.of(dialect.success.name),
     policy,
     beta,
+    scoring,
+    alpha,
+    maxRequests,
+    prefixTableCapacity,
     blockSizeTokens,
     tokenizer,
     recordLimit,

@@ -140,6 +140,51 @@ export const choose = (input: {
 }
 
 /**
+ * How a prefix-aware policy weighs affinity against load. `relative_load`: the reference
+ * protocol's rule ({@link choose}, over the hashes of requests in flight). `megatron`: Megatron-LM's
+ * coordinator's (core_v0.17 on, {@link chooseMegatron}, over a `PrefixTable` kept after requests end).
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export type Scoring = "relative_load" | "megatron"
+
+/**
+ * Megatron-LM's `get_best_data_parallel_rank`: per engine `alpha * match + (1 - alpha) *
+ * free / maxRequests`, with `free = max(0, maxRequests - load)`; the highest score wins, ties to
+ * the most recent assignment, then the lowest index.
+ *
+ * @example
+ * ```ts
+ * import { Routing } from "@mcore-effect/coordinator"
+ *
+ * // engine 1 holds 2 of 3 blocks but carries 128 of 256; engine 0 holds nothing and is idle
+ * Routing.chooseMegatron({ alpha: 0.5, maxRequests: 256, loads: [0, 128], match: [0, 2 / 3], recency: [0, 7] })
+ * // { engine: 1, reason: "affinity", scores: [0.5, 0.5833] }
+ * ```
+ *
+ * @category utils
+ * @since 0.2.0
+ */
+export const chooseMegatron = (input: {
+  readonly alpha: number
+  readonly maxRequests: number
+  readonly loads: ReadonlyArray<number>
+  readonly match: ReadonlyArray<number>
+  readonly recency: ReadonlyArray<number>
+}): Decision => {
+  const { alpha, loads, match, maxRequests, recency } = input
+  const scores = loads.map((load, i) => alpha * match[i]! + (1 - alpha) * (Math.max(0, maxRequests - load) / maxRequests))
+  let best = 0
+  for (let i = 1; i < scores.length; i++) {
+    const s = scores[i]!
+    const b = scores[best]!
+    if (s > b || (s === b && recency[i]! > recency[best]!)) best = i
+  }
+  return { engine: best, reason: match.some((m) => m > 0) ? "affinity" : "least_loaded", scores }
+}
+
+/**
  * Which engine holds which block hashes: a hash is held by an engine while at least one request
  * routed there with it is in flight, and released when the last such request completes.
  *

@@ -81,3 +81,56 @@ describe("Coordinator", () => {
       expect(taken.message).toMatch(new RegExp(`^cannot bind ${first.address}: `))
     }).pipe(Effect.scoped))
 })
+
+describe("Coordinator: Megatron-LM's prefix routing", () => {
+  /** Two engines on loopback (block size 4), a client, and the coordinator's SUBMIT_REQUEST count per engine. */
+  const setup = (scoring: "megatron" | "relative_load") =>
+    Effect.gen(function*() {
+      const coordinator = yield* Coordinator.make({
+        address: "tcp://127.0.0.1:0",
+        protocol: "main",
+        tokenizer,
+        policy: "longest_prefix",
+        blockSizeTokens: 4,
+        scoring
+      })
+      for (const rank of [0, 1]) {
+        yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank, stepMs: 20, blockSizeTokens: 4 })
+      }
+      yield* coordinator.awaitEngines(2)
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" })
+      const submitsTo = Effect.map(coordinator.snapshot, (s) =>
+        s.engines.map((e) => e.received.filter((d) => d.name === "SUBMIT_REQUEST").length))
+      return { coordinator, client, submitsTo }
+    })
+
+  // Two prompts of eight tokens: two blocks each, no block in common.
+  const first = Vocabulary.tokenize("the quick fox runs over the old dog")
+  const second = Vocabulary.tokenize("a stone wall stood by the river bank")
+
+  it.live("megatron: a prefix served before goes back to the engine that served it, after its request ended", () =>
+    Effect.gen(function*() {
+      const { client, coordinator, submitsTo } = yield* setup("megatron")
+      // Together: the first to mp-coord-0 (a tie, the lowest index), the second to the idler mp-coord-1.
+      yield* Effect.all([client.submit(first, { num_tokens_to_generate: 4 }), client.submit(second, { num_tokens_to_generate: 4 })], {
+        concurrency: "unbounded"
+      })
+      expect(yield* submitsTo).toEqual([1, 1])
+      expect((yield* coordinator.snapshot).prefixTable).toBe(4)
+      // Both ended; the second prompt again: to mp-coord-1, which holds its prefix cached.
+      yield* client.submit(second, { num_tokens_to_generate: 2 })
+      expect(yield* submitsTo).toEqual([1, 2])
+    }).pipe(Effect.scoped, TestSupport.withRegistry))
+
+  it.live("relative_load: only requests in flight count, so the same prompt afterwards goes by load (the control)", () =>
+    Effect.gen(function*() {
+      const { client, coordinator, submitsTo } = yield* setup("relative_load")
+      yield* Effect.all([client.submit(first, { num_tokens_to_generate: 4 }), client.submit(second, { num_tokens_to_generate: 4 })], {
+        concurrency: "unbounded"
+      })
+      expect(yield* submitsTo).toEqual([1, 1])
+      yield* client.submit(second, { num_tokens_to_generate: 2 })
+      expect(yield* submitsTo).toEqual([2, 1])
+      expect((yield* coordinator.snapshot).prefixTable).toBe(0)
+    }).pipe(Effect.scoped, TestSupport.withRegistry))
+})

@@ -31,7 +31,7 @@ import { CliError, Command, Flag } from "effect/cli"
 import { rename, rm, writeFile } from "node:fs/promises"
 import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
-import { integer } from "../Values.ts"
+import { integer, number } from "../Values.ts"
 import * as CoordinatorExternal from "./CoordinatorExternal.ts"
 import { FOREVER_MILLIS, ofTestCoordinator, watchState } from "./CoordinatorWatch.ts"
 
@@ -76,6 +76,26 @@ const flags = {
       "With --external-engines (required there): the model's Hugging Face tokenizer directory (tokenizer.json, " +
         "tokenizer_config.json), which the coordinator detokenizes finished requests with (generated_text) and " +
         "tokenizes text prompts with for prefix routing, as Megatron-LM's coordinator uses the model's tokenizer"
+    ),
+    Flag.optional
+  ),
+  maxRequests: integer("max-requests", 1).pipe(
+    Flag.withDescription(
+      "With --external-engines: an engine's capacity in requests, as its context's max_requests (default 256); " +
+        "prefix routing weighs an engine's free share of it"
+    ),
+    Flag.optional
+  ),
+  alpha: number("alpha").pipe(
+    Flag.withDescription(
+      "With --external-engines: prefix_caching_routing_alpha, the weight of a held prefix against free capacity (default 0.5)"
+    ),
+    Flag.optional
+  ),
+  prefixTableCapacity: integer("prefix-table-capacity", 0).pipe(
+    Flag.withDescription(
+      "With --external-engines: block hashes the prefix table keeps, least recently assigned forgotten first, " +
+        "about 250 bytes each (default 100000)"
     ),
     Flag.optional
   ),
@@ -157,7 +177,20 @@ const watchEngine = (engine: TestEngine.Handle): Effect.Effect<never> =>
 export const command = Command.make(
   "coordinator",
   flags,
-  Effect.fn("mcore.coordinator")(function*({ listen, engines: asked, externalEngines, policy, stepMs, blockSize, protocol: chosen, tokenizer: tokenizerDir, addressFile }) {
+  Effect.fn("mcore.coordinator")(function*({
+    listen,
+    engines: asked,
+    externalEngines,
+    policy,
+    stepMs,
+    blockSize,
+    protocol: chosen,
+    tokenizer: tokenizerDir,
+    maxRequests,
+    alpha,
+    prefixTableCapacity,
+    addressFile
+  }) {
     if (Option.isSome(externalEngines) && Option.isSome(asked)) {
       return yield* new CliError.ValidationError({ message: "--engines starts test engines, --external-engines waits for real ones: give one of them" })
     }
@@ -171,6 +204,16 @@ export const command = Command.make(
         message: "missing --tokenizer DIR (needed with --external-engines: the model's tokenizer, which the coordinator " +
           "detokenizes replies and hashes text prompts with)"
       })
+    }
+    const externalOnly = [
+      ["--max-requests", maxRequests],
+      ["--alpha", alpha],
+      ["--prefix-table-capacity", prefixTableCapacity]
+    ] as const
+    for (const [flag, value] of externalOnly) {
+      if (Option.isNone(externalEngines) && Option.isSome(value)) {
+        return yield* new CliError.ValidationError({ message: `${flag} goes with --external-engines (it tunes Megatron-LM's prefix routing, which the test coordinator does not use)` })
+      }
     }
     if (Option.isNone(externalEngines) && Option.isSome(tokenizerDir)) {
       return yield* new CliError.ValidationError({
@@ -195,7 +238,9 @@ export const command = Command.make(
         tokenizer: Option.getOrThrow(tokenizerDir),
         policy,
         blockSizeTokens: blockSize,
-        expected: externalEngines.value
+        maxRequests: Option.getOrUndefined(maxRequests),
+        alpha: Option.getOrUndefined(alpha),
+        prefixTableCapacity: Option.getOrUndefined(prefixTableCapacity)
       })
       started = true
       yield* Output.line(coordinator.address)

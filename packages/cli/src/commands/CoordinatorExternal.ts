@@ -51,7 +51,9 @@ export interface Options {
   readonly tokenizer: string
   readonly policy: Routing.Policy
   readonly blockSizeTokens: number
-  readonly expected: number
+  readonly maxRequests: number | undefined
+  readonly alpha: number | undefined
+  readonly prefixTableCapacity: number | undefined
 }
 
 /**
@@ -71,7 +73,10 @@ export const start: (
     protocol: options.protocol,
     tokenizer: coordinatorTokenizer(loaded),
     policy: options.policy,
-    blockSizeTokens: options.blockSizeTokens
+    blockSizeTokens: options.blockSizeTokens,
+    maxRequests: options.maxRequests,
+    alpha: options.alpha,
+    prefixTableCapacity: options.prefixTableCapacity
   })
 })
 

@@ -22,6 +22,17 @@ export interface CoordinatorConfig {
   readonly wire: DialectWire
   readonly policy: Routing.Policy
   readonly beta: number
+  /**
+   * How prefix-aware policies score (`Routing.Scoring`); absent: `relative_load`. With
+   * `megatron`, `alpha`, `maxRequests` and `prefixTableCapacity` apply.
+   */
+  readonly scoring?: Routing.Scoring | undefined
+  /** Megatron's `prefix_caching_routing_alpha` (default 0.5). */
+  readonly alpha?: number | undefined
+  /** Megatron's `max_requests`, an engine's capacity in requests (default 256). */
+  readonly maxRequests?: number | undefined
+  /** Hashes the prefix table keeps (default `PrefixTable.defaultCapacity`). */
+  readonly prefixTableCapacity?: number | undefined
   readonly blockSizeTokens: number
   /** What text prompts are hashed and finished requests detokenized with. */
   readonly tokenizer: CoordinatorTokenizer

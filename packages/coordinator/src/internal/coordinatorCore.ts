@@ -171,6 +171,10 @@ export class CoordinatorCore {
     return this.s.ownership.size
   }
 
+  get prefixTableSize(): number {
+    return this.s.prefixTable?.size ?? 0
+  }
+
   get pendingWrites(): number {
     return this.writer.pending
   }

@@ -17,6 +17,7 @@ import type { ClientOutbox } from "./peer.ts"
 import { InFlightRequests } from "./inFlightRequests.ts"
 import { RecentLog } from "./recentLog.ts"
 import type * as ReplyRoute from "./replyRoute.ts"
+import { PrefixTable } from "../PrefixTable.ts"
 import * as Routing from "../Routing.ts"
 import { showIdentity } from "./wireFrames.ts"
 
@@ -33,6 +34,8 @@ export class CoordinatorState {
   readonly knownClients = new Set<string>()
   readonly inFlight = new InFlightRequests<InFlight>()
   readonly ownership = new Routing.HashOwnership()
+  /** Megatron's prefix table, kept after requests end (with `scoring: "megatron"` only). */
+  readonly prefixTable: PrefixTable | undefined
   readonly pool: EnginePool
   /** The way to clients, through the faults. */
   readonly toClients: ClientOutbox
@@ -62,7 +65,11 @@ export class CoordinatorState {
     this.registrationsLeft = config.startupRegistrations
     this.rejections = new RecentLog(config.recordLimit)
     this.toClients = toClients
-    this.pool = new EnginePool(writer, this.ownership, config, nameOf)
+    this.prefixTable = config.scoring === "megatron" ? new PrefixTable(config.prefixTableCapacity) : undefined
+    this.pool = new EnginePool(writer, config, nameOf, (key) => {
+      this.ownership.dropEngine(key)
+      this.prefixTable?.dropEngine(key)
+    })
     this.route = {
       wire: config.wire,
       config,

@@ -11,7 +11,6 @@ import type { FrameSocket, Headers } from "@mcore-effect/protocol"
 import type { CoordinatorConfig } from "./coordinatorConfig.ts"
 import type { Delivery, EngineEntry } from "./coordinatorRecords.ts"
 import { RecentLog } from "./recentLog.ts"
-import type * as Routing from "../Routing.ts"
 import { identityKey, showIdentity } from "./wireFrames.ts"
 
 /**
@@ -33,9 +32,10 @@ export class EnginePool {
 
   constructor(
     private readonly writer: FrameSocket.Writer<Reroute | undefined>,
-    private readonly ownership: Routing.HashOwnership,
     private readonly config: Pick<CoordinatorConfig, "log" | "recordLimit">,
-    private readonly nameOf: (header: number) => Headers.HeaderName
+    private readonly nameOf: (header: number) => Headers.HeaderName,
+    /** Forgets what routing knew of an engine that left (the hashes it held). */
+    private readonly forget: (key: string) => void
   ) {}
 
   get size(): number {
@@ -77,7 +77,7 @@ export class EnginePool {
     this.byKey.delete(key)
     this.removed.add(key)
     this.engines = this.engines.filter((e) => e !== entry)
-    this.ownership.dropEngine(key)
+    this.forget(key)
     this.config.log("Warn", `coordinator: engine ${entry.name} removed: ${why} (${this.engines.length} left)`)
   }
 

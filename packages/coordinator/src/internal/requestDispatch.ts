@@ -52,6 +52,28 @@ export const submit = (s: CoordinatorState, identity: Buffer, key: string, envel
   dispatch(s, { envelope, client: identity, clientKey: key, clientRequestId, hashes })
 }
 
+/** The index of the engine a submission with `hashes` goes to, by the configured scoring. */
+const pick = (s: CoordinatorState, engines: ReadonlyArray<EngineEntry>, hashes: ReadonlyArray<bigint>): number => {
+  const loads = engines.map((e) => e.load)
+  if (hashes.length === 0) return Routing.leastLoaded(loads)
+  const keys = engines.map((e) => e.key)
+  if (s.prefixTable !== undefined) {
+    return Routing.chooseMegatron({
+      alpha: s.config.alpha ?? 0.5,
+      maxRequests: s.config.maxRequests ?? 256,
+      loads,
+      ...s.prefixTable.match(hashes, keys)
+    }).engine
+  }
+  return Routing.choose({ beta: s.config.beta, loads, depths: s.ownership.depths(hashes, keys), hashCount: hashes.length }).engine
+}
+
+/** Records where a submission with `hashes` went: held while in flight, and in the prefix table for after. */
+const claim = (s: CoordinatorState, engine: EngineEntry, hashes: ReadonlyArray<bigint>): void => {
+  s.ownership.claim(engine.key, hashes)
+  s.prefixTable?.assign(engine.key, hashes)
+}
+
 /** Re-numbers a submission and sends it to the engine the policy picks (or holds it until one registers). */
 const dispatch = (s: CoordinatorState, w: Waiting): void => {
   const engines = s.pool.engines
@@ -59,17 +81,7 @@ const dispatch = (s: CoordinatorState, w: Waiting): void => {
     s.backlog.push(w)
     return
   }
-  const loads = engines.map((e) => e.load)
-  const engine = engines[
-    w.hashes.length === 0
-      ? Routing.leastLoaded(loads)
-      : Routing.choose({
-        beta: s.config.beta,
-        loads,
-        depths: s.ownership.depths(w.hashes, engines.map((e) => e.key)),
-        hashCount: w.hashes.length
-      }).engine
-  ]!
+  const engine = engines[pick(s, engines, w.hashes)]!
   const requestId = s.nextRequestId
   const f = w.envelope.frames
   let metadata: Uint8Array
@@ -91,7 +103,7 @@ const dispatch = (s: CoordinatorState, w: Waiting): void => {
     hashes: w.hashes
   })
   engine.load++
-  if (w.hashes.length > 0) s.ownership.claim(engine.key, w.hashes)
+  if (w.hashes.length > 0) claim(s, engine, w.hashes)
   // The bodies as they came, but the client's block hashes: they were for routing only, and the
   // engine gets nil in their place. (One frame: the message is frame 0, its bodies views into it.)
   const out = s.wire.single
@@ -121,7 +133,7 @@ const deliver = (s: CoordinatorState, engine: EngineEntry, out: Array<Uint8Array
     const next = engines[Routing.leastLoaded(engines.map((e) => e.load))]!
     s.inFlight.add(requestId, { ...request, engine: next })
     next.load++
-    if (w.hashes.length > 0) s.ownership.claim(next.key, w.hashes)
+    if (w.hashes.length > 0) claim(s, next, w.hashes)
     deliver(s, next, out, requestId, w)
   })
 

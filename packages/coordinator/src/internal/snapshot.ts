@@ -41,6 +41,8 @@ export interface CoreSnapshot {
   readonly backlog: number
   /** Distinct block hashes held by some engine for requests in flight. */
   readonly heldHashes: number
+  /** Hashes in the prefix table (`megatron` scoring; 0 otherwise), never more than its capacity. */
+  readonly prefixTable: number
   /** Rejected and dropped messages, by reason. */
   readonly counters: Counters
   /**
@@ -71,6 +73,7 @@ export const snapshotOf = (
   inFlight: core.inFlightCount,
   backlog: core.backlogCount,
   heldHashes: core.heldHashes,
+  prefixTable: core.prefixTableSize,
   counters: { ...core.counters },
   rejected: core.rejections.toArray(),
   nextRequestId: core.nextRequestId
