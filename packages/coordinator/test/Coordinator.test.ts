@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { InferenceClient, Transport } from "@mcore-effect/client"
 import { MemorySocket } from "@mcore-effect/protocol"
 import { CoordinatorTokenizer, Generation, TestEngine, TestSupport, Vocabulary } from "@mcore-effect/testkit"
-import { Effect, Fiber } from "effect"
+import { Effect, Exit, Fiber, Scope } from "effect"
 import { Coordinator } from "../src/index.ts"
 
 const prompt = "the quick fox runs over the dog"
@@ -133,4 +133,55 @@ describe("Coordinator: Megatron-LM's prefix routing", () => {
       expect(yield* submitsTo).toEqual([2, 1])
       expect((yield* coordinator.snapshot).prefixTable).toBe(0)
     }).pipe(Effect.scoped, TestSupport.withRegistry))
+})
+
+describe("Coordinator: an engine lost with requests in flight", () => {
+  it.live("killed (its socket closed, no DISCONNECT): found gone at the next send, what it held answered FAILED, the new request served by the next engine", () =>
+    Effect.gen(function*() {
+      const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol: "main", tokenizer })
+      // An engine slow enough that its request is still in flight when it dies.
+      const doomed = yield* Scope.make()
+      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank: 0, stepMs: 60_000 }).pipe(Scope.provide(doomed))
+      yield* coordinator.awaitEngines(1)
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" })
+      const held = yield* Effect.forkChild(client.submit(tokens, { num_tokens_to_generate: 3 }))
+      yield* coordinator.waitFor((s) => s.inFlight === 1)
+      yield* Scope.close(doomed, Exit.void)
+      yield* coordinator.waitFor((s) => s.clients === 0) // its connection is down
+      // The next submission finds it gone: it never reached it, so it waits for an engine.
+      const next = yield* Effect.forkChild(client.submit(tokens, { num_tokens_to_generate: 2 }))
+      const failed = yield* Fiber.join(held)
+      expect(failed.status).toBe("FAILED")
+      expect(failed.generated_tokens).toEqual([])
+      expect(String((failed.events as Array<{ payload: unknown }>)[0]!.payload)).toBe(
+        "engine mp-coord-0 was lost (it is unreachable) with this request in flight"
+      )
+      const waiting = yield* coordinator.waitFor((s) => s.backlog === 1)
+      expect(waiting).toMatchObject({ engines: [], inFlight: 0 })
+      expect(waiting.counters.failedBack).toBe(1)
+      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank: 1, stepMs: 0 })
+      expect((yield* Fiber.join(next)).generated_tokens).toEqual(Generation.tokens(tokens, 2))
+    }).pipe(Effect.scoped, TestSupport.withRegistry, TestSupport.quiet))
+
+  it.live("its DISCONNECT (STOP while paused): what it held is answered FAILED at once, not left hanging", () =>
+    Effect.gen(function*() {
+      const network = new MemorySocket.Network()
+      const coordinator = yield* Coordinator.make({ address: "inproc://lost", protocol: "main", tokenizer, network })
+      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", network, rank: 0, stepMs: 0 })
+      yield* coordinator.awaitEngines(1)
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" }).pipe(
+        Effect.provide(Transport.layerMemory(network))
+      )
+      yield* client.pauseEngines()
+      yield* coordinator.waitFor((s) => s.state === "PAUSED")
+      const held = yield* Effect.forkChild(client.submit(tokens, { num_tokens_to_generate: 3 }))
+      yield* coordinator.waitFor((s) => s.inFlight === 1)
+      yield* client.stopEngines()
+      const failed = yield* Fiber.join(held)
+      expect(failed.status).toBe("FAILED")
+      expect(String((failed.events as Array<{ payload: unknown }>)[0]!.payload)).toBe(
+        "engine mp-coord-0 was lost (it sent DISCONNECT) with this request in flight"
+      )
+      expect(yield* coordinator.snapshot).toMatchObject({ engines: [], inFlight: 0, counters: { failedBack: 1 } })
+    }).pipe(Effect.scoped, TestSupport.withRegistry, TestSupport.quiet))
 })

@@ -84,6 +84,11 @@ export interface Counters {
   unreachable: number
   /** Exceptions caught in the loop (a bug: the message is dropped, the loop goes on). */
   internalErrors: number
+  /**
+   * Requests in flight on an engine that left (unreachable, or DISCONNECT), answered to their
+   * clients as FAILED instead of left hanging (Megatron's coordinator leaves them).
+   */
+  failedBack: number
 }
 
 /** All counters at zero. */
@@ -99,5 +104,6 @@ export const newCounters = (): Counters => ({
   controlRejected: 0,
   controlIdempotent: 0,
   unreachable: 0,
-  internalErrors: 0
+  internalErrors: 0,
+  failedBack: 0
 })

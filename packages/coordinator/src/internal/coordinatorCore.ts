@@ -214,9 +214,10 @@ export class CoordinatorCore {
     const key = identityKey(message[0]!)
     const code = (error as { code?: string } | null)?.code
     if (code === "EHOSTUNREACH" && (this.s.pool.has(key) || (reroute !== undefined && this.s.pool.known(key)))) {
-      this.s.pool.remove(key, "it is unreachable")
-      // A submission goes to another engine (Megatron-LM main's coordinator retries the send).
-      return reroute?.()
+      // First the submission that never reached it goes to another engine (Megatron-LM main's
+      // coordinator retries the send), then what the engine held is answered FAILED.
+      reroute?.()
+      return this.s.pool.remove(key, "it is unreachable")
     }
     // A client that went away leaves every reply to it undeliverable (a thousand after a batch):
     // one line per peer and window, with the count, not one per message.

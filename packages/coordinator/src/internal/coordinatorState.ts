@@ -12,6 +12,7 @@ import { type FrameSocket, Headers } from "@mcore-effect/protocol"
 import { type CoordinatorConfig, type Counters, newCounters } from "./coordinatorConfig.ts"
 import type { InFlight, Rejection, Waiting } from "./coordinatorRecords.ts"
 import type * as DialectWire from "./dialectWire.ts"
+import * as EngineLoss from "./engineLoss.ts"
 import { EnginePool, type Reroute } from "./enginePool.ts"
 import type { ClientOutbox } from "./peer.ts"
 import { InFlightRequests } from "./inFlightRequests.ts"
@@ -66,7 +67,8 @@ export class CoordinatorState {
     this.rejections = new RecentLog(config.recordLimit)
     this.toClients = toClients
     this.prefixTable = config.scoring === "megatron" ? new PrefixTable(config.prefixTableCapacity) : undefined
-    this.pool = new EnginePool(writer, config, nameOf, (key) => {
+    this.pool = new EnginePool(writer, config, nameOf, (key, name, why) => {
+      EngineLoss.failBack(this.route, key, name, why)
       this.ownership.dropEngine(key)
       this.prefixTable?.dropEngine(key)
     })
@@ -76,6 +78,7 @@ export class CoordinatorState {
       inFlight: this.inFlight,
       ownership: this.ownership,
       toClients: this.toClients,
+      counters: this.counters,
       reject: (kind, identity, why) => this.reject(kind, identity, why)
     }
   }

@@ -34,8 +34,8 @@ export class EnginePool {
     private readonly writer: FrameSocket.Writer<Reroute | undefined>,
     private readonly config: Pick<CoordinatorConfig, "log" | "recordLimit">,
     private readonly nameOf: (header: number) => Headers.HeaderName,
-    /** Forgets what routing knew of an engine that left (the hashes it held). */
-    private readonly forget: (key: string) => void
+    /** What else goes with an engine that left: what routing knew of it, what it held in flight. */
+    private readonly forget: (key: string, name: string, why: string) => void
   ) {}
 
   get size(): number {
@@ -77,7 +77,7 @@ export class EnginePool {
     this.byKey.delete(key)
     this.removed.add(key)
     this.engines = this.engines.filter((e) => e !== entry)
-    this.forget(key)
+    this.forget(key, entry.name, why)
     this.config.log("Warn", `coordinator: engine ${entry.name} removed: ${why} (${this.engines.length} left)`)
   }
 

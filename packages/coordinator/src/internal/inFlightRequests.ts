@@ -35,6 +35,13 @@ export class InFlightRequests<R extends { readonly clientKey: string; readonly c
     return this.byClient.get(clientKey)?.get(clientRequestId)
   }
 
+  /** The requests in flight for which `predicate` holds, with their ids. */
+  filter(predicate: (request: R) => boolean): Array<readonly [number, R]> {
+    const out: Array<readonly [number, R]> = []
+    for (const entry of this.byId) if (predicate(entry[1])) out.push(entry)
+    return out
+  }
+
   /** Takes the request out (it completed), or `undefined` when it is not in flight. */
   remove(requestId: number): R | undefined {
     const request = this.byId.get(requestId)

@@ -39,6 +39,7 @@ export interface ReplyRoute {
   readonly inFlight: InFlightRequests<InFlight>
   readonly ownership: Routing.HashOwnership
   readonly toClients: ClientOutbox
+  readonly counters: Counters
   readonly reject: (kind: keyof Counters, identity: Uint8Array, why: string) => void
 }
 

@@ -119,17 +119,24 @@ const dispatch = (s: CoordinatorState, w: Waiting): void => {
 }
 
 /**
- * Sends a submission to its engine; should that engine be unreachable, it goes to the least
- * loaded of the others, as Megatron-LM main's coordinator does (`handlers.py:129-132`), unless it
- * ended meanwhile (aborted). With none left it stays unanswered (Megatron drops it there).
+ * Sends a submission to its engine; should that engine be unreachable, the submission never
+ * reached it and goes to the least loaded of the others, as Megatron-LM main's coordinator does
+ * (`handlers.py:129-132`), unless it ended meanwhile (aborted). With none left it waits for one,
+ * as before the first registered (Megatron's drops it and stops its loop). Called back before the
+ * engine is removed, so that removing it answers FAILED only what it really held.
  */
 const deliver = (s: CoordinatorState, engine: EngineEntry, out: Array<Uint8Array>, requestId: number, w: Waiting): void =>
   s.pool.deliver(engine, out, w.envelope.spec.header, requestId, w.clientRequestId, w.client, () => {
     const request = s.inFlight.get(requestId)
     if (request === undefined || request.engine !== engine) return
     engine.load--
-    const engines = s.pool.engines
-    if (engines.length === 0) return
+    const engines = s.pool.engines.filter((e) => e !== engine)
+    if (engines.length === 0) {
+      s.inFlight.remove(requestId)
+      if (w.hashes.length > 0) s.ownership.release(engine.key, w.hashes)
+      s.backlog.push(w)
+      return
+    }
     const next = engines[Routing.leastLoaded(engines.map((e) => e.load))]!
     s.inFlight.add(requestId, { ...request, engine: next })
     next.load++
