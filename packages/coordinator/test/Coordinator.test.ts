@@ -136,32 +136,39 @@ describe("Coordinator: Megatron-LM's prefix routing", () => {
 })
 
 describe("Coordinator: an engine lost with requests in flight", () => {
-  it.live("killed (its socket closed, no DISCONNECT): found gone at the next send, what it held answered FAILED, the new request served by the next engine", () =>
-    Effect.gen(function*() {
-      const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol: "main", tokenizer })
-      // An engine slow enough that its request is still in flight when it dies.
-      const doomed = yield* Scope.make()
-      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank: 0, stepMs: 60_000 }).pipe(Scope.provide(doomed))
-      yield* coordinator.awaitEngines(1)
-      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" })
-      const held = yield* Effect.forkChild(client.submit(tokens, { num_tokens_to_generate: 3 }))
-      yield* coordinator.waitFor((s) => s.inFlight === 1)
-      yield* Scope.close(doomed, Exit.void)
-      yield* coordinator.waitFor((s) => s.clients === 0) // its connection is down
-      // The next submission finds it gone: it never reached it, so it waits for an engine.
-      const next = yield* Effect.forkChild(client.submit(tokens, { num_tokens_to_generate: 2 }))
-      const failed = yield* Fiber.join(held)
-      expect(failed.status).toBe("FAILED")
-      expect(failed.generated_tokens).toEqual([])
-      expect(String((failed.events as Array<{ payload: unknown }>)[0]!.payload)).toBe(
-        "engine mp-coord-0 was lost (it is unreachable) with this request in flight"
-      )
-      const waiting = yield* coordinator.waitFor((s) => s.backlog === 1)
-      expect(waiting).toMatchObject({ engines: [], inFlight: 0 })
-      expect(waiting.counters.failedBack).toBe(1)
-      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank: 1, stepMs: 0 })
-      expect((yield* Fiber.join(next)).generated_tokens).toEqual(Generation.tokens(tokens, 2))
-    }).pipe(Effect.scoped, TestSupport.withRegistry, TestSupport.quiet))
+  for (const protocol of ["main", "core_v0.16"] as const) {
+    it.live(`${protocol}: killed (its socket closed, no DISCONNECT): found gone at the next send, what it held answered FAILED, the new request served by the next engine`, () =>
+      Effect.gen(function*() {
+        const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol, tokenizer })
+        // An engine slow enough that its request is still in flight when it dies.
+        const doomed = yield* Scope.make()
+        yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol, rank: 0, stepMs: 60_000 }).pipe(Scope.provide(doomed))
+        yield* coordinator.awaitEngines(1)
+        const client = yield* InferenceClient.make({ address: coordinator.address, protocol })
+        const held = yield* Effect.forkChild(client.submit(tokens, { num_tokens_to_generate: 3 }))
+        yield* coordinator.waitFor((s) => s.inFlight === 1)
+        yield* Scope.close(doomed, Exit.void)
+        yield* coordinator.waitFor((s) => s.clients === 0) // its connection is down
+        // The next submission finds it gone: it never reached it, so it waits for an engine.
+        const next = yield* Effect.forkChild(client.submit(tokens, { num_tokens_to_generate: 2 }))
+        const reply = yield* Fiber.join(held) as Effect.Effect<Record<string, any>, unknown>
+        // core_v0.16 answers with the engine's record; its client deserializes the request in it.
+        const failed = protocol === "core_v0.16" ? reply.requests[0] : reply
+        expect(failed).toMatchObject({ status: "FAILED", generated_tokens: [] })
+        if (protocol === "core_v0.16") {
+          expect(failed).toMatchObject({ sampling_params: null, inference_parameters: null, events: [{ type: "FAIL", payload: null }] })
+        } else {
+          expect(failed.events[0].payload).toBe("engine mp-coord-0 was lost (it is unreachable) with this request in flight")
+        }
+        const waiting = yield* coordinator.waitFor((s) => s.backlog === 1)
+        expect(waiting).toMatchObject({ engines: [], inFlight: 0 })
+        expect(waiting.counters.failedBack).toBe(1)
+        yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol, rank: 1, stepMs: 0 })
+        const served = (yield* Fiber.join(next)) as Record<string, any>
+        const answer = protocol === "core_v0.16" ? served.requests.at(-1) : served
+        expect(answer.generated_tokens).toEqual(Generation.tokens(tokens, 2))
+      }).pipe(Effect.scoped, TestSupport.withRegistry, TestSupport.quiet))
+  }
 
   it.live("its DISCONNECT (STOP while paused): what it held is answered FAILED at once, not left hanging", () =>
     Effect.gen(function*() {

@@ -3,8 +3,9 @@
  * held in flight can no longer be answered by it. Megatron-LM's coordinator leaves those requests
  * hanging; this one answers each to its client as FAILED, in the dialect's reply layout (a
  * one-frame `[21, id, reply]`, a multipart `[21+id, reply]`, core_v0.16's record), the reply a
- * request map with `status: "FAILED"` and a `FAIL` event saying which engine was lost and why,
- * as Megatron's engines report a failed request. A request is never sent again elsewhere: it may
+ * request map with `status: "FAILED"` and a `FAIL` event saying which engine was lost and why
+ * (core_v0.16: the event without the reason, which that ref's client refuses), as Megatron's
+ * engines report a failed request. A request is never sent again elsewhere: it may
  * have run, and a second run could answer twice. (A submission whose send failed never reached
  * the engine and is routed to another instead: `requestDispatch.ts`.)
  *
@@ -15,16 +16,22 @@ import { Msgpack } from "@mcore-effect/protocol"
 import * as DialectWire from "./dialectWire.ts"
 import type { ReplyRoute } from "./replyRoute.ts"
 
-/** The reply a lost request is answered with. */
-const failedReply = (requestId: number, why: string): Uint8Array =>
+/**
+ * The reply a lost request is answered with. core_v0.16's client deserializes every reply into
+ * its `DynamicInferenceRequest` (`cls(**obj)`: no key it lacks, `status`, `sampling_params`,
+ * `inference_parameters` and `events` required, a FAIL event's payload None), so there the
+ * reason is left to the coordinator's log; elsewhere the FAIL event carries it.
+ */
+const failedReply = (requestId: number, why: string, strict: boolean): Uint8Array =>
   Msgpack.encode({
     request_id: requestId,
     status: "FAILED",
     prompt: null,
+    ...(strict ? { sampling_params: null, inference_parameters: null } : {}),
     generated_tokens: [],
     generated_text: "",
     generated_length: 0,
-    events: [{ type: "FAIL", timestamp: Date.now() / 1000, payload: why }]
+    events: [{ type: "FAIL", timestamp: Date.now() / 1000, payload: strict ? null : why }]
   })
 
 /**
@@ -41,7 +48,7 @@ export const failBack = (route: ReplyRoute, key: string, name: string, why: stri
     route.inFlight.remove(requestId)
     request.engine.load--
     if (request.hashes.length > 0) route.ownership.release(key, request.hashes)
-    const body = failedReply(requestId, `engine ${name} was lost (${why}) with this request in flight`)
+    const body = failedReply(requestId, `engine ${name} was lost (${why}) with this request in flight`, wire.records)
     const reply = wire.records ? DialectWire.asRecord(body) : body
     route.toClients.send("reply", request, [request.client, ...DialectWire.toClient(wire, wire.ENGINE_REPLY, request.clientRequestId, reply)])
   }
