@@ -5,7 +5,7 @@
  * message, what `start_listening_to_data_parallel_coordinator(..., launch_inference_coordinator=False)`
  * does), acknowledges clients' CONNECT, routes their submissions by policy, runs the control
  * state machine, broadcasts RELEASE_KV, and returns engines' replies to their clients with
- * `generated_text` filled in by the model's tokenizer, in one dialect (`protocol`) as that
+ * `generated_text` filled in by the model's tokenizer (when given one), in one dialect (`protocol`) as that
  * Megatron-LM ref's coordinator does. A message it cannot use is dropped, counted
  * (`Snapshot.counters`) and logged, and the loop goes on.
  *
@@ -52,8 +52,14 @@ export interface Options {
    * of another ref fail on the first message they cannot read.
    */
   readonly protocol: Dialect.Name
-  /** The model's tokenizer: text prompts are hashed, finished requests detokenized with it. */
-  readonly tokenizer: CoordinatorTokenizer
+  /**
+   * The model's tokenizer: finished requests are detokenized (`generated_text`) and text prompts
+   * hashed for prefix routing with it, as Megatron's coordinator does. Without one, replies keep
+   * the text the engine gave (for clients that detokenize themselves), and a text prompt that a
+   * prefix policy would have to hash is answered FAILED, saying why (`counters.refused`);
+   * `load_balanced` never hashes, so text prompts go to the engines, which tokenize them.
+   */
+  readonly tokenizer?: CoordinatorTokenizer | undefined
   /** Routing policy. Default `load_balanced`. */
   readonly policy?: Routing.Policy | undefined
   /**
@@ -135,7 +141,7 @@ const configOf = (options: Options, log: Log, debug: boolean): Effect.Effect<Coo
   const dialect = DialectCatalog.parse(options.protocol)
   if (Result.isFailure(dialect)) return invalid("protocol", dialect.failure)
   const tokenizer = options.tokenizer
-  if (typeof tokenizer?.tokenize !== "function" || typeof tokenizer.detokenize !== "function") {
+  if (tokenizer !== undefined && (typeof tokenizer?.tokenize !== "function" || typeof tokenizer.detokenize !== "function")) {
     return invalid("tokenizer", "must have tokenize and detokenize functions (the model's tokenizer)")
   }
   const policy = options.policy ?? "load_balanced"

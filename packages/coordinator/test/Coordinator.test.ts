@@ -71,8 +71,8 @@ describe("Coordinator", () => {
       const noProtocol = yield* reasonOf(Coordinator.make({ ...base, protocol: undefined as never }).pipe(Effect.scoped))
       expect(noProtocol._tag).toBe("InvalidOption")
       expect(noProtocol.message).toMatch(/^invalid option protocol: /)
-      const noTokenizer = yield* reasonOf(Coordinator.make({ ...base, tokenizer: {} as never }).pipe(Effect.scoped))
-      expect(noTokenizer.message).toBe("invalid option tokenizer: must have tokenize and detokenize functions (the model's tokenizer)")
+      const badTokenizer = yield* reasonOf(Coordinator.make({ ...base, tokenizer: {} as never }).pipe(Effect.scoped))
+      expect(badTokenizer.message).toBe("invalid option tokenizer: must have tokenize and detokenize functions (the model's tokenizer)")
       const badBlock = yield* reasonOf(Coordinator.make({ ...base, blockSizeTokens: 0 }).pipe(Effect.scoped))
       expect(badBlock.message).toBe("invalid option blockSizeTokens: must be an integer >= 1")
       const first = yield* Coordinator.make(base)
@@ -191,4 +191,37 @@ describe("Coordinator: an engine lost with requests in flight", () => {
       )
       expect(yield* coordinator.snapshot).toMatchObject({ engines: [], inFlight: 0, counters: { failedBack: 1 } })
     }).pipe(Effect.scoped, TestSupport.withRegistry, TestSupport.quiet))
+})
+
+describe("Coordinator without a tokenizer", () => {
+  it.live("replies keep the engine's text; a text prompt a prefix policy must hash is answered FAILED, saying why; token ids are routed", () =>
+    Effect.gen(function*() {
+      const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol: "main", policy: "longest_prefix" })
+      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank: 0, stepMs: 0 })
+      yield* coordinator.awaitEngines(1)
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" })
+      const refused = (yield* client.submit(prompt, { num_tokens_to_generate: 2 })) as Record<string, any>
+      expect(refused).toMatchObject({ status: "FAILED", generated_tokens: [] })
+      expect(refused.events[0].payload).toBe(
+        "a text prompt, and this coordinator has no tokenizer to hash it with for prefix routing: send token ids, or give the coordinator the model's tokenizer"
+      )
+      const served = yield* client.submit(tokens, { num_tokens_to_generate: 3 })
+      expect(served.generated_tokens).toEqual(Generation.tokens(tokens, 3))
+      // Not detokenized here: the engine's text (main's engines leave it to the coordinator: none).
+      expect(served.generated_text ?? null).toBe(null)
+      const after = yield* coordinator.snapshot
+      expect(after.counters).toMatchObject({ refused: 1, malformed: 0 })
+      expect(after.engines[0]!.receivedTotal).toBe(1)
+    }).pipe(Effect.scoped, TestSupport.withRegistry, TestSupport.quiet))
+
+  it.live("load_balanced never hashes: a text prompt goes to the engine, which tokenizes it", () =>
+    Effect.gen(function*() {
+      const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol: "main" })
+      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank: 0, stepMs: 0 })
+      yield* coordinator.awaitEngines(1)
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" })
+      const reply = yield* client.submit(prompt, { num_tokens_to_generate: 3 })
+      expect(reply.generated_tokens).toEqual(Generation.tokens(tokens, 3))
+      expect((yield* coordinator.snapshot).counters.refused).toBe(0)
+    }).pipe(Effect.scoped, TestSupport.withRegistry))
 })

@@ -34,8 +34,12 @@ export interface CoordinatorConfig {
   /** Hashes the prefix table keeps (default `PrefixTable.defaultCapacity`). */
   readonly prefixTableCapacity?: number | undefined
   readonly blockSizeTokens: number
-  /** What text prompts are hashed and finished requests detokenized with. */
-  readonly tokenizer: CoordinatorTokenizer
+  /**
+   * What text prompts are hashed and finished requests detokenized with. None: replies keep the
+   * text the engine gave (clients detokenize), and a text prompt a prefix policy would have to
+   * hash is answered FAILED.
+   */
+  readonly tokenizer: CoordinatorTokenizer | undefined
   /** How many messages per engine are kept for inspection (oldest dropped first). */
   readonly recordLimit: number
   /** Megatron's start-up: the first this many messages after a start register their senders as engines. */
@@ -89,6 +93,8 @@ export interface Counters {
    * clients as FAILED instead of left hanging (Megatron's coordinator leaves them).
    */
   failedBack: number
+  /** Submissions answered FAILED rather than routed (a text prompt to hash and no tokenizer). */
+  refused: number
 }
 
 /** All counters at zero. */
@@ -105,5 +111,6 @@ export const newCounters = (): Counters => ({
   controlIdempotent: 0,
   unreachable: 0,
   internalErrors: 0,
-  failedBack: 0
+  failedBack: 0,
+  refused: 0
 })

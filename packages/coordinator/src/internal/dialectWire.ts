@@ -188,7 +188,8 @@ export const partialBatch = (wire: DialectWire, partials: ReadonlyArray<Record<s
  *
  * @internal
  */
-export const finishReply = (wire: DialectWire, reply: Uint8Array, tokenizer: CoordinatorTokenizer): Uint8Array => {
+export const finishReply = (wire: DialectWire, reply: Uint8Array, tokenizer: CoordinatorTokenizer | undefined): Uint8Array => {
+  if (tokenizer === undefined) return reply
   if (wire.records) return finishRecord(reply, tokenizer)
   const filled = GeneratedText.fill(reply, tokenizer)
   return wire.fillsPrompt ? GeneratedText.fillPrompt(filled, tokenizer) : filled

@@ -69,7 +69,8 @@ export const engineReply = (route: ReplyRoute, identity: Buffer, message: Readon
     const request = complete(route, identity, entry[0])
     if (request === undefined) continue
     const frame = message[REPLIES_FRAME + i]!
-    const body = entry[1] ? GeneratedText.fill(frame, route.config.tokenizer) : frame
+    const tokenizer = route.config.tokenizer
+    const body = entry[1] && tokenizer !== undefined ? GeneratedText.fill(frame, tokenizer) : frame
     route.toClients.send("reply", request, [request.client, packHeaderInt(route.wire.ENGINE_REPLY, request.clientRequestId), body])
   }
 }

@@ -11,6 +11,7 @@ import { type Frames, Headers, Messages, MessageSpec } from "@mcore-effect/proto
 import type { EngineEntry, Waiting } from "./coordinatorRecords.ts"
 import type { CoordinatorState } from "./coordinatorState.ts"
 import * as Routing from "../Routing.ts"
+import { sendFailed } from "./failedReply.ts"
 import * as SubmissionHashes from "./submissionHashes.ts"
 import { NIL, packHeader, packHeaderInt, showIdentity, withRequestId } from "./wireFrames.ts"
 
@@ -47,6 +48,7 @@ export const submit = (s: CoordinatorState, identity: Buffer, key: string, envel
   if (envelope.spec.tag === "SubmitRequest" && s.config.policy !== "load_balanced") {
     const computed = SubmissionHashes.routingHashes(envelope, s.config.policy, s.config.blockSizeTokens, s.config.tokenizer, s.wire.client)
     if (typeof computed === "string") return s.reject("malformed", identity, computed)
+    if (!Array.isArray(computed)) return refuse(s, identity, key, clientRequestId, (computed as SubmissionHashes.Refusal).refused)
     hashes = computed
   }
   dispatch(s, { envelope, client: identity, clientKey: key, clientRequestId, hashes })
@@ -72,6 +74,16 @@ const pick = (s: CoordinatorState, engines: ReadonlyArray<EngineEntry>, hashes: 
 const claim = (s: CoordinatorState, engine: EngineEntry, hashes: ReadonlyArray<bigint>): void => {
   s.ownership.claim(engine.key, hashes)
   s.prefixTable?.assign(engine.key, hashes)
+}
+
+/** Answers a submission FAILED without routing it (it is numbered, as every answered request is). */
+const refuse = (s: CoordinatorState, identity: Buffer, key: string, clientRequestId: number, why: string): void => {
+  s.counters.refused++
+  sendFailed(s.wire, s.toClients, { client: identity, clientKey: key, clientRequestId }, s.nextRequestId++, why)
+  // Once: a client sending text prompts sends many; the count goes on in `refused`.
+  if (s.counters.refused === 1) {
+    s.config.log("Warn", `coordinator: answered ${showIdentity(identity)}'s request ${clientRequestId} FAILED (the first such; counted in refused): ${why}`)
+  }
 }
 
 /** Re-numbers a submission and sends it to the engine the policy picks (or holds it until one registers). */

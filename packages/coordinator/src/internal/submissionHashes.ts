@@ -26,9 +26,9 @@ export const routingHashes = (
   envelope: Frames.Envelope,
   policy: Routing.Policy,
   blockSizeTokens: number,
-  tokenizer: CoordinatorTokenizer,
+  tokenizer: CoordinatorTokenizer | undefined,
   codec: Codec = Messages.Client
-): ReadonlyArray<bigint> | string => {
+): ReadonlyArray<bigint> | string | Refusal => {
   const bodies = envelope.spec.bodyKeys
   const media = bodies.indexOf("multiModalData")
   // Main's four-element SUBMIT_REQUEST has no media frame at all.
@@ -36,8 +36,16 @@ export const routingHashes = (
   if (mediaFrame !== undefined && !isNil(mediaFrame)) return []
   const descriptor = envelope.metadata.mediaDescriptor as Media.MediaDescriptor | null | undefined
   const hashes = hashesOf(codec, envelope, bodies.includes("blockHashes"), blockSizeTokens, tokenizer, descriptor?.media_cache_key ?? null)
-  return typeof hashes === "string" ? hashes : Routing.routingHashes(policy, hashes)
+  return typeof hashes === "string" || !Array.isArray(hashes) ? hashes : Routing.routingHashes(policy, hashes as ReadonlyArray<bigint>)
 }
+
+/** A submission the coordinator answers FAILED rather than route, and why. */
+export interface Refusal {
+  readonly refused: string
+}
+
+const NO_TOKENIZER = "a text prompt, and this coordinator has no tokenizer to hash it with for prefix routing: " +
+  "send token ids, or give the coordinator the model's tokenizer"
 
 /** The request's block hashes: the client's (the `blockHashes` body), or the prompt's own when there are none. */
 const hashesOf = (
@@ -45,9 +53,9 @@ const hashesOf = (
   envelope: Frames.Envelope,
   clientHashes: boolean,
   blockSizeTokens: number,
-  tokenizer: CoordinatorTokenizer,
+  tokenizer: CoordinatorTokenizer | undefined,
   mediaKey: string | null
-): ReadonlyArray<bigint> | string => {
+): ReadonlyArray<bigint> | string | Refusal => {
   if (clientHashes) {
     const given = codec.decodeBody(envelope, "blockHashes")
     if (Result.isFailure(given)) return given.failure.message
@@ -55,8 +63,9 @@ const hashesOf = (
   }
   const prompt = codec.decodeBody(envelope, "prompt")
   if (Result.isFailure(prompt)) return prompt.failure.message
+  if (typeof prompt.success === "string" && tokenizer === undefined) return { refused: NO_TOKENIZER }
   const tokens = typeof prompt.success === "string"
-    ? tokenizer.tokenize(prompt.success)
+    ? tokenizer!.tokenize(prompt.success)
     : prompt.success as ReadonlyArray<number>
   try {
     return Array.from(BlockHashes.blockHashes(tokens, blockSizeTokens, mediaKey))
