@@ -108,13 +108,16 @@ describe("Coordinator: Megatron-LM's prefix routing", () => {
   const first = Vocabulary.tokenize("the quick fox runs over the old dog")
   const second = Vocabulary.tokenize("a stone wall stood by the river bank")
 
+  /** Both prompts at once: the first to mp-coord-0 (a tie, the lowest index), the second to the idler mp-coord-1. */
+  const bothTogether = (client: InferenceClient.Service) =>
+    Effect.all([client.submit(first, { num_tokens_to_generate: 4 }), client.submit(second, { num_tokens_to_generate: 4 })], {
+      concurrency: "unbounded"
+    })
+
   it.live("megatron: a prefix served before goes back to the engine that served it, after its request ended", () =>
     Effect.gen(function*() {
       const { client, coordinator, submitsTo } = yield* setup("megatron")
-      // Together: the first to mp-coord-0 (a tie, the lowest index), the second to the idler mp-coord-1.
-      yield* Effect.all([client.submit(first, { num_tokens_to_generate: 4 }), client.submit(second, { num_tokens_to_generate: 4 })], {
-        concurrency: "unbounded"
-      })
+      yield* bothTogether(client)
       expect(yield* submitsTo).toEqual([1, 1])
       expect((yield* coordinator.snapshot).prefixTable).toBe(4)
       // Both ended; the second prompt again: to mp-coord-1, which holds its prefix cached.
@@ -125,9 +128,7 @@ describe("Coordinator: Megatron-LM's prefix routing", () => {
   it.live("relative_load: only requests in flight count, so the same prompt afterwards goes by load (the control)", () =>
     Effect.gen(function*() {
       const { client, coordinator, submitsTo } = yield* setup("relative_load")
-      yield* Effect.all([client.submit(first, { num_tokens_to_generate: 4 }), client.submit(second, { num_tokens_to_generate: 4 })], {
-        concurrency: "unbounded"
-      })
+      yield* bothTogether(client)
       expect(yield* submitsTo).toEqual([1, 1])
       yield* client.submit(second, { num_tokens_to_generate: 2 })
       expect(yield* submitsTo).toEqual([2, 1])
@@ -224,4 +225,27 @@ describe("Coordinator without a tokenizer", () => {
       expect(reply.generated_tokens).toEqual(Generation.tokens(tokens, 3))
       expect((yield* coordinator.snapshot).counters.refused).toBe(0)
     }).pipe(Effect.scoped, TestSupport.withRegistry))
+})
+
+describe("Coordinator: a client that leaves with replies owed", () => {
+  it.live("the replies owed to it are dropped and counted; the coordinator serves the others (Megatron's dies of it from core_v0.17 on)", () =>
+    Effect.gen(function*() {
+      const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol: "main", tokenizer })
+      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank: 0, stepMs: 0 })
+      yield* coordinator.awaitEngines(1)
+      const control = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" })
+      yield* control.pauseEngines()
+      yield* coordinator.waitFor((s) => s.state === "PAUSED")
+      const goneScope = yield* Scope.make()
+      const gone = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" }).pipe(Scope.provide(goneScope))
+      yield* Effect.forkChild(Effect.forEach([1, 2, 3], (n) => gone.submit(tokens, { num_tokens_to_generate: n }), { concurrency: "unbounded" }))
+      yield* coordinator.waitFor((s) => s.inFlight === 3)
+      yield* Scope.close(goneScope, Exit.void)
+      yield* coordinator.waitFor((s) => s.clients === 1) // the one that left is down
+      yield* control.unpauseEngines()
+      const after = yield* coordinator.waitFor((s) => s.inFlight === 0 && s.counters.unreachable === 3)
+      expect(after.running).toBe(true)
+      const reply = yield* control.submit(tokens, { num_tokens_to_generate: 2 })
+      expect(reply.generated_tokens).toEqual(Generation.tokens(tokens, 2))
+    }).pipe(Effect.scoped, TestSupport.withRegistry, TestSupport.quiet))
 })

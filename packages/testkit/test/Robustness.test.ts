@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import * as fc from "fast-check"
 import { TestCluster } from "../src/index.ts"
 import * as DialectPeer from "./support/DialectPeer.ts"
+import * as PackageCluster from "./support/PackageCluster.ts"
 import * as RawClient from "./support/RawClient.ts"
 
 const H = Headers.values
@@ -83,13 +84,22 @@ describe("Robustness", () => {
 })
 
 describe("Robustness in a Megatron-LM dialect", () => {
-  for (const protocol of ["main", "core_v0.17"] as const) {
-    it.effect(`${protocol}: random messages from a client and from an engine are counted, never crash a loop`, () =>
+  // The test coordinator, and the coordinator package's own (no test faults): the same demands.
+  const runs = [
+    ["main", "the test coordinator"],
+    ["core_v0.17", "the test coordinator"],
+    ["main", "the package's Coordinator"],
+    ["core_v0.19", "the package's Coordinator"]
+  ] as const
+  for (const [protocol, which] of runs) {
+    it.effect(`${protocol}, ${which}: random messages from a client and from an engine are counted, never crash a loop`, () =>
       Effect.gen(function*() {
         const dialect = Dialects.get(protocol)
         const wire = dialect.headers.values
         const values = Object.values(wire) as Array<number>
-        const cluster = yield* TestCluster.make({ engines: 2, protocol })
+        const cluster: PackageCluster.Cluster = which === "the test coordinator"
+          ? yield* TestCluster.make({ engines: 2, protocol })
+          : yield* PackageCluster.make({ protocol })
         const client = yield* DialectPeer.client(cluster.address, protocol)
         yield* client.connect
         // One frame, as the dialect frames messages, or several: whatever the header.
