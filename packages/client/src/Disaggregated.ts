@@ -40,12 +40,13 @@ import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as ClientConfig from "./ClientConfig.ts"
-import { type ClientError, clientError, InvalidArgument, InvalidRequest } from "./ClientError.ts"
+import { type ClientError, clientError, InvalidRequest } from "./ClientError.ts"
 import type { Service } from "./ClientService.ts"
 import { InferenceClient, make as makeClient } from "./InferenceClient.ts"
 import type { Context as HandoffContext, Member } from "./internal/handoff.ts"
 import { type Event, Ledger, type Stats } from "./internal/handoffLedger.ts"
-import { makeService, millisOf } from "./internal/handoffService.ts"
+import { invalidArgument, millisOf } from "./internal/arguments.ts"
+import { makeService } from "./internal/handoffService.ts"
 import * as Setting from "./Setting.ts"
 
 export type { Member } from "./internal/handoff.ts"
@@ -111,7 +112,6 @@ export interface Disaggregated {
   readonly idle: Effect.Effect<void>
 }
 
-const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
 
 /** The dialects' check: every member speaks one dialect, which carries the hand-off and ABORT. */
 const dialectOf = (options: Options): Result.Result<Dialect.Dialect, ClientError> => {

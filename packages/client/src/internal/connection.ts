@@ -39,7 +39,6 @@ import {
   ConnectTimeout,
   CoordinatorLost,
   HandshakeRejected,
-  InvalidArgument,
   InvalidRequest,
   RequestAborted,
   RequestTimeout,
@@ -53,6 +52,7 @@ import { type BatchSink, type Entry, PendingRequests, type Single, singles } fro
 import { ConnectionState } from "./connectionState.ts"
 import { Transport } from "../Transport.ts"
 import { Unanswered } from "./unanswered.ts"
+import { millisOf } from "./arguments.ts"
 
 /**
  * One request, whichever operation made it: what `submit`, `stream` and `submitAll` take (the
@@ -74,18 +74,6 @@ export interface Request {
 
 const invalidRequest = (error: ProtocolError.ProtocolError): ClientError => clientError(new InvalidRequest({ error }))
 
-const noDeadline = Result.succeed(undefined)
-
-/**
- * A request's deadline in milliseconds (`undefined`: none): its own `timeout`, checked as every
- * duration is ({@link ClientConfig.durationMillis}), else the client's.
- */
-const deadlineOf = (input: Duration.Input | undefined, fallback: number | undefined): Result.Result<number | undefined, ClientError> => {
-  if (input === undefined) return fallback === undefined ? noDeadline : Result.succeed(fallback)
-  const millis = ClientConfig.durationMillis("timeout", input)
-  if (Result.isFailure(millis)) return Result.fail(clientError(new InvalidArgument(millis.failure)))
-  return Result.succeed(millis.success === Infinity ? undefined : millis.success)
-}
 
 /**
  * The connection.
@@ -160,7 +148,8 @@ export class Connection {
   ): Result.Result<E, ClientError> {
     const error = this.available()
     if (error !== undefined) return Result.fail(error)
-    const deadline = deadlineOf(request.timeout, this.config.requestTimeoutMillis)
+    // A request's deadline: its own `timeout`, else the client's.
+    const deadline = millisOf("timeout", request.timeout, this.config.requestTimeoutMillis)
     if (Result.isFailure(deadline)) return Result.fail(deadline.failure)
     const requestId = this.nextRequestId
     const dialect = this.config.dialect

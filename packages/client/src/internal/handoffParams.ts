@@ -8,7 +8,6 @@
  * @internal
  */
 import type { Prompt, SamplingParams, WireTypes } from "@mcore-effect/protocol"
-import * as Result from "effect/Result"
 import {
   type ClientError,
   clientError,
@@ -172,14 +171,4 @@ const describe = (v: unknown): string => {
   if (v === null) return "null"
   if (Array.isArray(v)) return v.length === 0 ? "an empty list" : "a list with a non-id"
   return typeof v === "object" ? "a map" : `${typeof v} ${String(v).slice(0, 40)}`
-}
-
-/** `Result` of {@link refusal} for callers that chain. */
-export const checked = (
-  prompt: Prompt.Prompt,
-  params: SamplingParams.SamplingParamsInput | undefined,
-  options: SubmitOptions | undefined
-): Result.Result<void, ClientError> => {
-  const error = refusal(prompt, params, options)
-  return error === undefined ? Result.void : Result.fail(error)
 }

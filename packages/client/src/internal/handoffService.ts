@@ -7,29 +7,19 @@
  */
 import type { Dialect } from "@mcore-effect/protocol"
 import type * as Cause from "effect/Cause"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
-import * as ClientConfig from "../ClientConfig.ts"
-import { type ClientError, clientError, InvalidArgument } from "../ClientError.ts"
+import type { ClientError } from "../ClientError.ts"
 import type { BatchReply, BatchRequest, BatchSettled, Service, Submitted } from "../ClientService.ts"
 import type { Reply, StreamEvent } from "../Reply.ts"
 import { begin, type Context as HandoffContext, type Flight, finish, type Member } from "./handoff.ts"
 import { refusal } from "./handoffParams.ts"
+import { invalidArgument, millisOf } from "./arguments.ts"
 
-const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
-
-/** A duration option in milliseconds (`undefined`: none; `fallback` when not given). */
-export const millisOf = (name: string, input: Duration.Input | undefined, fallback: number | undefined): Result.Result<number | undefined, ClientError> => {
-  if (input === undefined) return Result.succeed(fallback)
-  const millis = ClientConfig.durationMillis(name, input)
-  if (Result.isFailure(millis)) return Result.fail(clientError(new InvalidArgument(millis.failure)))
-  return Result.succeed(millis.success === Infinity ? undefined : millis.success)
-}
 
 /** Ids of this client's requests (what `abort` takes), and the fibers `abort` interrupts. */
 class Flights {

@@ -21,11 +21,12 @@ import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
-import { type ClientError, clientError, InvalidArgument } from "../ClientError.ts"
+import type { ClientError } from "../ClientError.ts"
 import type { Service, Started, StartRequest } from "../ClientService.ts"
 import type { Reply, StreamEvent } from "../Reply.ts"
 import type * as Connection from "./connection.ts"
 import type { Single } from "./pendingRequests.ts"
+import { checkRequestId } from "./arguments.ts"
 
 /** Where a client keeps its one-shot start. */
 export const INTERNALS: unique symbol = Symbol.for("@mcore-effect/client/Internals")
@@ -76,10 +77,7 @@ export const internalsOf = (connection: Connection.Connection): Internals => ({
     return Result.succeed(new OneShot(entry.requestId, connection.state.epoch, entry))
   },
   releaseKv: (requestId, epoch) => {
-    if (!Number.isSafeInteger(requestId) || requestId < 0) {
-      return clientError(new InvalidArgument({ name: "requestId", why: `expected a non-negative integer, got ${String(requestId)}` }))
-    }
-    return connection.available() ?? connection.releaseKv(requestId, epoch)
+    return checkRequestId(requestId) ?? connection.available() ?? connection.releaseKv(requestId, epoch)
   }
 })
 

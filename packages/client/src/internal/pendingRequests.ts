@@ -19,7 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
-import { type ClientError, clientError, RequestAborted } from "../ClientError.ts"
+import type { ClientError } from "../ClientError.ts"
 import type { Recorder } from "../ClientMetrics.ts"
 import type { Reply, StreamEvent } from "../Reply.ts"
 

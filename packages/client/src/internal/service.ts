@@ -12,6 +12,7 @@ import { type ClientError, clientError, InvalidAddress, InvalidArgument, Invalid
 import { Recorder } from "../ClientMetrics.ts"
 import type { Service } from "../ClientService.ts"
 import { Transport } from "../Transport.ts"
+import { checkRequestId, invalidArgument } from "./arguments.ts"
 import * as Connection from "./connection.ts"
 import * as ControlSignals from "./controlSignals.ts"
 import { internalsOf, withInternals } from "./oneShot.ts"
@@ -19,12 +20,6 @@ import { requestsOf, started, streamed } from "./requestEffects.ts"
 import { REQUEST_ID } from "./spans.ts"
 import { submitAll } from "./submitAll.ts"
 
-const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
-
-const checkRequestId = (requestId: number): ClientError | undefined =>
-  Number.isSafeInteger(requestId) && requestId >= 0
-    ? undefined
-    : invalidArgument("requestId", `expected a non-negative integer, got ${String(requestId)}`)
 
 /** The client, its reply type the union of both (see `InferenceClient.make`). */
 /**

@@ -23,10 +23,11 @@
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { type ClientError, clientError, InvalidArgument } from "../../ClientError.ts"
+import type { ClientError } from "../../ClientError.ts"
 import type { PromptInput, Service, Submitted } from "../../ClientService.ts"
 import type { Reply, StreamEvent } from "../../Reply.ts"
 import type { Member } from "./member.ts"
+import { checkRequestId } from "../arguments.ts"
 
 /** Generations a fleet id tells apart (see the module's header). */
 export const GENERATIONS = 64
@@ -190,9 +191,8 @@ export class FleetIds {
     fleetId: number,
     op: (client: Service, localId: number) => Effect.Effect<void, ClientError>
   ): Effect.Effect<void, ClientError> {
-    if (!Number.isSafeInteger(fleetId) || fleetId < 0) {
-      return Effect.fail(clientError(new InvalidArgument({ name: "requestId", why: `expected a non-negative integer, got ${String(fleetId)}` })))
-    }
+    const invalid = checkRequestId(fleetId)
+    if (invalid !== undefined) return Effect.fail(invalid)
     const moved = this.moved.get(fleetId)
     const n = this.placement.members.length
     const member = moved?.member ?? this.placement.members[fleetId % n]!

@@ -32,13 +32,11 @@
  *
  * @internal
  */
-import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
-import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import type * as ClientConfig from "../../ClientConfig.ts"
 import type { ClientError } from "../../ClientError.ts"
@@ -90,8 +88,6 @@ export class Member implements Candidate {
   joins = 0
   /** Bumped at every join: what a fleet id's generation is checked against. */
   generation = 0
-  /** The last reason a dial failed, for messages. */
-  lastError: ClientError | undefined = undefined
 
   constructor(readonly index: number, readonly address: string, private readonly config: MemberConfig) {}
 
@@ -179,8 +175,6 @@ export class Member implements Candidate {
           yield* Deferred.await(lost)
           config.warn(`coordinator ${member.address} is down: redialing with a fresh identity`)
         } else {
-          const error = Cause.findError(dialed.cause)
-          if (Result.isSuccess(error)) member.lastError = error.success
           Deferred.doneUnsafe(firstTry, Exit.failCause(dialed.cause))
           member.down = true
           failures++
