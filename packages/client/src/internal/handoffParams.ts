@@ -13,13 +13,12 @@ import {
   clientError,
   HandoffMetadataMalformed,
   HandoffMetadataMissing,
-  InvalidArgument,
   PrefillRefused
 } from "../ClientError.ts"
 import type { SubmitOptions } from "../ClientService.ts"
 import { isDeserialized, type Reply, requestOf } from "../Reply.ts"
+import { invalidArgument } from "./arguments.ts"
 
-const invalid = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
 
 /**
  * Why a request cannot be disaggregated (`undefined`: it can), before anything is sent:
@@ -38,25 +37,25 @@ export const refusal = (
   options: SubmitOptions | undefined
 ): ClientError | undefined => {
   if (typeof prompt === "string") {
-    return invalid("prompt", "a disaggregated request takes token ids: the decode engine refuses a text prompt (tokenize it first)")
+    return invalidArgument("prompt", "a disaggregated request takes token ids: the decode engine refuses a text prompt (tokenize it first)")
   }
   if (options?.multiModalData !== undefined && options.multiModalData !== null) {
-    return invalid("multiModalData", "a disaggregated request carries no media (SUBMIT_REQUEST_WITH_KV has none)")
+    return invalidArgument("multiModalData", "a disaggregated request carries no media (SUBMIT_REQUEST_WITH_KV has none)")
   }
   if (params === undefined) return undefined
   if (params.return_log_probs === true) {
-    return invalid("return_log_probs", "log probs are not handed off: Megatron's decode import refuses them by ending its engine")
+    return invalidArgument("return_log_probs", "log probs are not handed off: Megatron's decode import refuses them by ending its engine")
   }
   if (params.top_n_logprobs !== undefined && params.top_n_logprobs > 0) {
-    return invalid("top_n_logprobs", "log probs are not handed off: Megatron's decode import refuses them by ending its engine")
+    return invalidArgument("top_n_logprobs", "log probs are not handed off: Megatron's decode import refuses them by ending its engine")
   }
   if (params.return_prompt_top_n_logprobs === true) {
-    return invalid("return_prompt_top_n_logprobs", "log probs are not handed off")
+    return invalidArgument("return_prompt_top_n_logprobs", "log probs are not handed off")
   }
   if (params.num_tokens_total !== undefined && params.num_tokens_total !== null) {
-    return invalid("num_tokens_total", "a disaggregated request's budget is num_tokens_to_generate")
+    return invalidArgument("num_tokens_total", "a disaggregated request's budget is num_tokens_to_generate")
   }
-  if (params.do_kv_handoff === true) return invalid("do_kv_handoff", "set by the disaggregated client itself")
+  if (params.do_kv_handoff === true) return invalidArgument("do_kv_handoff", "set by the disaggregated client itself")
   return undefined
 }
 

@@ -14,13 +14,13 @@ import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
-import { type ClientError, clientError, InvalidArgument } from "../ClientError.ts"
+import type { ClientError } from "../ClientError.ts"
 import type { Connection, Request } from "./connection.ts"
 import { Batched, type BatchSink } from "./pendingRequests.ts"
 import type { BatchReply, BatchSettled, SubmitAllOptions } from "../ClientService.ts"
 import { inScopeSpan } from "./spans.ts"
+import { invalidArgument } from "./arguments.ts"
 
-const invalidArgument = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
 
 /**
  * The batch as a stream; see `InferenceClient.Service.submitAll`.

@@ -21,6 +21,7 @@ import { FleetIds, placed, placedStream, type Placement } from "./failover.ts"
 import { blockHashesOf } from "../service.ts"
 import { Member } from "./member.ts"
 import { type Policy, Router } from "./router.ts"
+import { checkRequestId, invalidArgument } from "../arguments.ts"
 
 /** The fleet's own options, resolved (see `Fleet.FleetOptions`). */
 export interface FleetConfig {
@@ -44,24 +45,23 @@ export interface FleetHandle {
   readonly router: Router
 }
 
-const invalid = (name: string, why: string): ClientError => clientError(new InvalidArgument({ name, why }))
 
 const positiveInteger = (name: string, value: number): ClientError | undefined =>
-  Number.isSafeInteger(value) && value >= 1 ? undefined : invalid(name, `expected a positive integer, got ${String(value)}`)
+  Number.isSafeInteger(value) && value >= 1 ? undefined : invalidArgument(name, `expected a positive integer, got ${String(value)}`)
 
 /** The fleet's options checked (the clients' are checked by `ClientConfig.resolve`). */
 export const checkFleet = (config: FleetConfig): ClientError | undefined => {
-  if (config.coordinators.length === 0) return invalid("coordinators", "a fleet needs at least one coordinator")
+  if (config.coordinators.length === 0) return invalidArgument("coordinators", "a fleet needs at least one coordinator")
   const seen = new Set<string>()
   for (const address of config.coordinators) {
-    if (seen.has(address)) return invalid("coordinators", `${JSON.stringify(address)} is listed twice`)
+    if (seen.has(address)) return invalidArgument("coordinators", `${JSON.stringify(address)} is listed twice`)
     seen.add(address)
   }
   if (!["prefix", "least-loaded", "round-robin"].includes(config.routing)) {
-    return invalid("routing", `expected prefix, least-loaded or round-robin, got ${JSON.stringify(config.routing)}`)
+    return invalidArgument("routing", `expected prefix, least-loaded or round-robin, got ${JSON.stringify(config.routing)}`)
   }
   if (!(config.loadFactor >= 1 && Number.isFinite(config.loadFactor))) {
-    return invalid("loadFactor", `expected a number >= 1, got ${String(config.loadFactor)}`)
+    return invalidArgument("loadFactor", `expected a number >= 1, got ${String(config.loadFactor)}`)
   }
   return positiveInteger("routingBlockTokens", config.routingBlockTokens) ??
     positiveInteger("routingMaxBlocks", config.routingMaxBlocks) ??
@@ -162,7 +162,7 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: FleetConfig, options
   ): Stream.Stream<readonly [number, BatchRequest], ClientError> => {
     const concurrency = options?.concurrency
     if (concurrency !== undefined && concurrency !== "unbounded" && !(Number.isSafeInteger(concurrency) && concurrency >= 1)) {
-      return Stream.fail(invalid("concurrency", `expected a positive integer or "unbounded", got ${String(concurrency)}`))
+      return Stream.fail(invalidArgument("concurrency", `expected a positive integer or "unbounded", got ${String(concurrency)}`))
     }
     return Stream.map(Stream.fromIterable(requests), (request, index) => [index, request] as const)
   }
@@ -222,9 +222,8 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: FleetConfig, options
     sendAbort: (requestId) => ids.sendAbort(requestId),
     releaseKvHandoff: (handoffId, options) => {
       // A handoff id names the member whose engine pinned the KV (see `Fleet.handoffId`).
-      if (!Number.isSafeInteger(handoffId) || handoffId < 0) {
-        return Effect.fail(invalid("requestId", `expected a non-negative integer, got ${String(handoffId)}`))
-      }
+      const invalid = checkRequestId(handoffId)
+      if (invalid !== undefined) return Effect.fail(invalid)
       const member = members[handoffId % members.length]!
       const client = member.client
       if (client === undefined) return Effect.fail(clientError(new CoordinatorLost({ address: member.address })))
