@@ -6,7 +6,7 @@
  */
 import { Packr } from "msgpackr"
 import { Dealer } from "zeromq"
-import type { Subject } from "./subject.ts"
+import type { Subject } from "./measured.ts"
 
 /**
  * Records off (a Python peer cannot read them). 64-bit integers the plain way: they decode as a

@@ -15,7 +15,7 @@ import type { Dialect, SamplingParams } from "@mcore-effect/protocol"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Stream from "effect/Stream"
-import type { Subject } from "./subject.ts"
+import type { Subject } from "./measured.ts"
 
 /** The same request `n` times, made as the batch reads it (no array of n requests held). */
 const repeated = <A>(value: A, n: number): Iterable<A> => ({

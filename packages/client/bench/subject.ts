@@ -17,21 +17,7 @@
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import { prompt, samplingParamsInput, samplingParamsWire } from "./fixture.ts"
-
-/**
- * What the benchmark drives: the same operations for both implementations, each written in its
- * own idiom (the client's loops run inside Effect, the baseline's in async functions).
- */
-export interface Subject {
-  /** n requests in flight at once; resolves when every one has its reply. */
-  readonly burst: (n: number) => Promise<void>
-  /** n requests one after the other; each round trip, in milliseconds. */
-  readonly sequential: (n: number) => Promise<Array<number>>
-  readonly close: () => Promise<void>
-}
-
-/** Thrown by a subject's `make` when the implementation cannot be measured (not written yet). */
-export class Unavailable extends Error {}
+import { type Subject, Unavailable } from "./measured.ts"
 
 const gc: () => void = (globalThis as { gc?: () => void }).gc ??
   (() => {
