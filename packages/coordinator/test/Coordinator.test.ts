@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { InferenceClient, Transport } from "@mcore-effect/client"
-import { MemorySocket } from "@mcore-effect/protocol"
+import { DialectCatalog, MemorySocket, Msgpack } from "@mcore-effect/protocol"
+import * as Zmq from "zeromq"
 import { CoordinatorTokenizer, Generation, TestEngine, TestSupport, Vocabulary } from "@mcore-effect/testkit"
 import { Effect, Exit, Fiber, Scope } from "effect"
 import { Coordinator } from "../src/index.ts"
@@ -84,13 +85,13 @@ describe("Coordinator", () => {
 
 describe("Coordinator: Megatron-LM's prefix routing", () => {
   /** Two engines on loopback (block size 4), a client, and the coordinator's SUBMIT_REQUEST count per engine. */
-  const setup = (scoring: "megatron" | "relative_load") =>
+  const setup = (scoring: "megatron" | "relative_load", policy: "longest_prefix" | "first_prefix_block" = "longest_prefix") =>
     Effect.gen(function*() {
       const coordinator = yield* Coordinator.make({
         address: "tcp://127.0.0.1:0",
         protocol: "main",
         tokenizer,
-        policy: "longest_prefix",
+        policy,
         blockSizeTokens: 4,
         scoring
       })
@@ -114,16 +115,19 @@ describe("Coordinator: Megatron-LM's prefix routing", () => {
       concurrency: "unbounded"
     })
 
-  it.live("megatron: a prefix served before goes back to the engine that served it, after its request ended", () =>
-    Effect.gen(function*() {
-      const { client, coordinator, submitsTo } = yield* setup("megatron")
-      yield* bothTogether(client)
-      expect(yield* submitsTo).toEqual([1, 1])
-      expect((yield* coordinator.snapshot).prefixTable).toBe(4)
-      // Both ended; the second prompt again: to mp-coord-1, which holds its prefix cached.
-      yield* client.submit(second, { num_tokens_to_generate: 2 })
-      expect(yield* submitsTo).toEqual([1, 2])
-    }).pipe(Effect.scoped, TestSupport.withRegistry))
+  for (const policy of ["longest_prefix", "first_prefix_block"] as const) {
+    it.live(`megatron, ${policy}: a prefix served before goes back to the engine that served it, after its request ended`, () =>
+      Effect.gen(function*() {
+        const { client, coordinator, submitsTo } = yield* setup("megatron", policy)
+        yield* bothTogether(client)
+        expect(yield* submitsTo).toEqual([1, 1])
+        // Two blocks a prompt, the first only under first_prefix_block.
+        expect((yield* coordinator.snapshot).prefixTable).toBe(policy === "longest_prefix" ? 4 : 2)
+        // Both ended; the second prompt again: to mp-coord-1, which holds its prefix cached.
+        yield* client.submit(second, { num_tokens_to_generate: 2 })
+        expect(yield* submitsTo).toEqual([1, 2])
+      }).pipe(Effect.scoped, TestSupport.withRegistry))
+  }
 
   it.live("relative_load: only requests in flight count, so the same prompt afterwards goes by load (the control)", () =>
     Effect.gen(function*() {
@@ -247,5 +251,29 @@ describe("Coordinator: a client that leaves with replies owed", () => {
       expect(after.running).toBe(true)
       const reply = yield* control.submit(tokens, { num_tokens_to_generate: 2 })
       expect(reply.generated_tokens).toEqual(Generation.tokens(tokens, 2))
+    }).pipe(Effect.scoped, TestSupport.withRegistry, TestSupport.quiet))
+})
+
+describe("Coordinator: an engine removed twice", () => {
+  it.live("its DISCONNECT twice, then its socket gone: removed once, counted, the loop goes on (Megatron's main dies of the second removal)", () =>
+    Effect.gen(function*() {
+      const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol: "main", tokenizer })
+      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", rank: 0, stepMs: 0 })
+      // A raw engine rank: registers with one empty message, then leaves twice over.
+      const rank = new Zmq.Dealer({ routingId: "mp-coord-7", linger: 0 })
+      rank.connect(coordinator.address)
+      yield* Effect.promise(() => rank.send(new Uint8Array(0)))
+      yield* coordinator.awaitEngines(2)
+      const disconnect = Msgpack.encode([DialectCatalog.get("main").headers.values.DISCONNECT!])
+      yield* Effect.promise(() => rank.send(disconnect))
+      yield* Effect.promise(() => rank.send(disconnect))
+      yield* coordinator.waitFor((s) => s.engines.length === 1)
+      rank.close()
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" })
+      const replies = yield* Effect.forEach([1, 2, 3], (n) => client.submit(tokens, { num_tokens_to_generate: n }))
+      expect(replies.map((r) => r.generated_tokens)).toEqual([1, 2, 3].map((n) => Generation.tokens(tokens, n)))
+      const after = yield* coordinator.snapshot
+      expect(after).toMatchObject({ running: true, engines: [{ identity: "mp-coord-0" }] })
+      expect(after.counters.internalErrors).toBe(0)
     }).pipe(Effect.scoped, TestSupport.withRegistry, TestSupport.quiet))
 })
