@@ -64,6 +64,7 @@ export {
  * The pools and settings of a disaggregated client.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Options {
   /** The prefill pool: one member per coordinator (round robin over the connected ones). */
@@ -103,6 +104,7 @@ export const settings = {
  * A disaggregated client: the `InferenceClient` service over both pools, and its books.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Disaggregated {
   readonly client: Service
@@ -156,6 +158,7 @@ const dialectOf = (options: Options): Result.Result<Dialect.Dialect, ClientError
  * ```
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const make = Effect.fnUntraced(function*(options: Options) {
   const dialect = dialectOf(options)
@@ -184,6 +187,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
  * address (each member named by its address), all in one dialect.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface AddressOptions extends Omit<Options, "prefill" | "decode"> {
   /** The client options shared by every member (the address is each member's own). */
@@ -197,6 +201,7 @@ export interface AddressOptions extends Omit<Options, "prefill" | "decode"> {
  * it: its pins are released before the members close).
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const connect = (options: AddressOptions): Effect.Effect<Disaggregated, ClientError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -213,6 +218,7 @@ export const connect = (options: AddressOptions): Effect.Effect<Disaggregated, C
  * provides.
  *
  * @since 0.2.0
+ * @category services
  */
 export class DisaggregatedStats extends Context.Service<DisaggregatedStats, Omit<Disaggregated, "client">>()(
   "@mcore-effect/client/DisaggregatedStats"
@@ -235,6 +241,7 @@ export class DisaggregatedStats extends Context.Service<DisaggregatedStats, Omit
  * ```
  *
  * @since 0.2.0
+ * @category layers
  */
 export const layer = (options: AddressOptions): Layer.Layer<InferenceClient | DisaggregatedStats, ClientError> =>
   Layer.effectContext(

@@ -62,8 +62,11 @@ export type {
   BatchSettled,
   KvHandoffOptions,
   PromptInput,
+  ReleaseKvOptions,
   ReplyFor,
   Service,
+  Started,
+  StartRequest,
   Submitted,
   SubmitAllOptions,
   SubmitOptions
