@@ -45,7 +45,7 @@ import type { Service } from "./ClientService.ts"
 import { InferenceClient, make as makeClient } from "./InferenceClient.ts"
 import type { Context as HandoffContext, Member } from "./internal/handoff.ts"
 import { type Event, Ledger, type Stats } from "./internal/handoffLedger.ts"
-import { invalidArgument, millisOf } from "./internal/arguments.ts"
+import { invalidArgument } from "./internal/arguments.ts"
 import { makeService } from "./internal/handoffService.ts"
 import * as Setting from "./Setting.ts"
 
@@ -92,6 +92,9 @@ export interface Options {
  * @category settings
  */
 export const settings = {
+  requestTimeout: Setting.duration({
+    description: "A deadline per request of a disaggregated client (a request's own timeout overrides it); none by default"
+  }),
   decodeGrace: Setting.duration({
     description: "With --prefill-coordinator: how long a decode may stay silent (its coordinator lost, or an ABORT " +
       "unanswered) before the prefill's KV blocks are released anyway (the risk: a decode engine still importing them)",
@@ -163,17 +166,16 @@ const dialectOf = (options: Options): Result.Result<Dialect.Dialect, ClientError
 export const make = Effect.fnUntraced(function*(options: Options) {
   const dialect = dialectOf(options)
   if (Result.isFailure(dialect)) return yield* Effect.fail(dialect.failure)
-  const timeout = millisOf("requestTimeout", options.requestTimeout, undefined)
-  if (Result.isFailure(timeout)) return yield* Effect.fail(timeout.failure)
-  const grace = millisOf("decodeGrace", options.decodeGrace, Duration.toMillis(settings.decodeGrace.default))
-  if (Result.isFailure(grace)) return yield* Effect.fail(grace.failure)
+  const resolved = Setting.resolve(settings, { requestTimeout: options.requestTimeout, decodeGrace: options.decodeGrace })
+  if (Result.isFailure(resolved)) return yield* Effect.fail(invalidArgument(resolved.failure.name, resolved.failure.why))
+  const { decodeGrace, requestTimeout } = resolved.success
   const ledger = new Ledger(yield* Effect.context<never>(), options.observe)
   const scope = yield* Effect.scope
   const context: HandoffContext = {
     prefill: options.prefill,
     decode: options.decode,
-    requestTimeoutMillis: timeout.success,
-    decodeGrace: grace.success === undefined ? Duration.infinity : Duration.millis(grace.success),
+    requestTimeoutMillis: requestTimeout === undefined || requestTimeout === Infinity ? undefined : requestTimeout,
+    decodeGrace: decodeGrace === Infinity ? Duration.infinity : Duration.millis(decodeGrace),
     ledger,
     scope,
     cursor: { prefill: 0, decode: 0 }
