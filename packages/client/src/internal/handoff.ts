@@ -58,7 +58,7 @@ export interface Member {
 const NO_DEADLINE = Duration.infinity
 
 /** What every request of one disaggregated client shares. */
-export interface Context {
+export interface HandoffContext {
   readonly prefill: ReadonlyArray<Member>
   readonly decode: ReadonlyArray<Member>
   readonly requestTimeoutMillis: number | undefined
@@ -71,7 +71,7 @@ export interface Context {
 }
 
 /** The next connected member (round robin), or the next one when none is (its call then fails). */
-const choose = (members: ReadonlyArray<Member>, context: Context, pool: "prefill" | "decode"): Effect.Effect<Member> =>
+const choose = (members: ReadonlyArray<Member>, context: HandoffContext, pool: "prefill" | "decode"): Effect.Effect<Member> =>
   Effect.suspend(() => {
     const start = context.cursor[pool]++
     if (members.length === 1) return Effect.succeed(members[0]!)
@@ -165,7 +165,7 @@ const timed = <A>(flight: Flight, take: Effect.Effect<A, ClientError | Cause.Don
 const TIMED_OUT = { _tag: "TimedOut" } as const
 
 /** Runs `effect` in the background, in the client's scope, counted until it ends. */
-const background = (context: Context, effect: Effect.Effect<void>): Effect.Effect<void> =>
+const background = (context: HandoffContext, effect: Effect.Effect<void>): Effect.Effect<void> =>
   Effect.asVoid(Effect.forkIn(context.ledger.track(effect), context.scope, { startImmediately: true }))
 
 /**
@@ -173,7 +173,7 @@ const background = (context: Context, effect: Effect.Effect<void>): Effect.Effec
  * P chosen, the prefill sent. Fails, nothing sent, when P's client refuses it.
  */
 export const begin = (
-  context: Context,
+  context: HandoffContext,
   id: number,
   prompt: Prompt.Prompt,
   params: SamplingParams.SamplingParamsInput | undefined,
@@ -221,7 +221,7 @@ const errorOf = (exit: Exit.Failure<unknown, unknown>, address: string): ClientE
  * reply).
  */
 export const finish = (
-  context: Context,
+  context: HandoffContext,
   flight: Flight,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   emit: ((event: StreamEvent) => void) | undefined
@@ -251,7 +251,7 @@ export const finish = (
   })
 
 const decode = (
-  context: Context,
+  context: HandoffContext,
   flight: Flight,
   hold: Hold,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
@@ -283,7 +283,7 @@ const decode = (
     ))
 
 const events = (
-  context: Context,
+  context: HandoffContext,
   flight: Flight,
   hold: Hold,
   member: Member,
@@ -331,7 +331,7 @@ const events = (
 const isLost = (error: ClientError): boolean => error.reason._tag === "CoordinatorLost" || error.reason._tag === "ClientClosed"
 
 /** D's request failed before any output: lost with D (release after the grace period), or answered. */
-const afterDecodeFailure = (context: Context, hold: Hold, error: ClientError): Effect.Effect<void> => {
+const afterDecodeFailure = (context: HandoffContext, hold: Hold, error: ClientError): Effect.Effect<void> => {
   if (isLost(error)) {
     return background(context, Effect.andThen(Effect.sleep(context.decodeGrace), Effect.suspend(() => hold.release())))
   }
@@ -344,7 +344,7 @@ const afterDecodeFailure = (context: Context, hold: Hold, error: ClientError): E
  * decode ignores it until the import is admitted), then ABORT for good if it was a partial, then
  * the release. Interrupted only when the client's scope closes: the release then runs at once.
  */
-const decodeAfterCancel = (context: Context, hold: Hold, member: Member, started: Launched): Effect.Effect<void> =>
+const decodeAfterCancel = (context: HandoffContext, hold: Hold, member: Member, started: Launched): Effect.Effect<void> =>
   Effect.onInterrupt(
     Effect.flatMap(Effect.exit(Effect.timeoutOrElse(started.next, { duration: context.decodeGrace, orElse: () => Effect.fail(TIMED_OUT) })), (exit) => {
       const ledger = context.ledger
@@ -373,7 +373,7 @@ const decodeAfterCancel = (context: Context, hold: Hold, member: Member, started
  * After an early end while P was prefilling: ABORT to P, P's reply awaited, and its pin, if it
  * made one, released (no decode was sent). P lost meanwhile: the pin, if any, died with it.
  */
-const prefillAfterCancel = (context: Context, flight: Flight): Effect.Effect<void> => {
+const prefillAfterCancel = (context: HandoffContext, flight: Flight): Effect.Effect<void> => {
   const prefill = flight.prefill
   const started = flight.started
   const ledger = context.ledger

@@ -16,7 +16,7 @@ import * as Stream from "effect/Stream"
 import type { ClientError } from "../ClientError.ts"
 import type { BatchReply, BatchRequest, BatchSettled, Service, Submitted } from "../ClientService.ts"
 import type { Reply, StreamEvent } from "../Reply.ts"
-import { begin, type Context as HandoffContext, type Flight, finish, type Member } from "./handoff.ts"
+import { begin, type HandoffContext, type Flight, finish, type Member } from "./handoff.ts"
 import { refusal } from "./handoffParams.ts"
 import { invalidArgument, millisOf } from "./arguments.ts"
 

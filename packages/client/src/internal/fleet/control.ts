@@ -39,7 +39,7 @@ export type Signal =
  *
  * @internal
  */
-export interface Result {
+export interface ControlResult {
   readonly index: number
   readonly address: string
   readonly exit: Exit.Exit<void, ClientError>
@@ -56,7 +56,7 @@ export class Control {
   constructor(private readonly members: ReadonlyArray<Member>, private readonly resumeUnpauses: boolean) {}
 
   /** Sends `signal` to every member at once; one result per member, in member order. */
-  send(signal: Signal): Effect.Effect<ReadonlyArray<Result>> {
+  send(signal: Signal): Effect.Effect<ReadonlyArray<ControlResult>> {
     const run = (client: Service): Effect.Effect<void, ClientError> =>
       typeof signal === "string" ? client[signal]() : client.setGenerationEpoch(signal.generationEpoch)
     return Effect.map(
@@ -65,7 +65,7 @@ export class Control {
         const exit = client === undefined
           ? Effect.succeed(Exit.fail(clientError(new CoordinatorLost({ address: member.address }))))
           : Effect.exit(run(client))
-        return Effect.map(exit, (exit): Result => ({ index: member.index, address: member.address, exit }))
+        return Effect.map(exit, (exit): ControlResult => ({ index: member.index, address: member.address, exit }))
       }, { concurrency: "unbounded" }),
       (results) => {
         // Remembered unless a coordinator's client refused the signal itself (a bad epoch, a
@@ -109,7 +109,7 @@ const isRefusal = (exit: Exit.Exit<void, ClientError>): boolean => {
  *
  * @internal
  */
-export const firstFailure = (results: ReadonlyArray<Result>): Effect.Effect<void, ClientError> => {
+export const firstFailure = (results: ReadonlyArray<ControlResult>): Effect.Effect<void, ClientError> => {
   for (const result of results) if (Exit.isFailure(result.exit)) return result.exit
   return Effect.void
 }
