@@ -46,7 +46,7 @@ import { InferenceClient, make as makeClient } from "./InferenceClient.ts"
 import type { HandoffContext, Member } from "./internal/handoff.ts"
 import { type Event, Ledger, type Stats } from "./internal/handoffLedger.ts"
 import { invalidArgument } from "./internal/arguments.ts"
-import { makeService } from "./internal/handoffService.ts"
+import { makeHandoffService } from "./internal/handoffService.ts"
 import * as Setting from "./Setting.ts"
 
 export type { Member } from "./internal/handoff.ts"
@@ -180,7 +180,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     scope,
     cursor: { prefill: 0, decode: 0 }
   }
-  const client = makeService(context, dialect.success)
+  const client = makeHandoffService(context, dialect.success)
   return { client, stats: Effect.sync(() => ledger.stats), idle: ledger.idle } satisfies Disaggregated
 })
 

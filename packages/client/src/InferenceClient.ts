@@ -20,7 +20,7 @@ import type * as Scope from "effect/Scope"
 import * as ClientConfig from "./ClientConfig.ts"
 import type { ClientError } from "./ClientError.ts"
 import type { ReplyFor, Service } from "./ClientService.ts"
-import { makeService } from "./internal/service.ts"
+import { makeClientService } from "./internal/service.ts"
 
 /**
  * The reply types, declared in `Reply.ts`, re-exported here beside the operations that return
@@ -121,7 +121,7 @@ export class InferenceClient extends Context.Service<InferenceClient, Service>()
 export const make = <const O extends ClientConfig.ClientOptions>(
   options: O
 ): Effect.Effect<Service<ReplyFor<O>>, ClientError, Scope.Scope> =>
-  makeService(options) as Effect.Effect<Service<any>, ClientError, Scope.Scope>
+  makeClientService(options) as Effect.Effect<Service<any>, ClientError, Scope.Scope>
 
 /**
  * The client as a layer: acquiring it connects and performs the handshake (failing with

@@ -43,7 +43,7 @@ const beginChecked = (
   return begin(context, id, prompt, params, options, streaming, timeout.success)
 }
 
-export const makeService = (context: HandoffContext, dialect: Dialect.Dialect): Service => {
+export const makeHandoffService = (context: HandoffContext, dialect: Dialect.Dialect): Service => {
   const flights = new Flights()
   const everyMember = [...context.prefill, ...context.decode]
   const toAll = (op: (client: Service) => Effect.Effect<void, ClientError>): Effect.Effect<void, ClientError> =>

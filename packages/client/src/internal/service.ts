@@ -33,7 +33,7 @@ export const blockHashesOf = (hashing: PrefixHashing.HashingConfig): Service["bl
     return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, hashing, mediaCacheKey))
   })
 
-export const makeService = (options: ClientConfig.ClientOptions) =>
+export const makeClientService = (options: ClientConfig.ClientOptions) =>
   Effect.map(makeWithConnection(options), ({ service }) => service)
 
 /**
