@@ -41,7 +41,7 @@ import { InferenceClient } from "./InferenceClient.ts"
 import type { ControlResult, Signal } from "./internal/fleet/control.ts"
 import type { Status } from "./internal/fleet/member.ts"
 import type { Policy } from "./internal/fleet/router.ts"
-import { type FleetConfig, makeFleet } from "./internal/fleet/service.ts"
+import { makeFleet, type ResolvedFleet } from "./internal/fleet/service.ts"
 import * as Setting from "./Setting.ts"
 
 export type {
@@ -139,7 +139,7 @@ export interface FleetService<R extends import("./Reply.ts").Reply = import("./R
  */
 export class Fleet extends Context.Service<Fleet, FleetService>()("@mcore-effect/client/Fleet") {}
 
-const resolveFleet = (options: FleetOptions): Result.Result<FleetConfig, ClientError> => {
+const resolveFleet = (options: FleetOptions): Result.Result<ResolvedFleet, ClientError> => {
   const resolved = Setting.resolve(FleetConfigSettings.settings, options)
   if (Result.isFailure(resolved)) return Result.fail(clientError(new InvalidArgument(resolved.failure)))
   const r = resolved.success

@@ -24,7 +24,7 @@ import { type Policy, Router } from "./router.ts"
 import { checkRequestId, invalidArgument } from "../arguments.ts"
 
 /** The fleet's own options, resolved (see `Fleet.FleetOptions`). */
-export interface FleetConfig {
+export interface ResolvedFleet {
   readonly coordinators: ReadonlyArray<string>
   readonly routing: Policy
   readonly routingBlockTokens: number
@@ -50,7 +50,7 @@ const positiveInteger = (name: string, value: number): ClientError | undefined =
   Number.isSafeInteger(value) && value >= 1 ? undefined : invalidArgument(name, `expected a positive integer, got ${String(value)}`)
 
 /** The fleet's options checked (the clients' are checked by `ClientConfig.resolve`). */
-export const checkFleet = (config: FleetConfig): ClientError | undefined => {
+export const checkFleet = (config: ResolvedFleet): ClientError | undefined => {
   if (config.coordinators.length === 0) return invalidArgument("coordinators", "a fleet needs at least one coordinator")
   const seen = new Set<string>()
   for (const address of config.coordinators) {
@@ -68,7 +68,7 @@ export const checkFleet = (config: FleetConfig): ClientError | undefined => {
     positiveInteger("routingTableKeys", config.routingTableKeys)
 }
 
-export const makeFleet = Effect.fnUntraced(function*(fleet: FleetConfig, options: ClientConfig.ClientOptions) {
+export const makeFleet = Effect.fnUntraced(function*(fleet: ResolvedFleet, options: ClientConfig.ClientOptions) {
   // Nothing is opened for options or an address the fleet or its clients refuse.
   const refused = checkFleet(fleet)
   if (refused !== undefined) return yield* Effect.fail(refused)
