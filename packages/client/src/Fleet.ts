@@ -33,8 +33,7 @@ import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as ClientConfig from "./ClientConfig.ts"
-import * as FleetConfigSettings from "./FleetConfig.ts"
-import type * as FleetConfig_ from "./FleetConfig.ts"
+import * as FleetConfig from "./FleetConfig.ts"
 import { type ClientError, clientError, InvalidArgument } from "./ClientError.ts"
 import type { ReplyFor, Service } from "./ClientService.ts"
 import { InferenceClient } from "./InferenceClient.ts"
@@ -70,7 +69,7 @@ export type {
  * @category models
  * @since 0.2.0
  */
-export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address">, FleetConfig_.FleetSettings {
+export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address">, FleetConfig.FleetSettings {
   /** The coordinators' addresses, each one once. */
   readonly coordinators: ReadonlyArray<string>
 }
@@ -140,7 +139,7 @@ export interface FleetService<R extends import("./Reply.ts").Reply = import("./R
 export class Fleet extends Context.Service<Fleet, FleetService>()("@mcore-effect/client/Fleet") {}
 
 const resolveFleet = (options: FleetOptions): Result.Result<ResolvedFleet, ClientError> => {
-  const resolved = Setting.resolve(FleetConfigSettings.settings, options)
+  const resolved = Setting.resolve(FleetConfig.settings, options)
   if (Result.isFailure(resolved)) return Result.fail(clientError(new InvalidArgument(resolved.failure)))
   const r = resolved.success
   return Result.succeed({
@@ -190,7 +189,7 @@ export const make = <const O extends FleetOptions>(
     if (Result.isFailure(fleet)) return yield* Effect.fail(fleet.failure)
     const client: Record<string, unknown> = { ...(options as FleetOptions) }
     delete client.coordinators
-    for (const name of Object.keys(FleetConfigSettings.settings)) delete client[name]
+    for (const name of Object.keys(FleetConfig.settings)) delete client[name]
     const handle = yield* makeFleet(fleet.success, { ...(client as Omit<ClientConfig.ClientOptions, "address">), address: options.coordinators[0] ?? "" })
     const n = handle.members.length
     const service: FleetService = {
@@ -252,7 +251,7 @@ export const layer = (options: FleetOptions): Layer.Layer<Fleet | InferenceClien
 export const layerConfig = (
   coordinators: ReadonlyArray<string>,
   clientConfig: Config.Config<ClientConfig.ClientOptions> = ClientConfig.config,
-  fleetConfig: Config.Config<FleetConfig_.FleetSettings> = FleetConfigSettings.config
+  fleetConfig: Config.Config<FleetConfig.FleetSettings> = FleetConfig.config
 ): Layer.Layer<Fleet | InferenceClient, ClientError | Config.ConfigError> =>
   Layer.unwrap(
     Effect.map(
