@@ -38,6 +38,7 @@ import { type ClientError, clientError, InvalidArgument } from "./ClientError.ts
 import type { ReplyFor, Service } from "./ClientService.ts"
 import { InferenceClient } from "./InferenceClient.ts"
 import type { ControlResult, Signal } from "./internal/fleet/control.ts"
+import * as HandoffIds from "./internal/fleet/handoffIds.ts"
 import type { Status } from "./internal/fleet/member.ts"
 import type { Policy } from "./internal/fleet/router.ts"
 import { makeFleet, type ResolvedFleet } from "./internal/fleet/service.ts"
@@ -209,7 +210,7 @@ export const make = <const O extends FleetOptions>(
         }))
       })),
       memberOf: (fleetId) => handle.memberOf(fleetId)?.index,
-      handoffId: (member, engineRequestId) => engineRequestId * n + member,
+      handoffId: (member, engineRequestId) => HandoffIds.encode(member, engineRequestId, n),
       control: handle.control
     }
     return service as FleetService<any>

@@ -22,6 +22,7 @@ import { blockHashesOf } from "../service.ts"
 import { Member } from "./member.ts"
 import { type Policy, Router } from "./router.ts"
 import { checkRequestId, invalidArgument } from "../arguments.ts"
+import * as HandoffIds from "./handoffIds.ts"
 
 /** The fleet's own options, resolved (see `Fleet.FleetOptions`). */
 export interface ResolvedFleet {
@@ -224,10 +225,11 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: ResolvedFleet, optio
       // A handoff id names the member whose engine pinned the KV (see `Fleet.handoffId`).
       const invalid = checkRequestId(handoffId)
       if (invalid !== undefined) return Effect.fail(invalid)
-      const member = members[handoffId % members.length]!
+      const named = HandoffIds.decode(handoffId, members.length)
+      const member = members[named.member]!
       const client = member.client
       if (client === undefined) return Effect.fail(clientError(new CoordinatorLost({ address: member.address })))
-      return client.releaseKvHandoff(Math.floor(handoffId / members.length), options)
+      return client.releaseKvHandoff(named.engineRequestId, options)
     },
     abort: (requestId) => ids.abort(requestId),
     pauseEngines: controlSignal("pauseEngines"),
