@@ -43,7 +43,6 @@ export interface FleetHandle {
   readonly members: ReadonlyArray<Member>
   readonly memberOf: (fleetId: number) => Member | undefined
   readonly control: (signal: Signal) => Effect.Effect<ReadonlyArray<ControlResult>>
-  readonly router: Router
 }
 
 
@@ -250,8 +249,7 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: ResolvedFleet, optio
     service,
     members,
     memberOf: (fleetId) => ids.memberOf(fleetId),
-    control: (signal) => control.send(signal),
-    router
+    control: (signal) => control.send(signal)
   }
   return handle
 })
