@@ -22,7 +22,7 @@
  *
  * `--quick` (or `BENCH_QUICK=1`) runs 1 round of 3 s per figure instead of 3 of 8 s.
  */
-import { firstTokens, fmt, load, median, spawn } from "./server.bench.ts"
+import { firstTokens, fmt, load, median, spawn } from "./harness.ts"
 
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1"
 const ROUNDS = QUICK ? 1 : 3

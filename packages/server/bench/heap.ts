@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { diff } from "./heapDiff.ts"
-import { type Child, closeStreams, openStreams, spawn, startStandIn } from "./server.bench.ts"
+import { type Child, closeStreams, openStreams, spawn, startStandIn } from "./harness.ts"
 
 const arg = (name: string): string | undefined => {
   const at = process.argv.indexOf(name)
