@@ -11,23 +11,20 @@
  *
  * @since 0.2.0
  */
-import { type Dialect, DialectCatalog, type MemorySocket } from "@mcore-effect/protocol"
+import type { Dialect, MemorySocket } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as LogLevel from "effect/LogLevel"
-import * as References from "effect/References"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import { BindFailed, type CoordinatorError, coordinatorError, InvalidOption } from "./CoordinatorError.ts"
 import type { CoordinatorTokenizer } from "./CoordinatorTokenizer.ts"
 import { awaitState } from "./internal/awaitState.ts"
+import * as ConfigOf from "./internal/configOf.ts"
 import type { CoordinatorConfig, Log } from "./internal/coordinatorConfig.ts"
 import { CoordinatorCore } from "./internal/coordinatorCore.ts"
 import * as CoordinatorSocket from "./internal/coordinatorSocket.ts"
-import * as DialectWire from "./internal/dialectWire.ts"
 import { type CoreSnapshot, snapshotOf } from "./internal/snapshot.ts"
-import * as PrefixTable from "./PrefixTable.ts"
 import * as Routing from "./Routing.ts"
 
 export type { Counters } from "./internal/coordinatorConfig.ts"
@@ -132,59 +129,32 @@ export interface Handle {
  */
 export class Coordinator extends Context.Service<Coordinator, Handle>()("@mcore-effect/coordinator/Coordinator") {}
 
-const invalid = (option: string, why: string) => Effect.fail(coordinatorError(new InvalidOption({ option, why })))
-
-
-/** The options checked, defaults filled, before anything is bound. */
+/** The options checked, the package's defaults filled, before anything is bound. */
 const configOf = (options: Options, log: Log, debug: boolean): Effect.Effect<CoordinatorConfig, CoordinatorError> => {
-  if (typeof options.address !== "string" || options.address === "") return invalid("address", "must be an endpoint such as tcp://0.0.0.0:5555")
-  const dialect = DialectCatalog.parse(options.protocol)
-  if (Result.isFailure(dialect)) return invalid("protocol", dialect.failure)
-  const tokenizer = options.tokenizer
-  if (tokenizer !== undefined && (typeof tokenizer?.tokenize !== "function" || typeof tokenizer.detokenize !== "function")) {
-    return invalid("tokenizer", "must have tokenize and detokenize functions (the model's tokenizer)")
+  if (typeof options.address !== "string" || options.address === "") {
+    return Effect.fail(coordinatorError(new InvalidOption({ option: "address", why: "must be an endpoint such as tcp://0.0.0.0:5555" })))
   }
-  const policy = options.policy ?? "load_balanced"
-  if (!Routing.Policy.literals.includes(policy)) return invalid("policy", `unknown policy ${String(policy)}`)
-  const beta = options.beta ?? Routing.defaultBeta
-  if (!Number.isFinite(beta) || beta < 0) return invalid("beta", "must be a finite number >= 0")
-  const blockSizeTokens = options.blockSizeTokens ?? 16
-  if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return invalid("blockSizeTokens", "must be an integer >= 1")
-  const scoring = options.scoring ?? (dialect.success.name === "reference" ? "relative_load" : "megatron")
-  if (scoring !== "megatron" && scoring !== "relative_load") return invalid("scoring", `unknown scoring ${String(scoring)}`)
-  const alpha = options.alpha ?? 0.5
-  if (!(alpha >= 0 && alpha <= 1)) return invalid("alpha", "must be a number from 0 to 1")
-  const maxRequests = options.maxRequests ?? 256
-  if (!Number.isSafeInteger(maxRequests) || maxRequests < 1) return invalid("maxRequests", "must be an integer >= 1")
-  const prefixTableCapacity = options.prefixTableCapacity ?? PrefixTable.defaultCapacity
-  if (!Number.isSafeInteger(prefixTableCapacity) || prefixTableCapacity < 0) {
-    return invalid("prefixTableCapacity", "must be an integer >= 0")
-  }
-  const recordLimit = options.recordLimit ?? 100
-  if (!Number.isSafeInteger(recordLimit) || recordLimit < 0) return invalid("recordLimit", "must be an integer >= 0")
-  const curve = options.curve
-  if (curve !== undefined && !(CoordinatorSocket.isZ85Key(curve.publicKey) && CoordinatorSocket.isZ85Key(curve.secretKey))) {
-    return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
-  }
-  if (curve !== undefined && options.network !== undefined) return invalid("curve", "CurveZMQ is ZeroMQ's: not with a network")
-  return Effect.succeed({
-    wire: DialectWire.of(dialect.success.name),
-    policy,
-    beta,
-    scoring,
-    alpha,
-    maxRequests,
-    prefixTableCapacity,
-    blockSizeTokens,
-    tokenizer,
-    recordLimit,
-    // Engines register by their empty message, whenever they come (Megatron's start-up, the
-    // first N messages of any content, is the testkit's to imitate).
-    startupRegistrations: 0,
+  const config = ConfigOf.configOf(
+    {
+      ...options,
+      policy: options.policy ?? "load_balanced",
+      scoring: options.scoring ?? (options.protocol === "reference" ? "relative_load" : "megatron"),
+      beta: options.beta ?? Routing.defaultBeta,
+      blockSizeTokens: options.blockSizeTokens ?? 16,
+      recordLimit: options.recordLimit ?? 100,
+      // Engines register by their empty message, whenever they come (Megatron's start-up, the
+      // first N messages of any content, is the testkit's to imitate).
+      startupRegistrations: 0,
+      tokenizer: options.tokenizer,
+      curve: options.curve,
+      network: options.network
+    },
     log,
-    debug,
-    curve
-  })
+    debug
+  )
+  return Result.isFailure(config)
+    ? Effect.fail(coordinatorError(new InvalidOption(config.failure)))
+    : Effect.succeed(config.success)
 }
 
 /**
@@ -216,11 +186,7 @@ const configOf = (options: Options, log: Log, debug: boolean): Effect.Effect<Coo
 export const make: (options: Options) => Effect.Effect<Handle, CoordinatorError, Scope.Scope> = Effect.fn(
   "Coordinator.make"
 )(function*(options: Options) {
-  const runFork = Effect.runForkWith(yield* Effect.context<never>())
-  const log: Log = (level, message) => {
-    runFork(Effect.logWithLevel(level)(message))
-  }
-  const debug = LogLevel.isLessThanOrEqualTo(yield* References.MinimumLogLevel, "Debug")
+  const { debug, log } = yield* ConfigOf.logging
   const config = yield* configOf(options, log, debug)
   const binder = options.network === undefined ? CoordinatorSocket.zeromq(config.curve) : CoordinatorSocket.memory(options.network)
   const core = yield* Effect.acquireRelease(

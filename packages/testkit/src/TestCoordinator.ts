@@ -10,16 +10,14 @@
  *
  * @since 0.1.0
  */
-import { type Dialect, Dialects, type MemorySocket } from "@mcore-effect/protocol"
+import type { Dialect, MemorySocket } from "@mcore-effect/protocol"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as LogLevel from "effect/LogLevel"
-import * as References from "effect/References"
 import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import { type Coordinator, Routing } from "@mcore-effect/coordinator"
-import { type CoordinatorConfig, CoordinatorSocket, DialectWire, type Log, snapshotOf } from "@mcore-effect/coordinator/internal"
+import { configOf, type CoordinatorConfig, CoordinatorSocket, type Log, logging, snapshotOf } from "@mcore-effect/coordinator/internal"
 import * as CoordinatorTokenizer from "./CoordinatorTokenizer.ts"
 import type * as Faults from "./Faults.ts"
 import { FaultedCoordinator } from "./internal/faultedCoordinator.ts"
@@ -150,62 +148,41 @@ export interface Handle {
  */
 export class TestCoordinator extends Context.Service<TestCoordinator, Handle>()("@mcore-effect/testkit/TestCoordinator") {}
 
-const invalid = (option: string, why: string) => Effect.fail(testkitError(new InvalidOption({ option, why })))
-
-
 interface Resolved {
   readonly address: string
   readonly network: MemorySocket.Network | undefined
   readonly protocol: Dialect.Name
-  readonly policy: Routing.Policy
-  readonly beta: number
-  readonly blockSizeTokens: number
-  readonly recordLimit: number
-  readonly curve: { readonly publicKey: string; readonly secretKey: string } | undefined
-  readonly startupRegistrations: number
-  readonly tokenizer: CoordinatorTokenizer.CoordinatorTokenizer
+  readonly config: CoordinatorConfig
 }
 
 let nextMemoryAddress = 0
 
-const resolve = (options: Options): Effect.Effect<Resolved, TestkitError> => {
+/** The test coordinator's defaults filled, its address held to loopback, the rest checked as the coordinator package checks it. */
+const resolve = (options: Options, log: Log, debug: boolean): Effect.Effect<Resolved, TestkitError> => {
   const network = options.network
   const address = options.address ?? (network === undefined ? "tcp://127.0.0.1:0" : `inproc://coordinator-${nextMemoryAddress++}`)
-  const policy = options.policy ?? "load_balanced"
-  const beta = options.beta ?? Routing.defaultBeta
-  const blockSizeTokens = options.blockSizeTokens ?? 16
-  const recordLimit = options.recordLimit ?? 1_000
-  const startupRegistrations = options.startupRegistrations ?? 0
-  if (!Number.isSafeInteger(startupRegistrations) || startupRegistrations < 0) return invalid("startupRegistrations", "must be an integer >= 0")
   // In memory, nothing is exposed whatever the name.
   if (network === undefined && !isLoopback(address)) return Effect.fail(testkitError(new NotLoopback({ address })))
-  const dialect = Dialects.parse(options.protocol ?? "reference")
-  if (Result.isFailure(dialect)) return invalid("protocol", dialect.failure)
-  if (!Routing.Policy.literals.includes(policy)) return invalid("policy", `unknown policy ${String(policy)}`)
-  if (!Number.isFinite(beta) || beta < 0) return invalid("beta", "must be a finite number >= 0")
-  if (!Number.isSafeInteger(blockSizeTokens) || blockSizeTokens < 1) return invalid("blockSizeTokens", "must be an integer >= 1")
-  if (!Number.isSafeInteger(recordLimit) || recordLimit < 0) return invalid("recordLimit", "must be an integer >= 0")
-  const curve = options.curve
-  if (curve !== undefined && !(CoordinatorSocket.isZ85Key(curve.publicKey) && CoordinatorSocket.isZ85Key(curve.secretKey))) {
-    return invalid("curve", "publicKey and secretKey must be 40-character Z85 keys")
-  }
-  if (curve !== undefined && network !== undefined) return invalid("curve", "CurveZMQ is ZeroMQ's: not with a network")
-  const tokenizer = options.tokenizer ?? CoordinatorTokenizer.vocabulary
-  if (typeof tokenizer.tokenize !== "function" || typeof tokenizer.detokenize !== "function") {
-    return invalid("tokenizer", "must have tokenize and detokenize functions")
-  }
-  return Effect.succeed({
-    address,
-    network,
-    protocol: dialect.success.name,
-    policy,
-    beta,
-    blockSizeTokens,
-    recordLimit,
-    curve,
-    startupRegistrations,
-    tokenizer
-  })
+  const protocol = options.protocol ?? "reference"
+  const config = configOf(
+    {
+      protocol,
+      tokenizer: options.tokenizer ?? CoordinatorTokenizer.vocabulary,
+      policy: options.policy ?? "load_balanced",
+      // The reference protocol's rule in every dialect: the tests' routing expectations are its.
+      scoring: "relative_load",
+      beta: options.beta ?? Routing.defaultBeta,
+      blockSizeTokens: options.blockSizeTokens ?? 16,
+      recordLimit: options.recordLimit ?? 1_000,
+      startupRegistrations: options.startupRegistrations ?? 0,
+      curve: options.curve,
+      network
+    },
+    log,
+    debug
+  )
+  if (Result.isFailure(config)) return Effect.fail(testkitError(new InvalidOption(config.failure)))
+  return Effect.succeed({ address, network, protocol, config: config.success })
 }
 
 /** Binds, retrying briefly while a just-closed socket still holds the port. */
@@ -268,24 +245,9 @@ const bind = (
 export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Scope.Scope> = Effect.fn(
   "TestCoordinator.make"
 )(function*(options?: Options) {
-  const resolved = yield* resolve(options ?? {})
-  const context = yield* Effect.context<never>()
-  const runFork = Effect.runForkWith(context)
-  const log: Log = (level, message) => {
-    runFork(Effect.logWithLevel(level)(message))
-  }
-  const config: CoordinatorConfig = {
-    wire: DialectWire.of(resolved.protocol),
-    policy: resolved.policy,
-    beta: resolved.beta,
-    blockSizeTokens: resolved.blockSizeTokens,
-    tokenizer: resolved.tokenizer,
-    recordLimit: resolved.recordLimit,
-    startupRegistrations: resolved.startupRegistrations,
-    log,
-    debug: LogLevel.isLessThanOrEqualTo(yield* References.MinimumLogLevel, "Debug"),
-    curve: resolved.curve
-  }
+  const { debug, log } = yield* logging
+  const resolved = yield* resolve(options ?? {}, log, debug)
+  const config = resolved.config
   const listeners = new Set<() => void>()
   const fanOut = () => listeners.forEach((l) => l())
   let unhook = () => {}
@@ -301,7 +263,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
   let restarts = 0
 
   const read = (): Snapshot => ({
-    ...snapshotOf(fc.core, address, resolved.policy, resolved.protocol),
+    ...snapshotOf(fc.core, address, config.policy, resolved.protocol),
     faults: fc.faults.list(),
     faultsApplied: { ...fc.faults.applied },
     restarts
@@ -315,11 +277,11 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
 
   const handle: Handle = {
     address,
-    policy: resolved.policy,
+    policy: config.policy,
     protocol: resolved.protocol,
-    beta: resolved.beta,
-    blockSizeTokens: resolved.blockSizeTokens,
-    curvePublicKey: resolved.curve?.publicKey,
+    beta: config.beta,
+    blockSizeTokens: config.blockSizeTokens,
+    curvePublicKey: config.curve?.publicKey,
     snapshot: Effect.sync(read),
     waitFor,
     awaitEngines: (count, options) => waitFor(`${count} engine(s) to register`, (s) => s.engines.length >= count, options),
@@ -334,7 +296,7 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
       fc.core.close()
       // Closed, the old core routes nothing more: its next id is final, and the new one starts
       // there, since engines keep running and may still answer the old requests.
-      const next = yield* bind(address, config, resolved.network, resolved.startupRegistrations > 0 ? 0 : fc.core.nextRequestId)
+      const next = yield* bind(address, config, resolved.network, config.startupRegistrations > 0 ? 0 : fc.core.nextRequestId)
       unhook()
       fc = next
       restarts++

@@ -7,6 +7,7 @@
  * @since 0.2.0
  * @internal
  */
+export { configOf, logging } from "./configOf.ts"
 export { CoordinatorCore } from "./coordinatorCore.ts"
 export * as CoordinatorSocket from "./coordinatorSocket.ts"
 export * as DialectWire from "./dialectWire.ts"
