@@ -10,7 +10,6 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Cause from "effect/Cause"
 import type * as Exit from "effect/Exit"
-import type * as Queue from "effect/Queue"
 import type * as Stream from "effect/Stream"
 import type { ClientOptions } from "./ClientConfig.ts"
 import type { ClientError } from "./ClientError.ts"
@@ -134,8 +133,22 @@ export interface StartRequest extends BatchRequest {
 
 /**
  * A request started by {@link Service.start}: its id, the coordinator connection it went out on,
- * and its events. Nothing here aborts it: taking from `events` may be interrupted at any time and
- * the request goes on; the caller ends it with `abort` or `sendAbort`, or lets it finish.
+ * and its events, each awaited at the caller's pace. Nothing here aborts it: a wait on `next` or
+ * `final` may be interrupted at any time and the request goes on; the caller ends it with
+ * `abort` or `sendAbort`, or lets it finish.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { InferenceClient } from "@mcore-effect/client"
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.InferenceClient
+ *   const started = yield* client.start({ prompt: [1, 2, 3], samplingParams: { num_tokens_to_generate: 4 } })
+ *   const reply = yield* started.final
+ *   return { requestId: started.requestId, tokens: reply.generated_tokens }
+ * })
+ * ```
  *
  * @since 0.2.0
  */
@@ -150,11 +163,13 @@ export interface Started<R extends Reply = Reply> {
    */
   readonly connection: number
   /**
-   * The request's events: `Tokens` (streamed requests), then one `Final`, then the queue ends
-   * (`Cause.Done`); or it fails with the request's error (the coordinator lost, the client
-   * closed, a deadline, `abort`).
+   * The request's next event: `Tokens` (streamed requests), then one `Final`, then `Cause.Done`;
+   * or the request's error (the coordinator lost, the client closed, a deadline, `abort`). A
+   * request not streamed has one event, its `Final`, which every wait on it receives.
    */
-  readonly events: Queue.Dequeue<StreamEvent<R>, ClientError | Cause.Done>
+  readonly next: Effect.Effect<StreamEvent<R>, ClientError | Cause.Done>
+  /** The request's final reply (skipping the `Tokens` events not yet taken), or its error. */
+  readonly final: Effect.Effect<R, ClientError | Cause.Done>
 }
 
 /**
@@ -271,8 +286,9 @@ export interface Service<R extends Reply = Reply> {
   readonly releaseKvHandoff: (requestId: number, options?: ReleaseKvOptions | undefined) => Effect.Effect<void, ClientError>
   /**
    * Starts a request and returns at once with its id, its connection and its events, to be taken
-   * at the caller's pace. The request is the caller's to end: interrupting a fiber taking its
-   * events does not abort it (`abort` does). What an orchestrator wants that must see a
+   * at the caller's pace. The request is the caller's to end: interrupting a fiber waiting for its
+   * events does not abort it (`abort` does). A request not streamed is held in the one-shot entry
+   * `submit` uses, with no queue of events (what a disaggregated client's member requests take). What an orchestrator wants that must see a
    * request's next reply after an ABORT: the disaggregated client (see `Disaggregated`) waits,
    * after aborting a decode whose KV import is pending, for the decode's first output before it
    * releases the prefill's blocks. Nothing is sent when the request is refused.

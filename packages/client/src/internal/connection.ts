@@ -73,7 +73,21 @@ export interface Request {
 }
 
 const invalidRequest = (error: ProtocolError.ProtocolError): ClientError => clientError(new InvalidRequest({ error }))
-
+/**
+ * Who watches a connection's link from outside (a fleet's member), given when it is made: what
+ * arrives is counted, and the link's loss told.
+ *
+ * @since 0.2.0
+ */
+export interface Watcher {
+  /** Messages received from the coordinator so far: what tells a fleet a stalled link from a busy one. */
+  received: number
+  /**
+   * Called once the transport dropped and the pending requests have failed with
+   * `CoordinatorLost` (a fleet takes its member out of routing and redials it then).
+   */
+  readonly lost: () => void
+}
 
 /**
  * The connection.
@@ -91,13 +105,6 @@ export class Connection {
   private readonly canAbort: boolean
   /** What the coordinator still owes, where closing must wait for it (see `Unanswered`). */
   readonly unanswered: Unanswered | undefined
-  /**
-   * Called once the transport dropped and the pending requests have failed with
-   * `CoordinatorLost` (a fleet takes its member out of routing and redials it then).
-   */
-  onLost: (() => void) | undefined = undefined
-  /** Messages received from the coordinator so far: what tells a fleet a stalled link from a busy one. */
-  received = 0
 
   constructor(
     readonly config: ClientConfig.ResolvedOptions,
@@ -105,7 +112,9 @@ export class Connection {
     /** The link's writer (see `Transport`). */
     private readonly link: Link,
     /** Logs a warning (from outside the fiber runtime). */
-    readonly warn: (message: string) => void
+    readonly warn: (message: string) => void,
+    /** Who watches the link from outside, if anyone (a fleet's member). */
+    private readonly watcher?: Watcher | undefined
   ) {
     this.pending = new PendingRequests(metrics)
     this.lostError = clientError(new CoordinatorLost({ address: config.address }))
@@ -268,7 +277,7 @@ export class Connection {
     this.warn(`lost the coordinator; failing ${this.pending.size} pending request(s)`)
     this.unanswered?.forget()
     this.pending.failAll(this.lostError)
-    this.onLost?.()
+    this.watcher?.lost()
   }
 
   /** ZeroMQ refused a message. */
@@ -334,7 +343,12 @@ const expire = (connection: Connection, requestId: number, millis: number): void
  *
  * @since 0.1.0
  */
-export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOptions, metrics: Recorder, warn: (message: string) => void) {
+export const make = Effect.fnUntraced(function*(
+  config: ClientConfig.ResolvedOptions,
+  metrics: Recorder,
+  warn: (message: string) => void,
+  watcher?: Watcher | undefined
+) {
   const transport = yield* Transport
   // What the transport saw before the first CONNECT_ACK, for a ConnectTimeout to say.
   let seen: ConnectSeen = "nothing"
@@ -369,11 +383,11 @@ export const make = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOpt
   yield* transport.open(config, (link) => {
     // Made here, with the link's writer and before the link connects: whatever the link reports
     // (from a later turn) finds the connection there.
-    connection = new Connection(config, metrics, link, warn)
+    connection = new Connection(config, metrics, link, warn, watcher)
     const options: Listener.Options = { ...listener, pending: connection.pending, unanswered: connection.unanswered }
     return {
-      message: (frames) => {
-        connection.received++
+      message: watcher === undefined ? (frames) => Listener.handle(options, frames) : (frames) => {
+        watcher.received++
         Listener.handle(options, frames)
       },
       up: () => {

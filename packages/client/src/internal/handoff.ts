@@ -36,12 +36,10 @@ import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import { type ClientError, clientError, DecodeRefused, RequestTimeout } from "../ClientError.ts"
-import type { Service, SubmitOptions } from "../ClientService.ts"
+import type { Service, Started, SubmitOptions } from "../ClientService.ts"
 import { isDeserialized, type Reply, type StreamEvent } from "../Reply.ts"
 import { type Pin, prefillParams, readPin } from "./handoffParams.ts"
 import type { Ledger } from "./handoffLedger.ts"
-import { internalsOfClient, launch, type Launched } from "./oneShot.ts"
-import { tracing } from "./spans.ts"
 
 /**
  * A coordinator of a pool: its name (its address, or a fleet id) and its client. A pin is
@@ -93,7 +91,7 @@ export interface Flight {
   readonly params: SamplingParams.SamplingParamsInput | undefined
   readonly streaming: boolean
   readonly prefill: Member
-  readonly started: Launched
+  readonly started: Started
   /** `Clock` millis past which the request fails with `RequestTimeout`; `undefined`: none. */
   readonly deadline: number | undefined
   readonly timeoutMillis: number | undefined
@@ -130,18 +128,9 @@ Object.setPrototypeOf(
   Hold.prototype,
   Effectable.Prototype<Hold>({
     label: "Disaggregated.release",
-    evaluate(fiber) {
+    evaluate() {
       if (this.done) return Effect.void
       this.done = true
-      const internals = internalsOfClient(this.member.client)
-      // At once, from this fiber (the client's own checks, its send), unless a tracer wants the
-      // release's span; measured in the client's PERFORMANCE.md, "Disaggregation".
-      if (internals !== undefined && !tracing(fiber)) {
-        const refused = internals.releaseKv(this.pin.requestId, this.connection)
-        if (refused === undefined) this.ledger.released(this.id, this.pin)
-        else this.ledger.died(this.id, this.pin)
-        return Effect.void
-      }
       return Effect.matchEffect(this.member.client.releaseKvHandoff(this.pin.requestId, { connection: this.connection }), {
         onFailure: () => Effect.sync(() => this.ledger.died(this.id, this.pin)),
         onSuccess: () => Effect.sync(() => this.ledger.released(this.id, this.pin))
@@ -183,7 +172,7 @@ export const begin = (
 ): Effect.Effect<Flight, ClientError> =>
   Effect.flatMap(choose(context.prefill, context, "prefill"), (prefill) =>
     Effect.flatMap(
-      launch(prefill.client, { prompt, samplingParams: prefillParams(params), offloadParams: options?.offloadParams, timeout: NO_DEADLINE }),
+      prefill.client.start({ prompt, samplingParams: prefillParams(params), offloadParams: options?.offloadParams, timeout: NO_DEADLINE }),
       (started) => {
         context.ledger.started()
         const flight = (now: number | undefined): Flight => ({
@@ -259,7 +248,7 @@ const decode = (
 ): Effect.Effect<Reply, ClientError> =>
   Effect.flatMap(choose(context.decode, context, "decode"), (member) =>
     Effect.matchEffect(
-      launch(member.client, {
+      member.client.start({
         prompt: flight.prompt,
         samplingParams: flight.params,
         kvHandoff: { kvMeta: hold.pin.kvMeta, srcBlockIds: hold.pin.blockIds },
@@ -287,7 +276,7 @@ const events = (
   flight: Flight,
   hold: Hold,
   member: Member,
-  started: Launched,
+  started: Started,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   emit: ((event: StreamEvent) => void) | undefined
 ): Effect.Effect<Reply, ClientError> => {
@@ -344,7 +333,7 @@ const afterDecodeFailure = (context: HandoffContext, hold: Hold, error: ClientEr
  * decode ignores it until the import is admitted), then ABORT for good if it was a partial, then
  * the release. Interrupted only when the client's scope closes: the release then runs at once.
  */
-const decodeAfterCancel = (context: HandoffContext, hold: Hold, member: Member, started: Launched): Effect.Effect<void> =>
+const decodeAfterCancel = (context: HandoffContext, hold: Hold, member: Member, started: Started): Effect.Effect<void> =>
   Effect.onInterrupt(
     Effect.flatMap(Effect.exit(Effect.timeoutOrElse(started.next, { duration: context.decodeGrace, orElse: () => Effect.fail(TIMED_OUT) })), (exit) => {
       const ledger = context.ledger

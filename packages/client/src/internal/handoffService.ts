@@ -18,6 +18,7 @@ import type { BatchReply, BatchRequest, BatchSettled, Service, Submitted } from 
 import type { Reply, StreamEvent } from "../Reply.ts"
 import { begin, type HandoffContext, type Flight, finish, type Member } from "./handoff.ts"
 import { refusal } from "./handoffParams.ts"
+import { Queued } from "./started.ts"
 import { invalidArgument, millisOf } from "./arguments.ts"
 
 
@@ -153,7 +154,7 @@ export const makeHandoffService = (context: HandoffContext, dialect: Dialect.Dia
                   fiber.addObserver((exit) => {
                     if (exit._tag === "Failure") Queue.failCauseUnsafe(queue, exit.cause)
                   })
-                  return { requestId: flight.id, connection: flight.started.connection, events: queue }
+                  return new Queued(flight.id, flight.started.connection, queue)
                 }
               )
           )

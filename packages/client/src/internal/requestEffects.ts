@@ -22,6 +22,7 @@ import type { KvHandoffOptions, PromptInput, Started, StartRequest, Submitted, S
 import * as PendingRequests from "./pendingRequests.ts"
 import type { Reply, StreamEvent } from "../Reply.ts"
 import { inScopeSpan, REQUEST_ID, tracing } from "./spans.ts"
+import { OneShot, Queued } from "./started.ts"
 
 /** The operations whose effect is a {@link SingleRequest}, and their span names. */
 const SPAN_NAMES = {
@@ -216,19 +217,24 @@ export const streamed = (
   )
 
 /**
- * `start`: the request registered now, with a queue of its own as its entry; nothing aborts it
- * but the caller (see `Service.start`).
+ * `start`: the request registered now, nothing aborts it but the caller (see `Service.start`).
+ * Not streamed: a one-shot entry ({@link OneShot}); streamed: a queue of its own as its entry.
  */
 export const started = (
   connection: Connection.Connection,
   request: StartRequest
-): Effect.Effect<Started, ClientError> =>
-  Effect.flatMap(Queue.make<StreamEvent, ClientError | Cause.Done>(), (queue) => {
-    const registered = connection.register(
-      request.kvHandoff === undefined ? request : { ...request, ...request.kvHandoff },
-      request.streaming === true,
-      (requestId) => new PendingRequests.Streamed(requestId, queue)
-    )
+): Effect.Effect<Started, ClientError> => {
+  const wire = request.kvHandoff === undefined ? request : { ...request, ...request.kvHandoff }
+  if (request.streaming !== true) {
+    return Effect.suspend(() => {
+      const registered = connection.register(wire, false, connection.newSingle)
+      if (Result.isFailure(registered)) return Effect.fail(registered.failure)
+      return Effect.succeed(new OneShot(registered.success.requestId, connection.state.epoch, registered.success))
+    })
+  }
+  return Effect.flatMap(Queue.make<StreamEvent, ClientError | Cause.Done>(), (queue) => {
+    const registered = connection.register(wire, true, (requestId) => new PendingRequests.Streamed(requestId, queue))
     if (Result.isFailure(registered)) return Effect.fail(registered.failure)
-    return Effect.succeed({ requestId: registered.success.requestId, connection: connection.state.epoch, events: queue })
+    return Effect.succeed(new Queued(registered.success.requestId, connection.state.epoch, queue))
   })
+}

@@ -15,9 +15,8 @@ import { Transport } from "../Transport.ts"
 import { checkRequestId, invalidArgument } from "./arguments.ts"
 import * as Connection from "./connection.ts"
 import * as ControlSignals from "./controlSignals.ts"
-import { internalsOf, withInternals } from "./oneShot.ts"
 import { requestsOf, started, streamed } from "./requestEffects.ts"
-import { REQUEST_ID } from "./spans.ts"
+import { REQUEST_ID, tracing } from "./spans.ts"
 import { submitAll } from "./submitAll.ts"
 
 
@@ -37,10 +36,10 @@ export const makeClientService = (options: ClientConfig.ClientOptions) =>
   Effect.map(makeWithConnection(options), ({ service }) => service)
 
 /**
- * The client and its connection, for a fleet that watches its members' connections (see
- * `Connection.onLost`).
+ * The client and its connection, for a fleet that watches its members' links (`watcher`) and
+ * reads their load.
  */
-export const makeWithConnection = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
+export const makeWithConnection = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions, watcher?: Connection.Watcher) {
   // Nothing is opened for an address (as the transport reads it) or options the client refuses.
   const badAddress = (yield* Transport).addressProblem(options.address)
   if (badAddress !== undefined) {
@@ -54,7 +53,7 @@ export const makeWithConnection = Effect.fnUntraced(function*(options: ClientCon
   const warn = (message: string): void => {
     runFork(Effect.logWarning(message).pipe(Effect.annotateLogs({ coordinator: config.address })))
   }
-  const connection = yield* Connection.make(config, new Recorder(context), warn)
+  const connection = yield* Connection.make(config, new Recorder(context), warn, watcher)
 
   // Encoded once; a signal the dialect lacks fails every call, before anything is sent.
   const signal = (name: string, message: Dialect.Message) => {
@@ -78,15 +77,22 @@ export const makeWithConnection = Effect.fnUntraced(function*(options: ClientCon
       if (refused !== undefined) return yield* Effect.fail(refused)
     })
 
-  const releaseKv = Effect.fn("InferenceClient.releaseKvHandoff")(function*(requestId: number, epoch: number | undefined) {
+  // RELEASE_KV: in a span when a tracer is installed; else at once from the caller's fiber, with
+  // nothing but its checks. The disaggregated client releases a pin per request through it, and
+  // the span's `Effect.fn` cost 86 µs of its ~300 µs per request (PERFORMANCE.md, "Disaggregation").
+  const releaseNow = (requestId: number, epoch: number | undefined): ClientError | undefined =>
+    checkRequestId(requestId) ?? connection.available() ?? connection.releaseKv(requestId, epoch)
+  const releaseTraced = Effect.fn("InferenceClient.releaseKvHandoff")(function*(requestId: number, epoch: number | undefined) {
     yield* Effect.annotateCurrentSpan(REQUEST_ID, requestId)
-    const invalid = checkRequestId(requestId)
-    if (invalid !== undefined) return yield* Effect.fail(invalid)
-    const error = connection.available()
-    if (error !== undefined) return yield* Effect.fail(error)
-    const refused = connection.releaseKv(requestId, epoch)
+    const refused = releaseNow(requestId, epoch)
     if (refused !== undefined) return yield* Effect.fail(refused)
   })
+  const releaseKv = (requestId: number, epoch: number | undefined): Effect.Effect<void, ClientError> =>
+    Effect.withFiber((fiber) => {
+      if (tracing(fiber)) return releaseTraced(requestId, epoch)
+      const refused = releaseNow(requestId, epoch)
+      return refused === undefined ? Effect.void : Effect.fail(refused)
+    })
 
   const { KvHandoff, Submit, SubmitWithId } = requestsOf(connection)
   const service: Service = {
@@ -132,5 +138,5 @@ export const makeWithConnection = Effect.fnUntraced(function*(options: ClientCon
     pendingCount: Effect.sync(() => connection.pending.size),
     connected: Effect.sync(() => connection.state.phase === "ready")
   }
-  return { service: withInternals(service, internalsOf(connection)), connection }
+  return { service, connection }
 })

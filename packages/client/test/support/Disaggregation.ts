@@ -17,10 +17,9 @@ export interface SetupOptions {
   readonly client?: Partial<ClientConfig.ClientOptions> | undefined
   readonly observe?: Disaggregated.Options["observe"]
   /**
-   * The members' clients as a wrapper (a spread copy) sees them: without the internals the
-   * disaggregated client uses for their requests not streamed and for releases (`oneShot.ts`), so
-   * every request goes through `start`'s queue and every release through `releaseKvHandoff`
-   * (what another client implementation, a fleet, gives).
+   * The members' clients as a wrapper gives them (a spread copy): the disaggregated client takes
+   * its members through the `Service` interface alone (`start`, `releaseKvHandoff`), so a copy
+   * must serve it as the client itself does.
    */
   readonly viaStart?: boolean | undefined
 }

@@ -46,6 +46,8 @@ import type * as Connection from "../connection.ts"
 import { makeWithConnection } from "../service.ts"
 import type { Candidate } from "./router.ts"
 
+const ignoreLoss = (): void => {}
+
 /**
  * Where a member is.
  *
@@ -75,7 +77,11 @@ export class Member implements Candidate {
   client: Service | undefined = undefined
   private connection: Connection.Connection | undefined = undefined
   private down = false
-  /** `received` of the connection when last looked at, and when it last changed (or was idle). */
+  /**
+   * What its link reports (messages received, the loss), across its joins; `received` when last
+   * looked at, and when it last changed (or was idle).
+   */
+  private readonly watcher: { received: number; lost: () => void } = { received: 0, lost: ignoreLoss }
   private seenReceived = 0
   private quietSince = 0
   /** Requests routed here. */
@@ -118,8 +124,8 @@ export class Member implements Candidate {
   private stalled(): boolean {
     const connection = this.connection!
     const now = this.config.now()
-    if (connection.pending.size === 0 || connection.received !== this.seenReceived) {
-      this.seenReceived = connection.received
+    if (connection.pending.size === 0 || this.watcher.received !== this.seenReceived) {
+      this.seenReceived = this.watcher.received
       this.quietSince = now
       return false
     }
@@ -146,7 +152,9 @@ export class Member implements Candidate {
         member.down = false
         const dialScope = yield* Scope.fork(scope, "sequential")
         const lost = Deferred.makeUnsafe<void>()
-        const dialed = yield* makeWithConnection({ ...config.options, address: member.address }).pipe(
+        // A loss while dialing is the dial's failure, not the member's.
+        member.watcher.lost = ignoreLoss
+        const dialed = yield* makeWithConnection({ ...config.options, address: member.address }, member.watcher).pipe(
           Effect.tap(({ service }) => config.rejoined(service)),
           Scope.provide(dialScope),
           Effect.provideService(Metric.CurrentMetricAttributes, attributes),
@@ -154,7 +162,7 @@ export class Member implements Candidate {
         )
         if (Exit.isSuccess(dialed)) {
           const { connection, service } = dialed.value
-          connection.onLost = () => {
+          member.watcher.lost = () => {
             // Synchronously, from the transport's event: routing stops choosing it at once.
             member.connection = undefined
             member.client = undefined
@@ -162,7 +170,7 @@ export class Member implements Candidate {
             fleetCoordinatorUp.updateUnsafe(0, metrics)
             Deferred.doneUnsafe(lost, Exit.void)
           }
-          member.seenReceived = connection.received
+          member.seenReceived = member.watcher.received
           member.quietSince = config.now()
           member.connection = connection
           member.client = service

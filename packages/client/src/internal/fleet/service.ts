@@ -19,6 +19,7 @@ import { Transport } from "../../Transport.ts"
 import { Control, firstFailure, type ControlResult, type Signal } from "./control.ts"
 import { FleetIds, placed, placedStream, type Placement } from "./failover.ts"
 import { blockHashesOf } from "../service.ts"
+import { Renamed } from "../started.ts"
 import { Member } from "./member.ts"
 import { type Policy, Router } from "./router.ts"
 import { checkRequestId, invalidArgument } from "../arguments.ts"
@@ -214,10 +215,7 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: ResolvedFleet, optio
         if (member === undefined) return Effect.fail(placement.noMember())
         member.requests++
         const generation = member.generation
-        return Effect.map(member.client!.start(request), (started) => ({
-          ...started,
-          requestId: ids.encode(member, started.requestId, generation)
-        }))
+        return Effect.map(member.client!.start(request), (started) => new Renamed(ids.encode(member, started.requestId, generation), started))
       }),
     sendAbort: (requestId) => ids.sendAbort(requestId),
     releaseKvHandoff: (handoffId, options) => {
