@@ -199,7 +199,7 @@ const routingCpu = (rounds: number, requests: number) => {
     return (used.user + used.system) / requests
   }
   const direct = (prompt: ReadonlyArray<number>) => Effect.runSync(client.submit(prompt))
-  const routed = (prompt: ReadonlyArray<number>) => Effect.runSync(placed(placement, prompt, (c) => c.submit(prompt)))
+  const routed = (prompt: ReadonlyArray<number>) => Effect.runSync(placed(placement, prompt, (m) => m.client!.submit(prompt)))
   const deltas: Array<number> = []
   for (let r = 0; r < rounds; r++) {
     // Alternating, so that noise from the machine falls on both alike.

@@ -30,19 +30,16 @@ import type * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import * as ClientConfig from "./ClientConfig.ts"
 import * as FleetConfig from "./FleetConfig.ts"
-import { type ClientError, clientError, InvalidArgument } from "./ClientError.ts"
+import type { ClientError } from "./ClientError.ts"
 import type { ReplyFor, Service } from "./ClientService.ts"
 import { InferenceClient } from "./InferenceClient.ts"
 import type { ControlResult, Signal } from "./internal/fleet/control.ts"
-import * as HandoffIds from "./internal/fleet/handoffIds.ts"
 import type { Status } from "./internal/fleet/member.ts"
 import type { Policy } from "./internal/fleet/router.ts"
-import { makeFleet, type ResolvedFleet } from "./internal/fleet/service.ts"
-import * as Setting from "./Setting.ts"
+import { makeFleet } from "./internal/fleet/service.ts"
 
 export type {
   /**
@@ -63,17 +60,12 @@ export type {
 }
 
 /**
- * A fleet's options: the client's (all but `address`, applied to every coordinator's client),
- * the coordinators' addresses, and the fleet's own (`FleetConfig.settings`: `routing`,
- * `routingBlockTokens`, `loadFactor`, `stallTimeout`, `rejoinBackoff`, ...).
+ * A fleet's options (declared in `FleetConfig`, beside the fleet's own settings).
  *
  * @category models
  * @since 0.2.0
  */
-export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address">, FleetConfig.FleetSettings {
-  /** The coordinators' addresses, each one once. */
-  readonly coordinators: ReadonlyArray<string>
-}
+export type FleetOptions = FleetConfig.FleetOptions
 
 /**
  * What a fleet's coordinator reports.
@@ -139,23 +131,6 @@ export interface FleetService<R extends import("./Reply.ts").Reply = import("./R
  */
 export class Fleet extends Context.Service<Fleet, FleetService>()("@mcore-effect/client/Fleet") {}
 
-const resolveFleet = (options: FleetOptions): Result.Result<ResolvedFleet, ClientError> => {
-  const resolved = Setting.resolve(FleetConfig.settings, options)
-  if (Result.isFailure(resolved)) return Result.fail(clientError(new InvalidArgument(resolved.failure)))
-  const r = resolved.success
-  return Result.succeed({
-    coordinators: options.coordinators,
-    routing: r.routing ?? "prefix",
-    routingBlockTokens: r.routingBlockTokens,
-    routingMaxBlocks: r.routingMaxBlocks,
-    loadFactor: r.loadFactor,
-    routingTableKeys: r.routingTableKeys,
-    stallTimeoutMillis: r.stallTimeout,
-    rejoinBackoffMillis: r.rejoinBackoff,
-    rejoinBackoffMaxMillis: Math.max(r.rejoinBackoff, r.rejoinBackoffMax)
-  })
-}
-
 /**
  * Builds a fleet: checks every option and address before opening anything (`InvalidArgument`,
  * `InvalidAddress`), dials every coordinator at once, and returns when each has answered or
@@ -186,13 +161,7 @@ export const make = <const O extends FleetOptions>(
   options: O
 ): Effect.Effect<FleetService<ReplyFor<O & { readonly address: string }>>, ClientError, Scope.Scope> =>
   Effect.gen(function*() {
-    const fleet = resolveFleet(options)
-    if (Result.isFailure(fleet)) return yield* Effect.fail(fleet.failure)
-    const client: Record<string, unknown> = { ...(options as FleetOptions) }
-    delete client.coordinators
-    for (const name of Object.keys(FleetConfig.settings)) delete client[name]
-    const handle = yield* makeFleet(fleet.success, { ...(client as Omit<ClientConfig.ClientOptions, "address">), address: options.coordinators[0] ?? "" })
-    const n = handle.members.length
+    const handle = yield* makeFleet(options)
     const service: FleetService = {
       client: handle.service,
       members: handle.members.map((member): Member => ({
@@ -210,7 +179,7 @@ export const make = <const O extends FleetOptions>(
         }))
       })),
       memberOf: (fleetId) => handle.memberOf(fleetId)?.index,
-      handoffId: (member, engineRequestId) => HandoffIds.encode(member, engineRequestId, n),
+      handoffId: handle.handoffId,
       control: handle.control
     }
     return service as FleetService<any>

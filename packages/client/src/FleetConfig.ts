@@ -8,6 +8,7 @@
  */
 import type * as Config from "effect/Config"
 import * as Result from "effect/Result"
+import type * as ClientConfig from "./ClientConfig.ts"
 import * as Setting from "./Setting.ts"
 
 const policies = new Map([
@@ -72,6 +73,20 @@ export const settings = {
  * @category models
  */
 export interface FleetSettings extends Setting.Options<typeof settings> {}
+
+/**
+ * A fleet's options: the client's (all but `address`, applied to every coordinator's client),
+ * the coordinators' addresses, and the fleet's own ({@link settings}: `routing`,
+ * `routingBlockTokens`, `loadFactor`, `stallTimeout`, `rejoinBackoff`, ...). What `Fleet.make`
+ * takes (`Fleet.FleetOptions` is this type).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address">, FleetSettings {
+  /** The coordinators' addresses, each one once. */
+  readonly coordinators: ReadonlyArray<string>
+}
 
 /**
  * The declared defaults.

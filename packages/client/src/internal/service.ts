@@ -20,7 +20,6 @@ import { REQUEST_ID, tracing } from "./spans.ts"
 import { submitAll } from "./submitAll.ts"
 
 
-/** The client, its reply type the union of both (see `InferenceClient.make`). */
 /**
  * `Service.blockHashes` for one hashing setting: a client's and a fleet's (whose coordinators
  * share one dialect, so one setting) are this one function.
@@ -32,22 +31,24 @@ export const blockHashesOf = (hashing: PrefixHashing.HashingConfig): Service["bl
     return Effect.succeed<BigUint64Array | null>(PrefixHashing.hashesFor(valid.success, hashing, mediaCacheKey))
   })
 
-export const makeClientService = (options: ClientConfig.ClientOptions) =>
-  Effect.map(makeWithConnection(options), ({ service }) => service)
-
-/**
- * The client and its connection, for a fleet that watches its members' links (`watcher`) and
- * reads their load.
- */
-export const makeWithConnection = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions, watcher?: Connection.Watcher) {
-  // Nothing is opened for an address (as the transport reads it) or options the client refuses.
+/** The client of `InferenceClient.make`: nothing is opened for an address or options it refuses. */
+export const makeClientService = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
   const badAddress = (yield* Transport).addressProblem(options.address)
   if (badAddress !== undefined) {
     return yield* Effect.fail(clientError(new InvalidAddress({ address: options.address, why: badAddress })))
   }
   const resolved = ClientConfig.resolve(options)
   if (Result.isFailure(resolved)) return yield* Effect.fail(clientError(new InvalidArgument(resolved.failure)))
-  const config = resolved.success
+  const { service } = yield* connect(resolved.success)
+  return service
+})
+
+/**
+ * The client over a connection to `config.address` (options resolved and the address checked by
+ * the caller), and the connection, for a fleet that watches its members' links (`watcher`) and
+ * reads their load.
+ */
+export const connect = Effect.fnUntraced(function*(config: ClientConfig.ResolvedOptions, watcher?: Connection.Watcher) {
   const context = yield* Effect.context<never>()
   const runFork = Effect.runForkWith(context)
   const warn = (message: string): void => {

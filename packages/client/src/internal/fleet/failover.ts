@@ -14,23 +14,20 @@
  * - `submitWithId`: the reply, when awaited, fails over like `submit`; the fleet id it returned
  *   keeps naming the request (`abort` follows it to where it went).
  *
- * A fleet id names its member: `(localId * GENERATIONS + generation) * members + index`, where
- * `localId` is the member's client's own id and `generation` the member's join count modulo
- * {@link GENERATIONS}, so an id from before a member rejoined (its client numbered from 0 again)
- * never reaches a request of the new client.
+ * Every one of them is placed by one loop, {@link placeWith}: pick a member, count the request
+ * there, and on a loss pick again without it. A fleet id names its member (`ids.ts`).
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { ClientError } from "../../ClientError.ts"
-import type { PromptInput, Service, Submitted } from "../../ClientService.ts"
+import type { PromptInput, Started, Submitted } from "../../ClientService.ts"
 import type { Reply, StreamEvent } from "../../Reply.ts"
-import type { Member } from "./member.ts"
 import { checkRequestId } from "../arguments.ts"
-
-/** Generations a fleet id tells apart (see the module's header). */
-export const GENERATIONS = 64
+import { Renamed } from "../started.ts"
+import * as Ids from "./ids.ts"
+import type { Member } from "./member.ts"
 
 /**
  * Failed-over requests whose new place is kept, at most, the oldest forgotten first: so that
@@ -61,117 +58,141 @@ const without = (placement: Placement, excluded: ReadonlyArray<boolean> | undefi
 }
 
 /**
+ * The placement loop, for an effect or a stream (`F`): the member picked for `prompt` (skipping
+ * `excluded`) is given to `attempt` with the request counted there, and `again` places it anew
+ * without that member, counting the loss, for `attempt` to call when the member lost it. No
+ * member that may take it: `fail` with the fleet's failure. Called when the request runs (the
+ * callers suspend it), so that each run picks anew.
+ */
+const placeWith = <F>(
+  placement: Placement,
+  prompt: PromptInput,
+  fail: (error: ClientError) => F,
+  attempt: (member: Member, again: () => F) => F,
+  excluded?: ReadonlyArray<boolean>
+): F => {
+  const member = placement.pick(prompt, excluded)
+  if (member === undefined) return fail(placement.noMember())
+  member.requests++
+  return attempt(member, () => {
+    member.lostRequest()
+    return placeWith(placement, prompt, fail, attempt, without(placement, excluded, member))
+  })
+}
+
+/**
  * Runs `op` on the member picked for `prompt`, and again on another member each time the one
  * it ran on lost it.
  */
 export const placed = <A>(
   placement: Placement,
   prompt: PromptInput,
-  op: (client: Service, member: Member) => Effect.Effect<A, ClientError>,
+  op: (member: Member) => Effect.Effect<A, ClientError>,
   excluded?: ReadonlyArray<boolean>
 ): Effect.Effect<A, ClientError> =>
-  Effect.suspend(() => {
-    const member = placement.pick(prompt, excluded)
-    if (member === undefined) return Effect.fail(placement.noMember())
-    member.requests++
-    return Effect.catchIf(op(member.client!, member), lostWithMember(placement), () => {
-      member.lostRequest()
-      return placed(placement, prompt, op, without(placement, excluded, member))
-    })
-  })
+  Effect.suspend(() =>
+    placeWith(
+      placement,
+      prompt,
+      Effect.fail,
+      (member, again: () => Effect.Effect<A, ClientError>) => Effect.catchIf(op(member), lostWithMember(placement), again),
+      excluded
+    )
+  )
 
 /** A stream placed on a member, placed again elsewhere while it has emitted nothing. */
 export const placedStream = (
   placement: Placement,
   prompt: PromptInput,
-  op: (client: Service) => Stream.Stream<StreamEvent, ClientError>
+  op: (member: Member) => Stream.Stream<StreamEvent, ClientError>
 ): Stream.Stream<StreamEvent, ClientError> =>
   Stream.suspend(() => {
     let emitted = false
     const lost = lostWithMember(placement)
-    const attempt = (excluded: ReadonlyArray<boolean> | undefined): Stream.Stream<StreamEvent, ClientError> => {
-      const member = placement.pick(prompt, excluded)
-      if (member === undefined) return Stream.fail(placement.noMember())
-      member.requests++
-      return op(member.client!).pipe(
+    return placeWith(placement, prompt, Stream.fail, (member, again: () => Stream.Stream<StreamEvent, ClientError>) =>
+      op(member).pipe(
         Stream.map((event) => {
           emitted = true
           return event
         }),
-        Stream.catchIf((error) => !emitted && lost(error), () => {
-          member.lostRequest()
-          return attempt(without(placement, excluded, member))
-        })
-      )
-    }
-    return attempt(undefined)
+        Stream.catchIf((error) => !emitted && lost(error), again)
+      ))
   })
 
-/** The ids of one fleet's `submitWithId` requests, and where those that failed over went. */
+/** Where a request that failed over went: its member, its id there, the member's join. */
+interface Moved {
+  readonly member: Member
+  readonly localId: number
+  readonly generation: number
+}
+
+/** The ids of one fleet's requests, and where those that failed over went. */
 export class FleetIds {
   /** Requests submitted again elsewhere, by their fleet id (at most {@link MOVED_KEPT}). */
-  private readonly moved = new Map<number, { readonly member: Member; readonly localId: number; readonly generation: number }>()
+  private readonly moved = new Map<number, Moved>()
 
   constructor(private readonly placement: Placement) {}
-
-  /** The fleet id of the request `localId` of `member`'s client of `generation`. */
-  encode(member: Member, localId: number, generation: number): number {
-    return (localId * GENERATIONS + (generation % GENERATIONS)) * this.placement.members.length + member.index
-  }
 
   /** The member a fleet id names now (where it went, if it failed over), or `undefined` for an id no member can hold. */
   memberOf(fleetId: number): Member | undefined {
     if (!Number.isSafeInteger(fleetId) || fleetId < 0) return undefined
-    return this.moved.get(fleetId)?.member ?? this.placement.members[fleetId % this.placement.members.length]
+    return this.moved.get(fleetId)?.member ?? this.named(fleetId).member
   }
 
-  /** `submitWithId` over the fleet. */
-  submitWithId(
-    prompt: PromptInput,
-    op: (client: Service) => Effect.Effect<Submitted, ClientError>,
-    again: (client: Service) => Effect.Effect<Submitted, ClientError>
-  ): Effect.Effect<Submitted, ClientError> {
-    let member!: Member
-    let generation = 0
-    const started = placed(this.placement, prompt, (client, chosen) => {
-      member = chosen
-      generation = chosen.generation
-      return op(client)
-    })
-    return Effect.flatMap(started, (submitted) => {
-      const fleetId = this.encode(member, submitted.requestId, generation)
-      const failedOver = Effect.catchIf(submitted.reply, lostWithMember(this.placement), () => {
-        member.lostRequest()
-        return this.resubmit(fleetId, prompt, again, without(this.placement, undefined, member))
+  /**
+   * `submitWithId` over the fleet: `op` on the member picked, its reply failing over (`op` again
+   * elsewhere) when the member lost it; the fleet id keeps naming the request.
+   */
+  submitWithId(prompt: PromptInput, op: (member: Member) => Effect.Effect<Submitted, ClientError>): Effect.Effect<Submitted, ClientError> {
+    const n = this.placement.members.length
+    return placed(this.placement, prompt, (member) => {
+      const generation = member.generation
+      return Effect.flatMap(op(member), (submitted) => {
+        const fleetId = Ids.encodeRequest(member.index, submitted.requestId, generation, n)
+        const failedOver = Effect.catchIf(submitted.reply, lostWithMember(this.placement), () => {
+          member.lostRequest()
+          return this.resubmit(fleetId, prompt, op, without(this.placement, undefined, member))
+        })
+        return Effect.map(Effect.cached(failedOver), (reply): Submitted => ({ requestId: fleetId, reply }))
       })
-      return Effect.map(Effect.cached(failedOver), (reply) => ({ requestId: fleetId, reply }))
     })
   }
 
+  /** `op` placed again (the fleet id `fleetId`'s request, lost with its member), until it is answered. */
   private resubmit(
     fleetId: number,
     prompt: PromptInput,
-    again: (client: Service) => Effect.Effect<Submitted, ClientError>,
+    op: (member: Member) => Effect.Effect<Submitted, ClientError>,
     excluded: ReadonlyArray<boolean>
   ): Effect.Effect<Reply, ClientError> {
-    return Effect.suspend(() => {
-      const member = this.placement.pick(prompt, excluded)
-      if (member === undefined) return Effect.fail(this.placement.noMember())
-      member.requests++
-      const generation = member.generation
-      return again(member.client!).pipe(
-        Effect.flatMap((submitted) => {
+    return placed(
+      this.placement,
+      prompt,
+      (member) => {
+        const generation = member.generation
+        return Effect.flatMap(op(member), (submitted) => {
           this.moved.delete(fleetId)
           this.moved.set(fleetId, { member, localId: submitted.requestId, generation })
           if (this.moved.size > MOVED_KEPT) this.moved.delete(this.moved.keys().next().value!)
           return submitted.reply
-        }),
-        Effect.catchIf(lostWithMember(this.placement), () => {
-          member.lostRequest()
-          return this.resubmit(fleetId, prompt, again, without(this.placement, excluded, member))
         })
-      )
-    })
+      },
+      excluded
+    )
+  }
+
+  /**
+   * `start` over the fleet: placed like any other request but never submitted again (a started
+   * request is the caller's to end, see `Service.start`); its fleet id names its member.
+   */
+  start(prompt: PromptInput, op: (member: Member) => Effect.Effect<Started, ClientError>): Effect.Effect<Started, ClientError> {
+    const n = this.placement.members.length
+    return Effect.suspend(() =>
+      placeWith(this.placement, prompt, Effect.fail, (member) => {
+        const generation = member.generation
+        return Effect.map(op(member), (started) => new Renamed(Ids.encodeRequest(member.index, started.requestId, generation, n), started))
+      })
+    )
   }
 
   /**
@@ -179,28 +200,29 @@ export class FleetIds {
    * rejoined since (its request ended when the member went down) aborts nothing.
    */
   abort(fleetId: number): Effect.Effect<void, ClientError> {
-    return this.onHolder(fleetId, (client, localId) => client.abort(localId))
+    return this.onHolder(fleetId, (member, localId) => member.client!.abort(localId))
   }
 
   /** `sendAbort` on the member that holds the request a fleet id names (see {@link abort}). */
   sendAbort(fleetId: number): Effect.Effect<void, ClientError> {
-    return this.onHolder(fleetId, (client, localId) => client.sendAbort(localId))
+    return this.onHolder(fleetId, (member, localId) => member.client!.sendAbort(localId))
   }
 
   private onHolder(
     fleetId: number,
-    op: (client: Service, localId: number) => Effect.Effect<void, ClientError>
+    op: (member: Member, localId: number) => Effect.Effect<void, ClientError>
   ): Effect.Effect<void, ClientError> {
     const invalid = checkRequestId(fleetId)
     if (invalid !== undefined) return Effect.fail(invalid)
-    const moved = this.moved.get(fleetId)
-    const n = this.placement.members.length
-    const member = moved?.member ?? this.placement.members[fleetId % n]!
-    const rest = Math.floor(fleetId / n)
-    const localId = moved?.localId ?? Math.floor(rest / GENERATIONS)
-    const generation = moved?.generation ?? rest % GENERATIONS
-    const client = member.client
-    if (client === undefined || member.generation % GENERATIONS !== generation % GENERATIONS) return Effect.void
-    return op(client, localId)
+    const held = this.moved.get(fleetId) ?? this.named(fleetId)
+    const member = held.member
+    if (member.client === undefined || !Ids.sameGeneration(held.generation, member.generation)) return Effect.void
+    return op(member, held.localId)
+  }
+
+  /** Where a fleet id that did not fail over names: the member, its id there, the join. */
+  private named(fleetId: number): Moved {
+    const named = Ids.decodeRequest(fleetId, this.placement.members.length)
+    return { member: this.placement.members[named.member]!, localId: named.localId, generation: named.generation }
   }
 }

@@ -43,7 +43,7 @@ import type { ClientError } from "../../ClientError.ts"
 import { fleetCoordinatorUp, fleetResubmitted } from "../../ClientMetrics.ts"
 import type { Service } from "../../ClientService.ts"
 import type * as Connection from "../connection.ts"
-import { makeWithConnection } from "../service.ts"
+import { connect } from "../service.ts"
 import type { Candidate } from "./router.ts"
 
 const ignoreLoss = (): void => {}
@@ -57,7 +57,8 @@ export type Status = "connecting" | "up" | "stalled" | "down"
 
 /** What a member's loop needs from the fleet. */
 export interface MemberConfig {
-  readonly options: ClientConfig.ClientOptions
+  /** Its client's configuration (resolved once for the fleet), with its own address. */
+  readonly client: ClientConfig.ResolvedOptions
   readonly stallTimeoutMillis: number
   readonly rejoinBackoffMillis: number
   readonly rejoinBackoffMaxMillis: number
@@ -154,7 +155,7 @@ export class Member implements Candidate {
         const lost = Deferred.makeUnsafe<void>()
         // A loss while dialing is the dial's failure, not the member's.
         member.watcher.lost = ignoreLoss
-        const dialed = yield* makeWithConnection({ ...config.options, address: member.address }, member.watcher).pipe(
+        const dialed = yield* connect(config.client, member.watcher).pipe(
           Effect.tap(({ service }) => config.rejoined(service)),
           Scope.provide(dialScope),
           Effect.provideService(Metric.CurrentMetricAttributes, attributes),

@@ -12,75 +12,36 @@ import * as Exit from "effect/Exit"
 import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as ClientConfig from "../../ClientConfig.ts"
-import { type ClientError, clientError, CoordinatorLost, InvalidAddress, InvalidArgument } from "../../ClientError.ts"
+import { type ClientError, clientError, CoordinatorLost } from "../../ClientError.ts"
 import type { BatchReply, BatchRequest, BatchSettled, Service, SubmitAllOptions } from "../../ClientService.ts"
+import type * as FleetConfig from "../../FleetConfig.ts"
 import { Transport } from "../../Transport.ts"
 import { Control, firstFailure, type ControlResult, type Signal } from "./control.ts"
 import { FleetIds, placed, placedStream, type Placement } from "./failover.ts"
 import { blockHashesOf } from "../service.ts"
-import { Renamed } from "../started.ts"
 import { Member } from "./member.ts"
-import { type Policy, Router } from "./router.ts"
+import { Router } from "./router.ts"
 import { checkRequestId, invalidArgument } from "../arguments.ts"
-import * as HandoffIds from "./handoffIds.ts"
-
-/** The fleet's own options, resolved (see `Fleet.FleetOptions`). */
-export interface ResolvedFleet {
-  readonly coordinators: ReadonlyArray<string>
-  readonly routing: Policy
-  readonly routingBlockTokens: number
-  readonly routingMaxBlocks: number
-  readonly loadFactor: number
-  readonly routingTableKeys: number
-  readonly stallTimeoutMillis: number
-  readonly rejoinBackoffMillis: number
-  readonly rejoinBackoffMaxMillis: number
-}
+import * as Ids from "./ids.ts"
+import { resolveFleet } from "./options.ts"
 
 /** What `Fleet.make` builds: the service and what only a fleet has. */
 export interface FleetHandle {
   readonly service: Service
   readonly members: ReadonlyArray<Member>
   readonly memberOf: (fleetId: number) => Member | undefined
+  /** The hand-off id of `engineRequestId` on the coordinator `member` (see `ids.ts`). */
+  readonly handoffId: (member: number, engineRequestId: number) => number
   readonly control: (signal: Signal) => Effect.Effect<ReadonlyArray<ControlResult>>
 }
 
-
-const positiveInteger = (name: string, value: number): ClientError | undefined =>
-  Number.isSafeInteger(value) && value >= 1 ? undefined : invalidArgument(name, `expected a positive integer, got ${String(value)}`)
-
-/** The fleet's options checked (the clients' are checked by `ClientConfig.resolve`). */
-export const checkFleet = (config: ResolvedFleet): ClientError | undefined => {
-  if (config.coordinators.length === 0) return invalidArgument("coordinators", "a fleet needs at least one coordinator")
-  const seen = new Set<string>()
-  for (const address of config.coordinators) {
-    if (seen.has(address)) return invalidArgument("coordinators", `${JSON.stringify(address)} is listed twice`)
-    seen.add(address)
-  }
-  if (!["prefix", "least-loaded", "round-robin"].includes(config.routing)) {
-    return invalidArgument("routing", `expected prefix, least-loaded or round-robin, got ${JSON.stringify(config.routing)}`)
-  }
-  if (!(config.loadFactor >= 1 && Number.isFinite(config.loadFactor))) {
-    return invalidArgument("loadFactor", `expected a number >= 1, got ${String(config.loadFactor)}`)
-  }
-  return positiveInteger("routingBlockTokens", config.routingBlockTokens) ??
-    positiveInteger("routingMaxBlocks", config.routingMaxBlocks) ??
-    positiveInteger("routingTableKeys", config.routingTableKeys)
-}
-
-export const makeFleet = Effect.fnUntraced(function*(fleet: ResolvedFleet, options: ClientConfig.ClientOptions) {
-  // Nothing is opened for options or an address the fleet or its clients refuse.
-  const refused = checkFleet(fleet)
-  if (refused !== undefined) return yield* Effect.fail(refused)
-  const transport = yield* Transport
-  for (const address of fleet.coordinators) {
-    const why = transport.addressProblem(address)
-    if (why !== undefined) return yield* Effect.fail(clientError(new InvalidAddress({ address, why })))
-  }
-  const resolved = ClientConfig.resolve({ ...options, address: fleet.coordinators[0]! })
-  if (Result.isFailure(resolved)) return yield* Effect.fail(clientError(new InvalidArgument(resolved.failure)))
-  const config = resolved.success
+/** The fleet over `options`, owned by the current scope (see `Fleet.make`). */
+export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetOptions) {
+  // Every option resolved once; nothing is opened for options or an address the fleet refuses.
+  const resolved = resolveFleet(options, (yield* Transport).addressProblem)
+  if (Result.isFailure(resolved)) return yield* Effect.fail(resolved.failure)
+  const fleet = resolved.success
+  const config = fleet.client
 
   const scope = yield* Effect.scope
   const clock = yield* Clock.Clock
@@ -97,7 +58,7 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: ResolvedFleet, optio
   for (const [index, address] of fleet.coordinators.entries()) {
     members.push(
       new Member(index, address, {
-        options,
+        client: { ...config, address },
         stallTimeoutMillis: fleet.stallTimeoutMillis,
         rejoinBackoffMillis: fleet.rejoinBackoffMillis,
         rejoinBackoffMaxMillis: fleet.rejoinBackoffMaxMillis,
@@ -168,20 +129,13 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: ResolvedFleet, optio
     return Stream.map(Stream.fromIterable(requests), (request, index) => [index, request] as const)
   }
   const submitOne = (request: BatchRequest) =>
-    ids.submitWithId(
-      request.prompt,
-      (client) => client.submitWithId(request.prompt, request.samplingParams, request),
-      (client) => client.submitWithId(request.prompt, request.samplingParams, request)
-    )
+    ids.submitWithId(request.prompt, (member) => member.client!.submitWithId(request.prompt, request.samplingParams, request))
 
   const service: Service = {
-    submit: (prompt, samplingParams, options) => placed(placement, prompt, (client) => client.submit(prompt, samplingParams, options)),
+    submit: (prompt, samplingParams, options) =>
+      placed(placement, prompt, (member) => member.client!.submit(prompt, samplingParams, options)),
     submitWithId: (prompt, samplingParams, options) =>
-      ids.submitWithId(
-        prompt,
-        (client) => client.submitWithId(prompt, samplingParams, options),
-        (client) => client.submitWithId(prompt, samplingParams, options)
-      ),
+      ids.submitWithId(prompt, (member) => member.client!.submitWithId(prompt, samplingParams, options)),
     submitAll: (requests, options) =>
       Stream.mapEffect(
         batch(requests, options),
@@ -202,27 +156,18 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: ResolvedFleet, optio
         { concurrency: options?.concurrency ?? "unbounded", unordered: true }
       ),
     stream: (prompt, samplingParams, options) =>
-      placedStream(placement, prompt, (client) => client.stream(prompt, samplingParams, options)),
+      placedStream(placement, prompt, (member) => member.client!.stream(prompt, samplingParams, options)),
     submitWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
-      placed(placement, prompt, (client) => client.submitWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
+      placed(placement, prompt, (member) => member.client!.submitWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
     streamWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
-      placedStream(placement, prompt, (client) => client.streamWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
-    // Started requests are the caller's to end (see `Service.start`): placed like any other, but
-    // never submitted again; their fleet ids name their member as `submitWithId`'s do.
-    start: (request) =>
-      Effect.suspend(() => {
-        const member = placement.pick(request.prompt, undefined)
-        if (member === undefined) return Effect.fail(placement.noMember())
-        member.requests++
-        const generation = member.generation
-        return Effect.map(member.client!.start(request), (started) => new Renamed(ids.encode(member, started.requestId, generation), started))
-      }),
+      placedStream(placement, prompt, (member) => member.client!.streamWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
+    start: (request) => ids.start(request.prompt, (member) => member.client!.start(request)),
     sendAbort: (requestId) => ids.sendAbort(requestId),
     releaseKvHandoff: (handoffId, options) => {
       // A handoff id names the member whose engine pinned the KV (see `Fleet.handoffId`).
       const invalid = checkRequestId(handoffId)
       if (invalid !== undefined) return Effect.fail(invalid)
-      const named = HandoffIds.decode(handoffId, members.length)
+      const named = Ids.decodeHandoff(handoffId, members.length)
       const member = members[named.member]!
       const client = member.client
       if (client === undefined) return Effect.fail(clientError(new CoordinatorLost({ address: member.address })))
@@ -247,6 +192,7 @@ export const makeFleet = Effect.fnUntraced(function*(fleet: ResolvedFleet, optio
     service,
     members,
     memberOf: (fleetId) => ids.memberOf(fleetId),
+    handoffId: (member, engineRequestId) => Ids.encodeHandoff(member, engineRequestId, members.length),
     control: (signal) => control.send(signal)
   }
   return handle
