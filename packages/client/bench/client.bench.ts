@@ -27,6 +27,9 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Msgpack } from "@mcore-effect/protocol"
 import { GENERATED_TOKENS, PROMPT_TOKENS, replyMap } from "./fixture.ts"
+import { Timing } from "@mcore-effect/testkit"
+
+const { median } = Timing
 
 interface Plan {
   readonly warmupBurst: number
@@ -241,11 +244,6 @@ const heapPerPending = async (subject: SubjectProcess, standIn: Child, n: number
   }
 }
 
-const median = (xs: ReadonlyArray<number>): number => {
-  const s = [...xs].sort((a, b) => a - b)
-  const mid = s.length >> 1
-  return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
-}
 
 /** Nearest-rank percentile. */
 const percentile = (xs: ReadonlyArray<number>, p: number): number => {

@@ -19,9 +19,11 @@
  * `--quick` (or `BENCH_QUICK=1`) runs 1 round of smaller bursts.
  */
 import { MemorySocket } from "@mcore-effect/protocol"
-import { TestCluster, Vocabulary } from "@mcore-effect/testkit"
+import { TestCluster, Timing, Vocabulary } from "@mcore-effect/testkit"
 import { Effect, References, Stream } from "effect"
 import { Disaggregated, InferenceClient, Transport } from "../src/index.ts"
+
+const { median } = Timing
 
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1"
 const ROUNDS = QUICK ? 1 : 3
@@ -32,11 +34,6 @@ const TTFT_SAMPLES = QUICK ? 100 : 500
 const prompt = Vocabulary.tokenize("the quick brown fox jumps over the lazy dog and runs far into the wood").slice(0, 16)
 const params = { num_tokens_to_generate: 16 }
 
-const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
 
 const cpuMicros = (): number => {
   const usage = process.cpuUsage()

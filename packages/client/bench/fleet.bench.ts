@@ -33,7 +33,7 @@ import { TestFleet } from "@mcore-effect/testkit"
 import { Effect, Exit, References } from "effect"
 import { Fleet, type InferenceClient, Transport } from "../src/index.ts"
 import { placed, type Placement } from "../src/internal/fleet/failover.ts"
-import type { Member } from "../src/internal/fleet/member.ts"
+import type { FleetMember } from "../src/internal/fleet/member.ts"
 import { Router } from "../src/internal/fleet/router.ts"
 import * as W from "./fleetWorkload.ts"
 
@@ -175,7 +175,7 @@ const routingCpu = (rounds: number, requests: number) => {
     requests: 0,
     resubmitted: 0,
     generation: 1
-  })) as unknown as Array<Member>
+  })) as unknown as Array<FleetMember>
   const router = new Router({
     policy: "prefix",
     addresses: members.map((m) => m.address),

@@ -7,7 +7,7 @@
  * its engine pulls the blocks and generates the whole answer, starting with the sampled token),
  * and the prefill's pin released with exactly one RELEASE_KV, sent through the member and on the
  * connection that made it, once the decode can no longer read the blocks (see
- * `internal/handoff.ts` for every path).
+ * `internal/handoff/request.ts` for every path).
  *
  * The service's ids are its own (one counter): `abort` (and `sendAbort`, the same here) ends a
  * request made by `submitWithId` or `start`; a `submit` or a `stream` ends by interruption or by
@@ -43,13 +43,22 @@ import * as ClientConfig from "./ClientConfig.ts"
 import { type ClientError, clientError, InvalidRequest } from "./ClientError.ts"
 import type { Service } from "./ClientService.ts"
 import { InferenceClient, make as makeClient } from "./InferenceClient.ts"
-import type { HandoffContext, Member } from "./internal/handoff.ts"
-import { type Event, Ledger, type Stats } from "./internal/handoffLedger.ts"
+import type { HandoffContext, PoolMember } from "./internal/handoff/request.ts"
+import { type Event, Ledger, type Stats } from "./internal/handoff/ledger.ts"
 import { invalidArgument } from "./internal/arguments.ts"
-import { makeHandoffService } from "./internal/handoffService.ts"
+import { makeHandoffService } from "./internal/handoff/service.ts"
 import * as Setting from "./Setting.ts"
 
-export type { Member } from "./internal/handoff.ts"
+export type { PoolMember } from "./internal/handoff/request.ts"
+
+/**
+ * The former name of {@link PoolMember}, kept so that existing code compiles.
+ *
+ * @deprecated Use `PoolMember` (a `Member` is also a fleet's coordinator, `Fleet.Member`).
+ * @since 0.2.0
+ * @category models
+ */
+export type Member = PoolMember
 export {
   blocksPinned,
   type Event,
@@ -58,7 +67,7 @@ export {
   handoffsReleased,
   handoffsStarted,
   type Stats
-} from "./internal/handoffLedger.ts"
+} from "./internal/handoff/ledger.ts"
 
 /**
  * The pools and settings of a disaggregated client.
@@ -68,9 +77,9 @@ export {
  */
 export interface Options {
   /** The prefill pool: one member per coordinator (round robin over the connected ones). */
-  readonly prefill: ReadonlyArray<Member>
+  readonly prefill: ReadonlyArray<PoolMember>
   /** The decode pool. */
-  readonly decode: ReadonlyArray<Member>
+  readonly decode: ReadonlyArray<PoolMember>
   /** A deadline per request (its `timeout` overrides it). Default: none. */
   readonly requestTimeout?: Duration.Input | undefined
   /**
@@ -209,7 +218,7 @@ export const connect = (options: AddressOptions): Effect.Effect<Disaggregated, C
   Effect.gen(function*() {
     const members = (addresses: ReadonlyArray<string>) =>
       Effect.forEach(addresses, (address) =>
-        Effect.map(makeClient({ ...options.client, address }), (client): Member => ({ name: address, client: client as Service })))
+        Effect.map(makeClient({ ...options.client, address }), (client): PoolMember => ({ name: address, client: client as Service })))
     const prefill = yield* members(options.prefill)
     const decode = yield* members(options.decode)
     return yield* make({ ...options, prefill, decode })

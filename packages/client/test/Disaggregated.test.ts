@@ -8,7 +8,7 @@ import { MemorySocket } from "@mcore-effect/protocol"
 import { Effect, Fiber, Schedule, Stream } from "effect"
 import { Disaggregated, InferenceClient, Transport } from "../src/index.ts"
 import { withRegistry } from "./support/Cluster.ts"
-import { prefillParams } from "../src/internal/handoffParams.ts"
+import { prefillParams } from "../src/internal/handoff/params.ts"
 import { pinsOf, setup } from "./support/Disaggregation.ts"
 
 const tokens = Vocabulary.tokenize("the quick fox runs over the lazy dog")

@@ -130,7 +130,7 @@ export interface Handle {
 export class Coordinator extends Context.Service<Coordinator, Handle>()("@mcore-effect/coordinator/Coordinator") {}
 
 /** The options checked, the package's defaults filled, before anything is bound. */
-const configOf = (options: Options, log: Log, debug: boolean): Effect.Effect<CoordinatorConfig, CoordinatorError> => {
+const configWithDefaults = (options: Options, log: Log, debug: boolean): Effect.Effect<CoordinatorConfig, CoordinatorError> => {
   if (typeof options.address !== "string" || options.address === "") {
     return Effect.fail(coordinatorError(new InvalidOption({ option: "address", why: "must be an endpoint such as tcp://0.0.0.0:5555" })))
   }
@@ -187,7 +187,7 @@ export const make: (options: Options) => Effect.Effect<Handle, CoordinatorError,
   "Coordinator.make"
 )(function*(options: Options) {
   const { debug, log } = yield* ConfigOf.logging
-  const config = yield* configOf(options, log, debug)
+  const config = yield* configWithDefaults(options, log, debug)
   const binder = options.network === undefined ? CoordinatorSocket.zeromq(config.curve) : CoordinatorSocket.memory(options.network)
   const core = yield* Effect.acquireRelease(
     Effect.tryPromise({

@@ -16,8 +16,10 @@
 import { spawnSync } from "node:child_process"
 import { hash } from "node:crypto"
 import { fileURLToPath } from "node:url"
-import { median, repeatsFor, secondsPer } from "./Timing.ts"
+import { Timing } from "@mcore-effect/testkit"
 import { blockHashImplementation, blockHashesNative, blockHashesPure, type BlockHasher, type TokenIds } from "../src/BlockHashes.ts"
+
+const { median, repeatsFor, secondsPer } = Timing
 
 const TOKENS = 32_768
 const BLOCK_SIZES = [16, 64, 256] as const

@@ -18,7 +18,9 @@ import { Packr } from "msgpackr"
 import * as Messages from "../src/Messages.ts"
 import * as SamplingParams from "../src/SamplingParams.ts"
 import * as Submission from "../src/Submission.ts"
-import { median, repeatsFor, secondsPer } from "./Timing.ts"
+import { Timing } from "@mcore-effect/testkit"
+
+const { median, repeatsFor, secondsPer } = Timing
 
 const TOKENS = 8_192
 const REQUEST_ID = 123_456

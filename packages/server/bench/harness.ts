@@ -11,6 +11,10 @@ import { fileURLToPath } from "node:url"
 import { ChatTemplate, Tokenizer } from "@mcore-effect/text"
 import { Effect } from "effect"
 import { chatBody, distinctChatBody, generatedTokens, messages, qwen3Directory, standInBodies } from "./fixture.ts"
+import { Timing } from "@mcore-effect/testkit"
+
+/** The median of `values` (of a figure's rounds). */
+export const { median } = Timing
 
 interface AutocannonResult {
   readonly requests: { readonly total: number }
@@ -84,12 +88,6 @@ export const spawn = (name: string, file: string, args: ReadonlyArray<string>): 
   )
 }
 
-/** The median of `values` (of a figure's rounds). */
-export const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
 
 /** `value` with thousands separators and `digits` decimals; `n/a` when not finite. */
 export const fmt = (value: number, digits = 0): string =>

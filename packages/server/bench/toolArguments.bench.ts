@@ -9,6 +9,9 @@
 import * as AssistantReply from "../src/internal/tools/AssistantReply.ts"
 import * as ReasoningParser from "../src/internal/tools/ReasoningParser.ts"
 import * as ToolCallParser from "../src/internal/tools/ToolCallParser.ts"
+import { Timing } from "@mcore-effect/testkit"
+
+const { median } = Timing
 
 const PIECE = "abc def, "
 const SAMPLES = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1" ? 3 : 7
@@ -28,10 +31,6 @@ const cpuMicros = (): number => {
   return user + system
 }
 
-const median = (xs: Array<number>): number => {
-  const sorted = [...xs].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
 
 /** µs of CPU per token while the arguments grow from `from` to `to` characters. */
 const perToken = (step: (text: string) => void, opening: string, from: number, to: number): number => {

@@ -25,8 +25,10 @@ import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { median, repeatsFor, secondsPer } from "../../protocol/bench/Timing.ts"
+import { Timing } from "@mcore-effect/testkit"
 import { Detokenizer, TextGeneration, Tokenizer } from "../src/index.ts"
+
+const { median, repeatsFor, secondsPer } = Timing
 
 const QUICK = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1"
 const SAMPLES = QUICK ? 5 : 15

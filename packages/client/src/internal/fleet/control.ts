@@ -15,7 +15,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { type ClientError, clientError, CoordinatorLost } from "../../ClientError.ts"
 import type { Service } from "../../ClientService.ts"
-import type { Member } from "./member.ts"
+import type { FleetMember } from "./member.ts"
 
 /**
  * A control signal a fleet sends to every coordinator: what `InferenceClient`'s methods of the
@@ -53,7 +53,7 @@ export class Control {
   private engines: Engines = "running"
   private epoch: number | undefined = undefined
 
-  constructor(private readonly members: ReadonlyArray<Member>, private readonly resumeUnpauses: boolean) {}
+  constructor(private readonly members: ReadonlyArray<FleetMember>, private readonly resumeUnpauses: boolean) {}
 
   /** Sends `signal` to every member at once; one result per member, in member order. */
   send(signal: Signal): Effect.Effect<ReadonlyArray<ControlResult>> {

@@ -27,7 +27,7 @@ import type { Reply, StreamEvent } from "../../Reply.ts"
 import { checkRequestId } from "../arguments.ts"
 import { Renamed } from "../started.ts"
 import * as Ids from "./ids.ts"
-import type { Member } from "./member.ts"
+import type { FleetMember } from "./member.ts"
 
 /**
  * Failed-over requests whose new place is kept, at most, the oldest forgotten first: so that
@@ -38,9 +38,9 @@ export const MOVED_KEPT = 65_536
 
 /** What the request wrappers need of the fleet. */
 export interface Placement {
-  readonly members: ReadonlyArray<Member>
+  readonly members: ReadonlyArray<FleetMember>
   /** The member the router picks for `prompt`, skipping `excluded`; `undefined` when none may take it. */
-  readonly pick: (prompt: PromptInput, excluded: ReadonlyArray<boolean> | undefined) => Member | undefined
+  readonly pick: (prompt: PromptInput, excluded: ReadonlyArray<boolean> | undefined) => FleetMember | undefined
   /** The failure when no member may take a request. */
   readonly noMember: () => ClientError
   /** True once the fleet's scope is closing: nothing is submitted again then. */
@@ -51,7 +51,7 @@ export interface Placement {
 const lostWithMember = (placement: Placement) => (error: ClientError): boolean =>
   (error.reason._tag === "CoordinatorLost" || error.reason._tag === "ClientClosed") && !placement.closed()
 
-const without = (placement: Placement, excluded: ReadonlyArray<boolean> | undefined, member: Member): Array<boolean> => {
+const without = (placement: Placement, excluded: ReadonlyArray<boolean> | undefined, member: FleetMember): Array<boolean> => {
   const next = excluded === undefined ? placement.members.map(() => false) : [...excluded]
   next[member.index] = true
   return next
@@ -68,7 +68,7 @@ const placeWith = <F>(
   placement: Placement,
   prompt: PromptInput,
   fail: (error: ClientError) => F,
-  attempt: (member: Member, again: () => F) => F,
+  attempt: (member: FleetMember, again: () => F) => F,
   excluded?: ReadonlyArray<boolean>
 ): F => {
   const member = placement.pick(prompt, excluded)
@@ -87,7 +87,7 @@ const placeWith = <F>(
 export const placed = <A>(
   placement: Placement,
   prompt: PromptInput,
-  op: (member: Member) => Effect.Effect<A, ClientError>,
+  op: (member: FleetMember) => Effect.Effect<A, ClientError>,
   excluded?: ReadonlyArray<boolean>
 ): Effect.Effect<A, ClientError> =>
   Effect.suspend(() =>
@@ -104,7 +104,7 @@ export const placed = <A>(
 export const placedStream = (
   placement: Placement,
   prompt: PromptInput,
-  op: (member: Member) => Stream.Stream<StreamEvent, ClientError>
+  op: (member: FleetMember) => Stream.Stream<StreamEvent, ClientError>
 ): Stream.Stream<StreamEvent, ClientError> =>
   Stream.suspend(() => {
     let emitted = false
@@ -121,7 +121,7 @@ export const placedStream = (
 
 /** Where a request that failed over went: its member, its id there, the member's join. */
 interface Moved {
-  readonly member: Member
+  readonly member: FleetMember
   readonly localId: number
   readonly generation: number
 }
@@ -134,7 +134,7 @@ export class FleetIds {
   constructor(private readonly placement: Placement) {}
 
   /** The member a fleet id names now (where it went, if it failed over), or `undefined` for an id no member can hold. */
-  memberOf(fleetId: number): Member | undefined {
+  memberOf(fleetId: number): FleetMember | undefined {
     if (!Number.isSafeInteger(fleetId) || fleetId < 0) return undefined
     return this.moved.get(fleetId)?.member ?? this.named(fleetId).member
   }
@@ -143,7 +143,7 @@ export class FleetIds {
    * `submitWithId` over the fleet: `op` on the member picked, its reply failing over (`op` again
    * elsewhere) when the member lost it; the fleet id keeps naming the request.
    */
-  submitWithId(prompt: PromptInput, op: (member: Member) => Effect.Effect<Submitted, ClientError>): Effect.Effect<Submitted, ClientError> {
+  submitWithId(prompt: PromptInput, op: (member: FleetMember) => Effect.Effect<Submitted, ClientError>): Effect.Effect<Submitted, ClientError> {
     const n = this.placement.members.length
     return placed(this.placement, prompt, (member) => {
       const generation = member.generation
@@ -162,7 +162,7 @@ export class FleetIds {
   private resubmit(
     fleetId: number,
     prompt: PromptInput,
-    op: (member: Member) => Effect.Effect<Submitted, ClientError>,
+    op: (member: FleetMember) => Effect.Effect<Submitted, ClientError>,
     excluded: ReadonlyArray<boolean>
   ): Effect.Effect<Reply, ClientError> {
     return placed(
@@ -185,7 +185,7 @@ export class FleetIds {
    * `start` over the fleet: placed like any other request but never submitted again (a started
    * request is the caller's to end, see `Service.start`); its fleet id names its member.
    */
-  start(prompt: PromptInput, op: (member: Member) => Effect.Effect<Started, ClientError>): Effect.Effect<Started, ClientError> {
+  start(prompt: PromptInput, op: (member: FleetMember) => Effect.Effect<Started, ClientError>): Effect.Effect<Started, ClientError> {
     const n = this.placement.members.length
     return Effect.suspend(() =>
       placeWith(this.placement, prompt, Effect.fail, (member) => {
@@ -210,7 +210,7 @@ export class FleetIds {
 
   private onHolder(
     fleetId: number,
-    op: (member: Member, localId: number) => Effect.Effect<void, ClientError>
+    op: (member: FleetMember, localId: number) => Effect.Effect<void, ClientError>
   ): Effect.Effect<void, ClientError> {
     const invalid = checkRequestId(fleetId)
     if (invalid !== undefined) return Effect.fail(invalid)

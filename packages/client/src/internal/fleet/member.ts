@@ -74,7 +74,7 @@ export interface MemberConfig {
  *
  * @internal
  */
-export class Member implements Candidate {
+export class FleetMember implements Candidate {
   client: Service | undefined = undefined
   private connection: Connection.Connection | undefined = undefined
   private down = false

@@ -19,7 +19,7 @@ import { Transport } from "../../Transport.ts"
 import { Control, firstFailure, type ControlResult, type Signal } from "./control.ts"
 import { FleetIds, placed, placedStream, type Placement } from "./failover.ts"
 import { blockHashesOf } from "../service.ts"
-import { Member } from "./member.ts"
+import { FleetMember } from "./member.ts"
 import { Router } from "./router.ts"
 import { checkRequestId, invalidArgument } from "../arguments.ts"
 import * as Ids from "./ids.ts"
@@ -28,8 +28,8 @@ import { resolveFleet } from "./options.ts"
 /** What `Fleet.make` builds: the service and what only a fleet has. */
 export interface FleetHandle {
   readonly service: Service
-  readonly members: ReadonlyArray<Member>
-  readonly memberOf: (fleetId: number) => Member | undefined
+  readonly members: ReadonlyArray<FleetMember>
+  readonly memberOf: (fleetId: number) => FleetMember | undefined
   /** The hand-off id of `engineRequestId` on the coordinator `member` (see `ids.ts`). */
   readonly handoffId: (member: number, engineRequestId: number) => number
   readonly control: (signal: Signal) => Effect.Effect<ReadonlyArray<ControlResult>>
@@ -52,12 +52,12 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
   }
   let closed = false
 
-  const members: Array<Member> = []
+  const members: Array<FleetMember> = []
   // Applied by each member as it joins; made once the members exist.
   let control!: Control
   for (const [index, address] of fleet.coordinators.entries()) {
     members.push(
-      new Member(index, address, {
+      new FleetMember(index, address, {
         client: { ...config, address },
         stallTimeoutMillis: fleet.stallTimeoutMillis,
         rejoinBackoffMillis: fleet.rejoinBackoffMillis,

@@ -1,10 +1,26 @@
 /**
- * Timing helpers shared by the protocol benchmarks. Times are CPU seconds of this process, not
+ * CPU-time measures for the packages' benchmarks. Times are CPU seconds of this process, not
  * wall seconds: on a shared machine a descheduled sample would otherwise count as slow
- * (measured here: wall-clock medians varied 2x between runs, CPU-time medians a few percent).
+ * (measured for the protocol's benchmarks: wall-clock medians varied 2x between runs, CPU-time
+ * medians a few percent). Each benchmark reports ratios against a baseline of the same run.
+ *
+ * @example
+ * ```ts
+ * import { Timing } from "@mcore-effect/testkit"
+ *
+ * const work = () => JSON.stringify({ a: [1, 2, 3] })
+ * const repeats = Timing.repeatsFor(work, { sampleMs: 50, warmMs: 20, minRuns: 100 })
+ * const micros = Timing.median([1, 2, 3].map(() => Timing.secondsPer(work, repeats) * 1e6))
+ * ```
+ *
+ * @since 0.2.0
  */
 
-/** CPU seconds per call of `f`, over `repeats` calls. */
+/**
+ * CPU seconds per call of `f`, over `repeats` calls.
+ *
+ * @since 0.2.0
+ */
 export const secondsPer = (f: () => unknown, repeats: number): number => {
   const start = process.cpuUsage()
   for (let i = 0; i < repeats; i++) f()
@@ -12,7 +28,11 @@ export const secondsPer = (f: () => unknown, repeats: number): number => {
   return (user + system) / 1e6 / repeats
 }
 
-/** Repeats for a sample of about `sampleMs`, found after a warm-up that lets the JIT settle. */
+/**
+ * Repeats for a sample of about `sampleMs`, found after a warm-up that lets the JIT settle.
+ *
+ * @since 0.2.0
+ */
 export const repeatsFor = (
   f: () => unknown,
   options: { readonly sampleMs: number; readonly warmMs: number; readonly minRuns: number }
@@ -26,7 +46,13 @@ export const repeatsFor = (
   return Math.max(1, Math.ceil(options.sampleMs / 1000 / secondsPer(f, options.minRuns)))
 }
 
+/**
+ * The median of `xs` (the mean of the middle two for an even count); `NaN` for none.
+ *
+ * @since 0.2.0
+ */
 export const median = (xs: ReadonlyArray<number>): number => {
+  if (xs.length === 0) return Number.NaN
   const sorted = [...xs].sort((a, b) => a - b)
   const mid = sorted.length >> 1
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2

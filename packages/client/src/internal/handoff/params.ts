@@ -14,10 +14,10 @@ import {
   HandoffMetadataMalformed,
   HandoffMetadataMissing,
   PrefillRefused
-} from "../ClientError.ts"
-import type { SubmitOptions } from "../ClientService.ts"
-import { isDeserialized, type Reply, requestOf } from "../Reply.ts"
-import { invalidArgument } from "./arguments.ts"
+} from "../../ClientError.ts"
+import type { SubmitOptions } from "../../ClientService.ts"
+import { isDeserialized, type Reply, requestOf } from "../../Reply.ts"
+import { invalidArgument } from "../arguments.ts"
 
 
 /**

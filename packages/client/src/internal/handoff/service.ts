@@ -1,6 +1,6 @@
 /**
  * The disaggregated client's `InferenceClient` service (what `Disaggregated.make` returns as
- * `client`): each operation over the hand-off of `handoff.ts`; control signals to every member.
+ * `client`): each operation over the hand-off of `request.ts`; control signals to every member.
  *
  * @since 0.2.0
  * @internal
@@ -13,13 +13,13 @@ import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
-import type { ClientError } from "../ClientError.ts"
-import type { BatchReply, BatchRequest, BatchSettled, Service, Submitted } from "../ClientService.ts"
-import type { Reply, StreamEvent } from "../Reply.ts"
-import { begin, type HandoffContext, type Flight, finish, type Member } from "./handoff.ts"
-import { refusal } from "./handoffParams.ts"
-import { Queued } from "./started.ts"
-import { invalidArgument, millisOf } from "./arguments.ts"
+import type { ClientError } from "../../ClientError.ts"
+import type { BatchReply, BatchRequest, BatchSettled, Service, Submitted } from "../../ClientService.ts"
+import type { Reply, StreamEvent } from "../../Reply.ts"
+import { begin, type HandoffContext, type Flight, finish, type PoolMember } from "./request.ts"
+import { refusal } from "./params.ts"
+import { Queued } from "../started.ts"
+import { invalidArgument, millisOf } from "../arguments.ts"
 
 
 /** Ids of this client's requests (what `abort` takes), and the fibers `abort` interrupts. */
@@ -188,6 +188,6 @@ export const makeHandoffService = (context: HandoffContext, dialect: Dialect.Dia
   }
 }
 
-const anyConnected = (members: ReadonlyArray<Member>): Effect.Effect<boolean> =>
+const anyConnected = (members: ReadonlyArray<PoolMember>): Effect.Effect<boolean> =>
   Effect.map(Effect.forEach(members, (member) => member.client.connected), (up) => up.some(Boolean))
 

@@ -35,19 +35,21 @@ import * as Effect from "effect/Effect"
 import * as Effectable from "effect/Effectable"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
-import { type ClientError, clientError, DecodeRefused, RequestTimeout } from "../ClientError.ts"
-import type { Service, Started, SubmitOptions } from "../ClientService.ts"
-import { isDeserialized, type Reply, type StreamEvent } from "../Reply.ts"
-import { type Pin, prefillParams, readPin } from "./handoffParams.ts"
-import type { Ledger } from "./handoffLedger.ts"
+import { type ClientError, clientError, DecodeRefused, RequestTimeout } from "../../ClientError.ts"
+import type { Service, Started, SubmitOptions } from "../../ClientService.ts"
+import { isDeserialized, type Reply, type StreamEvent } from "../../Reply.ts"
+import { type Pin, prefillParams, readPin } from "./params.ts"
+import type { Ledger } from "./ledger.ts"
 
 /**
- * A coordinator of a pool: its name (its address, or a fleet id) and its client. A pin is
- * released through the member that made it, on the connection that made it.
+ * A coordinator of a pool (prefill or decode): its name (its address, or a fleet id) and its
+ * client, any `Service`. A pin is released through the member that made it, on the connection
+ * that made it.
  *
  * @since 0.2.0
+ * @category models
  */
-export interface Member {
+export interface PoolMember {
   readonly name: string
   readonly client: Service
 }
@@ -57,8 +59,8 @@ const NO_DEADLINE = Duration.infinity
 
 /** What every request of one disaggregated client shares. */
 export interface HandoffContext {
-  readonly prefill: ReadonlyArray<Member>
-  readonly decode: ReadonlyArray<Member>
+  readonly prefill: ReadonlyArray<PoolMember>
+  readonly decode: ReadonlyArray<PoolMember>
   readonly requestTimeoutMillis: number | undefined
   readonly decodeGrace: Duration.Duration
   readonly ledger: Ledger
@@ -69,11 +71,11 @@ export interface HandoffContext {
 }
 
 /** The next connected member (round robin), or the next one when none is (its call then fails). */
-const choose = (members: ReadonlyArray<Member>, context: HandoffContext, pool: "prefill" | "decode"): Effect.Effect<Member> =>
+const choose = (members: ReadonlyArray<PoolMember>, context: HandoffContext, pool: "prefill" | "decode"): Effect.Effect<PoolMember> =>
   Effect.suspend(() => {
     const start = context.cursor[pool]++
     if (members.length === 1) return Effect.succeed(members[0]!)
-    const at = (i: number): Effect.Effect<Member> => {
+    const at = (i: number): Effect.Effect<PoolMember> => {
       const member = members[(start + i) % members.length]!
       if (i === members.length - 1) return Effect.succeed(member)
       return Effect.flatMap(member.client.connected, (up) => (up ? Effect.succeed(member) : at(i + 1)))
@@ -90,7 +92,7 @@ export interface Flight {
   readonly prompt: Prompt.Prompt
   readonly params: SamplingParams.SamplingParamsInput | undefined
   readonly streaming: boolean
-  readonly prefill: Member
+  readonly prefill: PoolMember
   readonly started: Started
   /** `Clock` millis past which the request fails with `RequestTimeout`; `undefined`: none. */
   readonly deadline: number | undefined
@@ -107,7 +109,7 @@ export class Hold {
   constructor(
     /** The disaggregated request's id. */
     readonly id: number,
-    readonly member: Member,
+    readonly member: PoolMember,
     readonly pin: Pin,
     readonly connection: number,
     readonly ledger: Ledger
@@ -158,7 +160,7 @@ const background = (context: HandoffContext, effect: Effect.Effect<void>): Effec
   Effect.asVoid(Effect.forkIn(context.ledger.track(effect), context.scope, { startImmediately: true }))
 
 /**
- * The start of a disaggregated request (the caller has checked it; see `handoffParams.refusal`):
+ * The start of a disaggregated request (the caller has checked it; see `params.refusal`):
  * P chosen, the prefill sent. Fails, nothing sent, when P's client refuses it.
  */
 export const begin = (
@@ -275,7 +277,7 @@ const events = (
   context: HandoffContext,
   flight: Flight,
   hold: Hold,
-  member: Member,
+  member: PoolMember,
   started: Started,
   restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
   emit: ((event: StreamEvent) => void) | undefined
@@ -333,7 +335,7 @@ const afterDecodeFailure = (context: HandoffContext, hold: Hold, error: ClientEr
  * decode ignores it until the import is admitted), then ABORT for good if it was a partial, then
  * the release. Interrupted only when the client's scope closes: the release then runs at once.
  */
-const decodeAfterCancel = (context: HandoffContext, hold: Hold, member: Member, started: Started): Effect.Effect<void> =>
+const decodeAfterCancel = (context: HandoffContext, hold: Hold, member: PoolMember, started: Started): Effect.Effect<void> =>
   Effect.onInterrupt(
     Effect.flatMap(Effect.exit(Effect.timeoutOrElse(started.next, { duration: context.decodeGrace, orElse: () => Effect.fail(TIMED_OUT) })), (exit) => {
       const ledger = context.ledger
