@@ -217,7 +217,7 @@ export const ChatCompletionRequest = Schema.Struct({
   max_completion_tokens: optionalNullable(TokenCount),
   logprobs: optionalNullable(Schema.Boolean),
   top_logprobs: optionalNullable(intBetween(0, 20)),
-  // Tool calls and reasoning (see tools/ToolRequest).
+  // Tool calls and reasoning (see internal/ToolRequest).
   tools: optionalNullable(Schema.Array(ToolSchema.Tool)),
   tool_choice: optionalNullable(ToolSchema.ToolChoice),
   chat_template_kwargs: optionalNullable(ToolSchema.ChatTemplateKwargs),

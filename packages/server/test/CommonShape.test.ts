@@ -139,9 +139,10 @@ const sameVerdicts = (
     }),
     { numRuns: 4_000 }
   )
-  // The property says something only if the check takes a good part of the bodies.
-  console.error("TAKEN", taken, runs)
-  expect(taken).toBeGreaterThan(runs / 10)
+  // The property says something only if the check takes a good part of the bodies: measured, it
+  // takes about 11% of the chat bodies and 23% of the completions bodies drawn here (443 and 930
+  // of 4,000), so 4% leaves room for a seed's luck and still fails a check that takes nothing.
+  expect(taken).toBeGreaterThan(runs / 25)
 }
 
 describe("CommonShape", () => {

@@ -8,7 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
 import { OpenAiSchema, ServerConfig } from "../src/index.ts"
 import * as AssistantReply from "../src/internal/tools/AssistantReply.ts"
-import * as ToolRequest from "../src/internal/tools/ToolRequest.ts"
+import * as ToolRequest from "../src/internal/ToolRequest.ts"
 
 const tools = [
   { type: "function" as const, function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } },

@@ -73,6 +73,7 @@ export interface Request {
 }
 
 const invalidRequest = (error: ProtocolError.ProtocolError): ClientError => clientError(new InvalidRequest({ error }))
+
 /**
  * Who watches a connection's link from outside (a fleet's member), given when it is made: what
  * arrives is counted, and the link's loss told.

@@ -28,6 +28,8 @@ export const sharedHelpers: ReadonlyArray<SharedHelper> = [
   { name: "median", home: "packages/testkit/src/Timing.ts", everywhere: true },
   { name: "secondsPer", home: "packages/testkit/src/Timing.ts", everywhere: true },
   { name: "repeatsFor", home: "packages/testkit/src/Timing.ts", everywhere: true },
+  // Issue 40: whether a value is a plain object (the server's request check had its own).
+  { name: "isPlainObject", home: "packages/protocol/src/internal/values.ts", everywhere: true },
   // Issue 38: the coordinator's options, checked once for Coordinator.make and TestCoordinator.make.
   { name: "configOf", home: "packages/coordinator/src/internal/configOf.ts" }
 ]

@@ -3,7 +3,7 @@
  * /v1/responses` share, so that both render, sample, admit, parse and check a chat the same way.
  * From the request's chat fields and its messages as the template takes them: vLLM's extension
  * fields (`VllmParams`) and the sampling fields (`Sampling`) read, the tools and reasoning
- * (`tools/ToolRequest`), the messages rendered with the chat template (developer messages as
+ * (`ToolRequest`), the messages rendered with the chat template (developer messages as
  * system ones when it has no such role, `DeveloperRole`; images loaded and sent as the request's
  * media), the context length checked (`ContextLength`), then the request's one `Plan`, shaped by
  * the endpoint the caller makes from the request's reading of replies, answered by `Respond`.
@@ -28,7 +28,7 @@ import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "../
 import * as VllmParams from "./VllmParams.ts"
 import * as ChatImages from "./media/ChatImages.ts"
 import * as AssistantReply from "./tools/AssistantReply.ts"
-import * as ToolRequest from "./tools/ToolRequest.ts"
+import * as ToolRequest from "./ToolRequest.ts"
 
 /**
  * A chat request's fields but its messages (read before, into the template's messages).

@@ -2,7 +2,7 @@
  * `POST /v1/chat/completions`: the messages rendered with the model's chat template (with the
  * generation prompt), `n` choices, `logprobs` / `top_logprobs`, streamed or not; tool calls and
  * reasoning read out of the text by the server's parsers (`tools/`), a forced `tool_choice`
- * written into the prompt and checked in the reply (`tools/ToolRequest`); image parts sent as the
+ * written into the prompt and checked in the reply (`ToolRequest`); image parts sent as the
  * request's media (`ChatMessages`, `media/ChatImages`). Structured output, audio and the like are
  * not supported, and a request that asks for them is refused with a 400 naming the parameter: a
  * client must never get plain text where it asked for a JSON schema.

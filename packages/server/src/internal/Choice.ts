@@ -116,12 +116,29 @@ export const unsent = (finished: Finished, sent: number): Finished =>
   }
 
 /**
- * Usage of finished choices (`n` per prompt, in order): each prompt counted once, every
- * generated token counted.
+ * The usage of a request's finished choices (`n` per prompt, in order), counted in the server's
+ * metrics: where every answer, plain or streamed, counts its tokens, once per request.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const usage = (finished: ReadonlyArray<Finished | undefined>, n: number): Usage => {
+export const countedUsage = (shared: Shared, finished: ReadonlyArray<Finished | undefined>, n: number): Usage => {
+  const total = usage(finished, n)
+  shared.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
+  return total
+}
+
+/**
+ * Counts a generation interrupted before its end as an abort: by shutdown, or by the client that
+ * went away. Where every answer, plain or streamed, counts it (a deadline is counted where the
+ * failure is read, {@link failed}).
+ *
+ * @since 0.2.0
+ */
+export const countInterrupted = (shared: Shared): void =>
+  shared.state.metrics.aborted(shared.state.gate.isClosing ? "shutdown" : "disconnect")
+
+/** Usage of finished choices: each prompt counted once, every generated token counted. */
+const usage = (finished: ReadonlyArray<Finished | undefined>, n: number): Usage => {
   let prompt = 0
   let completion = 0
   let cached = 0

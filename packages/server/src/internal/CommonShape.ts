@@ -27,7 +27,12 @@ const finiteBetween = (min: number, max: number): Check => (v) =>
   typeof v === "number" && Number.isFinite(v) && v >= min && v <= max
 const nullOr = (check: Check): Check => (v) => v === null || check(v)
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+/**
+ * An object as `JSON.parse` makes one (its prototype `Object.prototype`). Stricter than the
+ * protocol's `Values.isPlainObject`, which takes `Object.create(null)` too: such a body is left
+ * to the Schema decode, whose verdict on it this check does not claim to know.
+ */
+const isJsonObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype
 
 const isArray = (v: unknown): v is ReadonlyArray<unknown> => Array.isArray(v)
@@ -46,7 +51,7 @@ const arrayOf = (check: Check, minLength: number, maxLength = Infinity): Check =
 const struct = (fields: Record<string, Check>, required: ReadonlyArray<string> = []): Check => {
   const checks = new Map(Object.entries(fields))
   return (v) => {
-    if (!isPlainObject(v)) return false
+    if (!isJsonObject(v)) return false
     for (let i = 0; i < required.length; i++) if (!Object.hasOwn(v, required[i]!)) return false
     for (const key in v) {
       if (!Object.hasOwn(v, key)) return false

@@ -1,14 +1,12 @@
 /**
  * What a generation route's handler is given (`Routes.generation` makes it): the request, its
- * JSON body, what every request of the server shares, and its place among the requests in flight.
+ * JSON body, what every request of the server shares, and what its place among the requests in
+ * flight is counted under (`Respond` takes the place once the request is known to be valid).
  *
  * @since 0.2.0
  */
 import type { TextGeneration } from "@mcore-effect/text"
-import type * as Effect from "effect/Effect"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
-import type * as Scope from "effect/Scope"
-import type { ServerError } from "../ServerError.ts"
 import type { State } from "./ServerState.ts"
 
 /**
@@ -36,11 +34,6 @@ export interface Handler {
   readonly shared: Shared
   /** `performance.now()` when the request arrived. */
   readonly startedAt: number
-  /**
-   * Takes a place among the requests in flight (429 or 503 when there is none), given back when
-   * the request's scope closes: after the last byte of its response, streamed or not.
-   */
-  readonly admit: Effect.Effect<void, ServerError, Scope.Scope>
-  /** {@link admit}, then `then` (in fewer steps of the runtime than `Effect.flatMap`). */
-  readonly admitThen: <A, E, R>(then: () => Effect.Effect<A, E, R>) => Effect.Effect<A, E | ServerError, R | Scope.Scope>
+  /** The route's path, as its metrics name it. */
+  readonly route: string
 }

@@ -195,7 +195,13 @@ export interface Plan {
   readonly stream: boolean
   /** `stream_options.include_usage`. */
   readonly includeUsage: boolean
-  /** What is sent to the engine (without `streaming`, which the client sets). */
+  /**
+   * The engine's sampling fields the request sets itself (temperature, top-k, top-p, the token
+   * budget, vLLM's `ignore_eos` and `stream_interval`); `streaming` is the client's, and the stop
+   * strings and log probs below are the text layer's to turn into wire fields
+   * (`TextGeneration`'s options: `stop_words`, `return_log_probs`, `top_n_logprobs`,
+   * `skip_prompt_log_probs`).
+   */
   readonly samplingParams: SamplingParams.SamplingParamsInput
   /** Stop strings: generation ends where one begins, and the text is cut there. */
   readonly stop: ReadonlyArray<string>
@@ -229,17 +235,11 @@ export const make = (
   endpoint: Endpoint | WholeEndpoint
 ): Plan => {
   const { logprobs, promptLogprobs, stop } = sampling
-  const topN = logprobs ?? 0
   const samplingParams: { -readonly [K in keyof SamplingParams.SamplingParamsInput]: SamplingParams.SamplingParamsInput[K] } = {
     temperature: sampling.temperature,
     top_k: sampling.topK,
     top_p: sampling.topP,
-    num_tokens_to_generate: maxTokens,
-    return_log_probs: logprobs !== undefined,
-    top_n_logprobs: topN,
-    skip_prompt_log_probs: !promptLogprobs,
-    return_prompt_top_n_logprobs: topN > 0 && promptLogprobs,
-    stop_words: stop.length > 0 ? stop : null
+    num_tokens_to_generate: maxTokens
   }
   // vLLM's `ignore_eos` and `stream_interval`, as the engine takes them.
   if (vllm.ignoreEos) samplingParams.termination_id = -1

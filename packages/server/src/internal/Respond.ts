@@ -10,9 +10,10 @@
  *
  * @since 0.1.0
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import { randomBytes } from "node:crypto"
 import type { ServerError } from "../ServerError.ts"
 import * as Choice from "./Choice.ts"
@@ -21,6 +22,7 @@ import type { Handler, Shared } from "./Handler.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import { type Endpoint, type Finished, isWhole, type Meta, type Plan, type Prompt } from "./Plan.ts"
 import * as RequestId from "./RequestId.ts"
+import type { State } from "./ServerState.ts"
 import * as Sse from "./Sse.ts"
 import { recordsAll } from "./StreamedChoices.ts"
 
@@ -35,12 +37,55 @@ export const respond = (
   plan: Plan
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, ServerError, Scope.Scope> =>
   plan.stream
-    // `admit`, then a continuation the fiber lets go of once it ran: `admitThen`'s closure stays
-    // reachable while what it leads to runs, which kept the request's handler, body and plan
-    // alive as long as its stream was open (PERFORMANCE.md#admission). A plain answer is
+    // The place, then a continuation the fiber lets go of once it ran: `admitThen`'s closure
+    // stays reachable while what it leads to runs, which kept the request's handler, body and
+    // plan alive as long as its stream was open (PERFORMANCE.md#admission). A plain answer is
     // short-lived, and takes the fewer steps.
-    ? Effect.flatMap(handler.admit, () => streamed(handler, plan))
-    : handler.admitThen(() => answered(handler.shared, plan, RequestId.of(handler.request)))
+    ? Effect.flatMap(admitThen(handler, noop), () => streamed(handler, plan))
+    : admitThen(handler, () => answered(handler.shared, plan, RequestId.of(handler.request)))
+
+const noop = (): Effect.Effect<void> => Effect.void
+
+/**
+ * A place among the requests in flight: given back when the request's scope closes, if it was
+ * taken. Holds only what giving it back needs (not the request, its body or its plan, which a
+ * stream's scope would keep alive with it: PERFORMANCE.md#admission).
+ */
+class Place {
+  entered = false
+  constructor(private readonly state: State, private readonly route: string, private readonly startedAt: number) {}
+
+  readonly release: Effect.Effect<void> = Effect.sync(() => {
+    if (!this.entered) return
+    this.state.gate.leave()
+    this.state.metrics.finished(this.route, this.startedAt)
+  })
+}
+
+/**
+ * Takes the request's place among those in flight (429 or 503 when there is none), then runs
+ * `then`; the place is given back when the request's scope closes, after the last byte of its
+ * response, streamed or not. The finalizer goes on the scope first and the place is taken after
+ * it in one synchronous step: no interruption can fall between taking the place and the
+ * finalizer that gives it back, in fewer steps of the runtime than `Effect.addFinalizer`
+ * (PERFORMANCE.md#admission).
+ */
+const admitThen = <A, E, R>(
+  handler: Handler,
+  then: () => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | ServerError, R | Scope.Scope> => {
+  const state = handler.shared.state
+  const place = new Place(state, handler.route, handler.startedAt)
+  return Effect.withFiber((fiber) =>
+    Effect.flatMap(Scope.addFinalizer(Context.get(fiber.context as Context.Context<Scope.Scope>, Scope.Scope), place.release), (): Effect.Effect<A, E | ServerError, R> => {
+      const refused = state.gate.enter()
+      if (refused !== undefined) return Effect.fail(refused)
+      place.entered = true
+      state.metrics.started()
+      return then()
+    })
+  )
+}
 
 /** The choices written to the response as server-sent events, as they come. */
 const streamed = (handler: Handler, plan: Plan) => {
@@ -58,8 +103,7 @@ const answered = (shared: Shared, plan: Plan, requestId: string | undefined) => 
   const { endpoint, n, prompts } = plan
   const meta = makeMeta(endpoint.idPrefix, shared.state.config.model, requestId)
   const reply = (finished: Array<Finished>) => {
-    const total = Choice.usage(finished, n)
-    shared.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
+    const total = Choice.countedUsage(shared, finished, n)
     if (isWhole(endpoint)) return JsonResponse.json(endpoint.body(meta, finished, total))
     return JsonResponse.json({
       id: meta.id,
@@ -84,8 +128,7 @@ const answered = (shared: Shared, plan: Plan, requestId: string | undefined) => 
     for (const choice of finished) {
       const refused = refusal(choice)
       if (refused === undefined) continue
-      const total = Choice.usage(finished, n)
-      shared.state.metrics.tokens(total.prompt_tokens, total.completion_tokens)
+      Choice.countedUsage(shared, finished, n)
       return Effect.fail(refused)
     }
     return Effect.succeed(reply(finished))
@@ -143,5 +186,4 @@ const runAll = (shared: Shared, plan: Plan): Effect.Effect<Array<Finished>, Serv
  * @since 0.1.0
  */
 const countAbort = (shared: Shared) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.onInterrupt(effect, () =>
-    Effect.sync(() => shared.state.metrics.aborted(shared.state.gate.isClosing ? "shutdown" : "disconnect")))
+  Effect.onInterrupt(effect, () => Effect.sync(() => Choice.countInterrupted(shared)))

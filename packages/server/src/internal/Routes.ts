@@ -1,8 +1,8 @@
 /**
  * How a route answers: a failure becomes OpenAI's error response with its status, every answer
  * is counted by route and status, and a generation route goes through admission (shutdown,
- * API key, body size, JSON) before its handler sees the body, then takes a place among the
- * requests in flight once its request is known to be valid. The server's state and text
+ * API key, body size, JSON) before its handler sees the body; the handler's responder
+ * (`Respond`) takes a place among the requests in flight once its request is known to be valid. The server's state and text
  * generation are read once, when the routes are built, and handed to every request's handler
  * (a service read per request is a step of the runtime per request).
  *
@@ -10,12 +10,10 @@
  */
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import type { TextGeneration } from "@mcore-effect/text"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HttpRouter from "effect/http/HttpRouter"
 import type * as HttpServerRequest from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
-import * as Scope from "effect/Scope"
 import { readJson } from "./Admission.ts"
 import * as JsonResponse from "./JsonResponse.ts"
 import type { ServerError } from "../ServerError.ts"
@@ -91,29 +89,9 @@ export const generation = <R>(
     const startedAt = performance.now()
     const closed = state.gate.closed()
     if (closed !== undefined) return Effect.fail(closed)
-    // The finalizer goes on the request's scope first, the place is taken after it in one
-    // synchronous step: no interruption can fall between taking the place and the finalizer that
-    // gives it back, in fewer steps of the runtime than `Effect.addFinalizer` (PERFORMANCE.md#admission).
-    const admitThen = <A, E, R>(then: () => Effect.Effect<A, E, R>): Effect.Effect<A, E | ServerError, R | Scope.Scope> =>
-      Effect.withFiber((fiber) => {
-        let entered = false
-        const release = Effect.sync(() => {
-          if (!entered) return
-          state.gate.leave()
-          state.metrics.finished(path, startedAt)
-        })
-        return Effect.flatMap(Scope.addFinalizer(Context.get(fiber.context as Context.Context<Scope.Scope>, Scope.Scope), release), (): Effect.Effect<A, E | ServerError, R> => {
-          const refused = state.gate.enter()
-          if (refused !== undefined) return Effect.fail(refused)
-          entered = true
-          state.metrics.started()
-          return then()
-        })
-      })
-    const admit = admitThen(() => Effect.void)
     return Effect.flatMap(
       readJson(request, state.config.maxBodyBytes),
-      (body) => handler({ request, body, shared, startedAt, admit, admitThen })
+      (body) => handler({ request, body, shared, startedAt, route: path })
     )
   })
 }

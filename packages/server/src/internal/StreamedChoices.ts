@@ -77,9 +77,6 @@ const failureRecord = (
   return chunks.failure(failure)
 }
 
-const countAborted = (shared: Shared): void =>
-  shared.state.metrics.aborted(shared.state.gate.isClosing ? "shutdown" : "disconnect")
-
 /**
  * One choice: the pull of its records over its parts' pull, no fiber or queue of its own (they
  * cost a fiber hand-off per pull, and heap per open stream: PERFORMANCE.md#one-choice-pull). The first pull answers with the opening record at once, so the
@@ -115,8 +112,7 @@ const recordsOne = (shared: Shared, prompt: Prompt, options: StreamOptions) =>
           continue
         }
         const done = Choice.finishedOf(part)
-        const total = Choice.usage([done], 1)
-        metrics.tokens(total.prompt_tokens, total.completion_tokens)
+        const total = Choice.countedUsage(shared, [done], 1)
         over = true
         const refused = chunks.refusal(0, done)
         if (refused !== undefined) {
@@ -148,7 +144,7 @@ const recordsOne = (shared: Shared, prompt: Prompt, options: StreamOptions) =>
     })
     return Effect.as(
       Scope.addFinalizer(scope, Effect.sync(() => {
-        if (!over) countAborted(shared)
+        if (!over) Choice.countInterrupted(shared)
       })),
       next
     )
@@ -205,10 +201,9 @@ const streamMany = (
       concurrency: "unbounded",
       discard: true
     })
-    return Effect.forkScoped(Effect.matchCause(Effect.onInterrupt(all, () => Effect.sync(() => countAborted(shared))), {
+    return Effect.forkScoped(Effect.matchCause(Effect.onInterrupt(all, () => Effect.sync(() => Choice.countInterrupted(shared))), {
       onSuccess: () => {
-        const total = Choice.usage(finished, n)
-        metrics.tokens(total.prompt_tokens, total.completion_tokens)
+        const total = Choice.countedUsage(shared, finished, n)
         offer(chunks.end(total))
         Queue.endUnsafe(queue)
       },

@@ -25,10 +25,10 @@
  * @since 0.1.0
  */
 import * as Result from "effect/Result"
-import type { ChatCompletionRequest } from "../../OpenAiSchema.ts"
-import type { Resolved } from "../../ServerConfig.ts"
-import { badRequest, type ServerError } from "../../ServerError.ts"
-import type { Reading } from "./AssistantReply.ts"
+import type { ChatCompletionRequest } from "../OpenAiSchema.ts"
+import type { Resolved } from "../ServerConfig.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
+import type { Reading } from "./tools/AssistantReply.ts"
 
 /**
  * What the request's tool and reasoning fields come to.
