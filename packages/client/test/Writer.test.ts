@@ -8,14 +8,7 @@ import { Effect } from "effect"
 import * as Zmq from "zeromq"
 import * as Writer from "../src/internal/writer.ts"
 
-const router = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const socket = new Zmq.Router({ linger: 0 })
-    await socket.bind("tcp://127.0.0.1:0")
-    return socket
-  }),
-  (socket) => Effect.sync(() => socket.close())
-)
+const router = TestSupport.loopbackRouter
 
 const link = (up: boolean): Writer.Link => ({ up, onDown: () => {} })
 

@@ -18,6 +18,7 @@ import * as Queue from "effect/Queue"
 import * as References from "effect/References"
 import type * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
+import * as Zmq from "zeromq"
 
 /**
  * Runs `effect` with a metrics registry of its own, so its metrics start at zero.
@@ -331,3 +332,27 @@ export const refusedAddress: Effect.Effect<string> = Effect.promise(async () => 
   }
   throw new Error("no free port from 20,000 to 29,999 on 127.0.0.2 in 50 tries")
 })
+
+/**
+ * A zeromq.js ROUTER bound on loopback at a free port (`tcp://127.0.0.1:0`, its address in
+ * `lastEndpoint`), closed with the scope: libzmq as the peer a test holds its socket against.
+ *
+ * @example
+ * ```ts
+ * import { TestSupport } from "@mcore-effect/testkit"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.scoped(Effect.map(TestSupport.loopbackRouter, (router) => router.lastEndpoint))
+ * ```
+ *
+ * @category utils
+ * @since 0.2.0
+ */
+export const loopbackRouter: Effect.Effect<Zmq.Router, never, Scope.Scope> = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const socket = new Zmq.Router({ linger: 0 })
+    await socket.bind("tcp://127.0.0.1:0")
+    return socket
+  }),
+  (socket) => Effect.sync(() => socket.close())
+)
