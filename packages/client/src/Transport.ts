@@ -4,8 +4,9 @@
  * reports its connection coming and going. The connection above it (`Connection`: registry,
  * state, handshake, deadlines, the drain on close) is the same whatever the transport.
  *
- * Two transports: {@link zeromq}, a DEALER (the default: a client built with no transport
- * provided uses it, as it always has), and {@link memory}, an in-memory dealer on a
+ * Three transports: {@link zeromq}, a zeromq.js DEALER (the default: a client built with no
+ * transport provided uses it, as it always has); {@link zmtp}, a DEALER of our own over
+ * `node:net` (ZMTP 3.1, not the default yet); and {@link memory}, an in-memory dealer on a
  * `MemorySocket.Network` whose other side the testkit's coordinator serves on, so a client and a
  * test coordinator meet without sockets.
  *
@@ -21,6 +22,7 @@ import * as Layer from "effect/Layer"
 import type { Service } from "./internal/link.ts"
 import * as MemoryTransport from "./internal/memoryTransport.ts"
 import * as ZeroMqTransport from "./internal/zeroMqTransport.ts"
+import * as ZmtpTransport from "./internal/zmtpTransport.ts"
 
 export type { Events, Link, LinkConfig, Service } from "./internal/link.ts"
 
@@ -32,6 +34,17 @@ export type { Events, Link, LinkConfig, Service } from "./internal/link.ts"
  * @category transports
  */
 export const zeromq: Service = ZeroMqTransport.transport
+
+/**
+ * A DEALER of our own: ZMTP 3.1 over `node:net` (`tcp://`, and `ipc://` as a Unix socket), with
+ * the protocol's codec (`Zmtp`): the handshake, a queue while no connection is up, reconnection,
+ * heartbeats, and bad input from the network refused per connection. No CurveZMQ (a client
+ * asking for it is refused: use {@link zeromq}). Not the default yet (issue 41).
+ *
+ * @since 0.2.0
+ * @category transports
+ */
+export const zmtp: Service = ZmtpTransport.transport
 
 /**
  * The in-memory transport over `network`: a client's address names a router bound on it (by the
@@ -73,6 +86,25 @@ export const Transport: Context.Reference<Service> = Context.Reference<Service>(
  * @category layers
  */
 export const layer: Layer.Layer<never> = Layer.succeed(Transport, zeromq)
+
+/**
+ * Provides {@link zmtp}.
+ *
+ * @example
+ * ```ts
+ * import { InferenceClient, Transport } from "@mcore-effect/client"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* InferenceClient.make({ address: "tcp://127.0.0.1:5555", protocol: "main" })
+ *   return yield* client.submit([1, 2, 3], { num_tokens_to_generate: 4 })
+ * }).pipe(Effect.scoped, Effect.provide(Transport.layerZmtp))
+ * ```
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerZmtp: Layer.Layer<never> = Layer.succeed(Transport, zmtp)
 
 /**
  * Provides {@link memory} over `network`.
