@@ -5,6 +5,7 @@ const suites = process.argv.slice(2).filter((arg) => !arg.startsWith("--"))
 const all: Record<string, () => Promise<unknown>> = {
   client: () => import("../packages/client/bench/client.bench.ts").then((m) => m.run()),
   fleet: () => import("../packages/client/bench/fleet.bench.ts").then((m) => m.run()),
+  transport: () => import("../packages/client/bench/transport.bench.ts").then((m) => m.run()),
   // The client library in one process, then the server over it (its own processes).
   disaggregated: () =>
     import("../packages/client/bench/disaggregated.bench.ts").then((m) => m.run())
