@@ -370,3 +370,43 @@ export class Parser {
     this.options.message(frames)
   }
 }
+
+/**
+ * Where a ZeroMQ address is, for `node:net`: `tcp://host:port` (a bracketed IPv6 host unwrapped)
+ * or `ipc://path` (a Unix socket, as libzmq maps it; `ipc://@name` the abstract namespace).
+ * `undefined` for any other form.
+ *
+ * @since 0.2.0
+ */
+export const endpointOf = (
+  address: string
+): { readonly path: string } | { readonly host: string; readonly port: number } | undefined => {
+  if (address.startsWith("ipc://")) {
+    const path = address.slice("ipc://".length)
+    return { path: path.startsWith("@") ? `\0${path.slice(1)}` : path }
+  }
+  if (!address.startsWith("tcp://")) return undefined
+  const rest = address.slice("tcp://".length)
+  const colon = rest.lastIndexOf(":")
+  if (colon < 0) return undefined
+  const host = rest.slice(0, colon)
+  return { host: host.startsWith("[") ? host.slice(1, -1) : host, port: Number(rest.slice(colon + 1)) }
+}
+
+/**
+ * The `Socket-Type` a READY command's data names, or `undefined` when it names none (or is
+ * malformed).
+ *
+ * @since 0.2.0
+ */
+export const socketTypeOf = (data: Uint8Array): string | undefined => {
+  const type = readyProperties(data)?.get("Socket-Type")
+  return type === undefined ? undefined : Buffer.from(type.buffer, type.byteOffset, type.byteLength).toString("latin1")
+}
+
+/**
+ * The PONG that answers a PING command's data (its context, after the 2-byte TTL).
+ *
+ * @since 0.2.0
+ */
+export const pongFor = (pingData: Uint8Array): Uint8Array => command("PONG", pingData.subarray(2))

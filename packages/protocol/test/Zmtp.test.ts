@@ -86,6 +86,23 @@ describe("Zmtp", () => {
     expect(Zmtp.readyProperties(Uint8Array.of(11, 0x41))).toBeUndefined()
   })
 
+  it("reads addresses, a READY's socket type, and answers a PING with its context", () => {
+    expect(Zmtp.endpointOf("tcp://127.0.0.1:5555")).toEqual({ host: "127.0.0.1", port: 5555 })
+    expect(Zmtp.endpointOf("tcp://[::1]:5555")).toEqual({ host: "::1", port: 5555 })
+    expect(Zmtp.endpointOf("ipc:///tmp/c.sock")).toEqual({ path: "/tmp/c.sock" })
+    expect(Zmtp.endpointOf("ipc://@abstract")).toEqual({ path: "\0abstract" })
+    expect(Zmtp.endpointOf("inproc://x")).toBeUndefined()
+    expect(Zmtp.endpointOf("tcp://nohost")).toBeUndefined()
+    const { parser: p, seen } = parser()
+    p.push(Zmtp.greeting(false))
+    p.push(Zmtp.ready({ Identity: "i", "Socket-Type": "DEALER" }))
+    p.push(Zmtp.ready({ Identity: "i" }))
+    p.push(Zmtp.pongFor(Uint8Array.of(0, 10, 7, 8)))
+    expect(Zmtp.socketTypeOf(Uint8Array.from(seen.commands[0]!.data))).toBe("DEALER")
+    expect(Zmtp.socketTypeOf(Uint8Array.from(seen.commands[1]!.data))).toBeUndefined()
+    expect(seen.commands[2]).toEqual({ name: "PONG", data: [7, 8] })
+  })
+
   it("any chunking of a valid stream gives the same greeting, commands and messages", () => {
     fc.assert(
       fc.property(fc.array(item, { maxLength: 12 }), fc.array(fc.nat(), { maxLength: 20 }), fc.boolean(), (items, cuts, asServer) => {

@@ -40,18 +40,6 @@ export const HANDSHAKE_MILLIS = 30_000
 const GREETING = Zmtp.greeting(false)
 const READY = Zmtp.ready({ "Socket-Type": "DEALER", Identity: "" })
 
-/** Where `address` (checked by `addressProblem`) is, for `net.connect`. */
-const endpointOf = (address: string): Net.NetConnectOpts => {
-  if (address.startsWith("ipc://")) {
-    const path = address.slice("ipc://".length)
-    return { path: path.startsWith("@") ? `\0${path.slice(1)}` : path }
-  }
-  const rest = address.slice("tcp://".length)
-  const colon = rest.lastIndexOf(":")
-  const host = rest.slice(0, colon)
-  return { host: host.startsWith("[") ? host.slice(1, -1) : host, port: Number(rest.slice(colon + 1)) }
-}
-
 /** The ROUTER-compatible socket types a DEALER may talk to (RFC 28). */
 const PEERS: ReadonlySet<string> = new Set(["ROUTER", "DEALER"])
 
@@ -104,7 +92,8 @@ class Dealer implements Link {
   private dial(): void {
     if (this.closed) return
     this.reconnectTimer = undefined
-    const socket = Net.connect(endpointOf(this.config.address))
+    // The address was checked by `addressProblem`: tcp:// or ipc://, so an endpoint.
+    const socket = Net.connect(Zmtp.endpointOf(this.config.address)!)
     socket.setNoDelay(true)
     this.socket = socket
     let handshook = false
@@ -117,8 +106,7 @@ class Dealer implements Link {
       },
       command: (command) => {
         if (command.name === "READY" && !handshook) {
-          const type = Zmtp.readyProperties(command.data)?.get("Socket-Type")
-          const name = type === undefined ? undefined : Buffer.from(type).toString("latin1")
+          const name = Zmtp.socketTypeOf(command.data)
           if (name === undefined || !PEERS.has(name)) {
             this.refused(socket, `the peer is a ${name ?? "socket without a type"}, not a ROUTER`)
             return
@@ -126,8 +114,7 @@ class Dealer implements Link {
           handshook = true
           this.connected(socket)
         } else if (command.name === "PING") {
-          // PONG with the PING's context (after its 2-byte TTL).
-          socket.write(Zmtp.command("PONG", command.data.subarray(2)))
+          socket.write(Zmtp.pongFor(command.data))
         }
       },
       message: (frames) => {

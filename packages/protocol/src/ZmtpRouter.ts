@@ -1,0 +1,216 @@
+/**
+ * A ROUTER of our own: ZMTP 3.1 over `node:net` with the {@link Zmtp} codec, the side a
+ * coordinator (ours, the testkit's) binds and DEALERs connect to (issue 41, step b; not used by
+ * the coordinator yet).
+ *
+ * - **Listens** on `tcp://host:port` (port 0: any free one, the address then in {@link address})
+ *   or `ipc://path` (a Unix socket, as libzmq maps it).
+ * - **Handshake** in libzmq's order: our greeting, the peer's, our READY (`Socket-Type: ROUTER`),
+ *   the peer's READY (a DEALER, REQ or ROUTER). A peer stalled mid-handshake is dropped after
+ *   `handshakeMillis`.
+ * - **Identities** as libzmq gives them: the peer's `Identity` when it sent one that no connected
+ *   peer holds, else five bytes of our own (a zero, then a counter), so a reconnecting DEALER is a
+ *   new peer unless it names itself.
+ * - **Routing**: a message from a peer comes as `[identity, ...frames]`; {@link send} takes the
+ *   same shape and refuses, with `"unreachable"`, an identity no connected peer holds (libzmq's
+ *   `EHOSTUNREACH` under `ZMQ_ROUTER_MANDATORY`), nothing written.
+ * - **Heartbeats**: the peers' PINGs answered.
+ * - **Bad input** from a peer (the codec's refusals, a peer that is not a DEALER): told once to
+ *   `refused`, that connection closed, the others untouched; never a throw.
+ *
+ * @example
+ * ```ts
+ * import { ZmtpRouter } from "@mcore-effect/protocol"
+ *
+ * const router = await ZmtpRouter.listen("tcp://127.0.0.1:0", {
+ *   message: ([identity, ...frames]) => { router.send([identity!, ...frames]) },
+ *   refused: (why) => console.warn(why)
+ * })
+ * console.log(router.address) // tcp://127.0.0.1:<port>
+ * ```
+ *
+ * @since 0.2.0
+ */
+import * as Net from "node:net"
+import * as Zmtp from "./Zmtp.ts"
+
+/**
+ * What a router tells its owner.
+ *
+ * @since 0.2.0
+ */
+export interface Handlers {
+  /** A message from a peer: its identity first, then its frames. */
+  readonly message: (frames: Array<Buffer>) => void
+  /** A peer finished its handshake. */
+  readonly connected?: ((identity: Buffer) => void) | undefined
+  /** A connected peer went away. */
+  readonly disconnected?: ((identity: Buffer) => void) | undefined
+  /** A connection was closed for bad input (said once per connection). */
+  readonly refused?: ((why: string) => void) | undefined
+}
+
+/**
+ * Options of {@link listen}.
+ *
+ * @since 0.2.0
+ */
+export interface Options {
+  /** The largest frame taken from a peer. Default 256 MiB. */
+  readonly maxFrameBytes?: number | undefined
+  /** A peer that has not finished its handshake by then is dropped. Default 30 s (libzmq's). */
+  readonly handshakeMillis?: number | undefined
+}
+
+const GREETING = Zmtp.greeting(true)
+const READY = Zmtp.ready({ "Socket-Type": "ROUTER" })
+const PEERS: ReadonlySet<string> = new Set(["DEALER", "REQ", "ROUTER"])
+
+/** One peer's connection once its handshake ended. */
+interface Peer {
+  readonly identity: Buffer
+  readonly socket: Net.Socket
+  corked: boolean
+}
+
+/**
+ * A listening router (see the module's documentation).
+ *
+ * @since 0.2.0
+ */
+export class Router {
+  private readonly peers = new Map<string, Peer>()
+  private nextIdentity = 0x2d
+  private closed = false
+
+  /** @internal */
+  constructor(
+    private readonly server: Net.Server,
+    /** The address peers connect to (`tcp://127.0.0.1:41234`, `ipc:///tmp/x`). */
+    readonly address: string,
+    private readonly handlers: Handlers,
+    private readonly options: { readonly maxFrameBytes: number; readonly handshakeMillis: number }
+  ) {
+    server.on("connection", (socket) => this.accept(socket))
+  }
+
+  /** The peers connected now. */
+  get size(): number {
+    return this.peers.size
+  }
+
+  /**
+   * Sends `[identity, ...frames]` to the peer holding `identity`: `"sent"`, or `"unreachable"`
+   * (no connected peer holds it; nothing written). Never throws.
+   */
+  send(frames: ReadonlyArray<Uint8Array>): "sent" | "unreachable" {
+    const identity = frames[0]
+    const peer = identity === undefined ? undefined : this.peers.get(Buffer.from(identity.buffer, identity.byteOffset, identity.byteLength).toString("latin1"))
+    if (peer === undefined || this.closed) return "unreachable"
+    if (!peer.corked) {
+      peer.corked = true
+      peer.socket.cork()
+      process.nextTick(() => {
+        peer.corked = false
+        peer.socket.uncork()
+      })
+    }
+    peer.socket.write(Zmtp.message(frames.slice(1)))
+    return "sent"
+  }
+
+  /** Stops listening and closes every connection. */
+  close(): Promise<void> {
+    this.closed = true
+    for (const peer of this.peers.values()) peer.socket.destroy()
+    return new Promise((resolve) => this.server.close(() => resolve()))
+  }
+
+  private identityFor(asked: Uint8Array | undefined): Buffer {
+    if (asked !== undefined && asked.length > 0) {
+      const named = Buffer.from(asked)
+      if (!this.peers.has(named.toString("latin1"))) return named
+    }
+    const id = Buffer.alloc(5)
+    id.writeUInt32BE(this.nextIdentity++ >>> 0, 1)
+    return id
+  }
+
+  private accept(socket: Net.Socket): void {
+    if (this.closed) {
+      socket.destroy()
+      return
+    }
+    socket.setNoDelay(true)
+    socket.on("error", () => {})
+    let peer: Peer | undefined
+    const refuse = (why: string) => {
+      this.handlers.refused?.(why)
+      socket.destroy()
+    }
+    const timer = setTimeout(() => refuse("a peer did not finish its handshake in time"), this.options.handshakeMillis)
+    const parser = new Zmtp.Parser({
+      maxFrameBytes: this.options.maxFrameBytes,
+      greeting: () => {
+        socket.write(READY)
+      },
+      command: (command) => {
+        if (command.name === "READY" && peer === undefined) {
+          const name = Zmtp.socketTypeOf(command.data)
+          if (name === undefined || !PEERS.has(name)) return refuse(`a ${name ?? "socket without a type"} cannot talk to a ROUTER`)
+          clearTimeout(timer)
+          peer = { identity: this.identityFor(Zmtp.readyProperties(command.data)?.get("Identity")), socket, corked: false }
+          this.peers.set(peer.identity.toString("latin1"), peer)
+          this.handlers.connected?.(peer.identity)
+        } else if (command.name === "PING") {
+          socket.write(Zmtp.pongFor(command.data))
+        }
+      },
+      message: (frames) => {
+        if (peer === undefined) return refuse("a message before the handshake ended")
+        frames.unshift(peer.identity)
+        this.handlers.message(frames)
+      },
+      refused: (refusal) => refuse(`ZMTP: ${refusal.reason}: ${refusal.detail}`)
+    })
+    socket.on("data", (chunk: Buffer) => parser.push(chunk))
+    socket.on("close", () => {
+      clearTimeout(timer)
+      if (peer === undefined) return
+      const key = peer.identity.toString("latin1")
+      if (this.peers.get(key) === peer) this.peers.delete(key)
+      this.handlers.disconnected?.(peer.identity)
+    })
+    socket.write(GREETING)
+  }
+}
+
+/**
+ * A router listening on `address` (`tcp://host:port`, port 0 for any free one, or
+ * `ipc://path`); fails when the address cannot be listened on.
+ *
+ * @since 0.2.0
+ */
+export const listen = (address: string, handlers: Handlers, options?: Options): Promise<Router> =>
+  new Promise((resolve, reject) => {
+    const server = Net.createServer()
+    const resolved = {
+      maxFrameBytes: options?.maxFrameBytes ?? 256 * 1024 * 1024,
+      handshakeMillis: options?.handshakeMillis ?? 30_000
+    }
+    server.once("error", reject)
+    const listening = () => {
+      server.off("error", reject)
+      const bound = server.address()
+      const actual = typeof bound === "string" || bound === null
+        ? address
+        : `tcp://${bound.family === "IPv6" ? `[${bound.address}]` : bound.address}:${bound.port}`
+      resolve(new Router(server, actual, handlers, resolved))
+    }
+    const endpoint = Zmtp.endpointOf(address)
+    if (endpoint === undefined) {
+      reject(new Error(`only tcp://host:port and ipc://path are supported, got ${JSON.stringify(address)}`))
+      return
+    }
+    server.listen(endpoint, listening)
+  })
