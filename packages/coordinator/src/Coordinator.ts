@@ -89,6 +89,12 @@ export interface Options {
   readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
   /** Serve on this in-memory network (`MemorySocket`) instead of a ZeroMQ ROUTER. */
   readonly network?: MemorySocket.Network | undefined
+  /**
+   * The ROUTER on a real address: `zeromq` (zeromq.js, libzmq underneath; the default) or
+   * `zmtp` (our own over `node:net`, the protocol's `ZmtpRouter`; no CurveZMQ). Not yet the
+   * default (issue 41).
+   */
+  readonly transport?: "zeromq" | "zmtp" | undefined
 }
 
 /**
@@ -133,6 +139,12 @@ export class Coordinator extends Context.Service<Coordinator, Handle>()("@mcore-
 const configWithDefaults = (options: Options, log: Log, debug: boolean): Effect.Effect<CoordinatorConfig, CoordinatorError> => {
   if (typeof options.address !== "string" || options.address === "") {
     return Effect.fail(coordinatorError(new InvalidOption({ option: "address", why: "must be an endpoint such as tcp://0.0.0.0:5555" })))
+  }
+  if (options.transport !== undefined && options.transport !== "zeromq" && options.transport !== "zmtp") {
+    return Effect.fail(coordinatorError(new InvalidOption({ option: "transport", why: `expected zeromq or zmtp, got ${JSON.stringify(options.transport)}` })))
+  }
+  if (options.transport === "zmtp" && options.curve !== undefined) {
+    return Effect.fail(coordinatorError(new InvalidOption({ option: "curve", why: "the zmtp transport speaks only ZMTP's NULL mechanism; use the zeromq transport for CurveZMQ" })))
   }
   const config = ConfigOf.configOf(
     {
@@ -188,7 +200,11 @@ export const make: (options: Options) => Effect.Effect<Handle, CoordinatorError,
 )(function*(options: Options) {
   const { debug, log } = yield* ConfigOf.logging
   const config = yield* configWithDefaults(options, log, debug)
-  const binder = options.network === undefined ? CoordinatorSocket.zeromq(config.curve) : CoordinatorSocket.memory(options.network)
+  const binder = options.network !== undefined
+    ? CoordinatorSocket.memory(options.network)
+    : options.transport === "zmtp"
+    ? CoordinatorSocket.zmtp((message) => log("Warn", message))
+    : CoordinatorSocket.zeromq(config.curve)
   const core = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: () => CoordinatorCore.start(options.address, config, 0, binder),

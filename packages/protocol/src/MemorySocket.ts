@@ -35,6 +35,7 @@
  *
  * @since 0.2.0
  */
+import { Inbox, socketError } from "./internal/inbox.ts"
 
 /**
  * What a side hears of a connection: it came up, or went down.
@@ -43,53 +44,10 @@
  */
 export type LinkEvent = "up" | "down"
 
-/** An error with ZeroMQ's `code`, as the sockets' own errors carry one. */
-const socketError = (code: string, message: string): Error => Object.assign(new Error(message), { code })
-
 const later = (f: () => void): void => void setImmediate(f)
 
 /** Frames as received: copies, as `Buffer`s. */
 const copy = (message: ReadonlyArray<Uint8Array>): Array<Buffer> => message.map((frame) => Buffer.from(frame))
-
-/** A socket's inbox: messages waiting, and the one receive waiting for them. */
-class Inbox {
-  private queue: Array<Array<Buffer>> = []
-  private head = 0
-  private waiter: { resolve: (message: Array<Buffer>) => void; reject: (error: Error) => void } | undefined
-  closed = false
-
-  push(message: Array<Buffer>): void {
-    if (this.closed) return
-    const waiter = this.waiter
-    if (waiter !== undefined) {
-      this.waiter = undefined
-      return waiter.resolve(message)
-    }
-    this.queue.push(message)
-  }
-
-  receive(): Promise<Array<Buffer>> {
-    if (this.closed) return Promise.reject(socketError("EBADF", "Socket is closed"))
-    if (this.head < this.queue.length) {
-      const message = this.queue[this.head++]!
-      if (this.head === this.queue.length) {
-        this.queue = []
-        this.head = 0
-      }
-      return Promise.resolve(message)
-    }
-    if (this.waiter !== undefined) return Promise.reject(socketError("EAGAIN", "Socket is busy reading"))
-    return new Promise((resolve, reject) => (this.waiter = { resolve, reject }))
-  }
-
-  close(): void {
-    this.closed = true
-    this.queue = []
-    const waiter = this.waiter
-    this.waiter = undefined
-    waiter?.reject(socketError("EBADF", "Socket is closed"))
-  }
-}
 
 /**
  * Addresses and what is bound at them: where routers bind and dealers connect. One per test (or

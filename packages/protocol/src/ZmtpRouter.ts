@@ -32,6 +32,8 @@
  * @since 0.2.0
  */
 import * as Net from "node:net"
+import type * as FrameSocket from "./FrameSocket.ts"
+import { Inbox, socketError } from "./internal/inbox.ts"
 import * as Zmtp from "./Zmtp.ts"
 
 /**
@@ -214,3 +216,46 @@ export const listen = (address: string, handlers: Handlers, options?: Options): 
     }
     server.listen(endpoint, listening)
   })
+
+/**
+ * A router as a socket `FrameSocket` drives (as a zeromq.js ROUTER is one): `receive()` the next
+ * `[identity, ...frames]`, `send` that fails with `EHOSTUNREACH` for an identity no connected
+ * peer holds (the ZeroMQ ROUTER's `mandatory`), `close`.
+ *
+ * @since 0.2.0
+ */
+export interface FrameRouter extends FrameSocket.Readable, FrameSocket.Writable {
+  /** The address peers connect to. */
+  readonly address: string
+  /** Stops listening and closes every connection; a pending `receive` rejects. */
+  close(): void
+}
+
+/**
+ * {@link listen}, its messages taken with `receive()` rather than handed to a callback.
+ *
+ * @since 0.2.0
+ */
+export const listenFrames = async (
+  address: string,
+  handlers: Omit<Handlers, "message">,
+  options?: Options
+): Promise<FrameRouter> => {
+  const inbox = new Inbox()
+  const router = await listen(address, { ...handlers, message: (frames) => inbox.push(frames) }, options)
+  return {
+    address: router.address,
+    get closed() {
+      return inbox.closed
+    },
+    receive: () => inbox.receive(),
+    send: (message) => {
+      if (inbox.closed) return Promise.reject(socketError("EBADF", "Socket is closed"))
+      return router.send(message) === "sent" ? Promise.resolve() : Promise.reject(socketError("EHOSTUNREACH", "Host unreachable"))
+    },
+    close: () => {
+      inbox.close()
+      void router.close()
+    }
+  }
+}

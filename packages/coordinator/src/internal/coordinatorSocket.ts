@@ -1,6 +1,7 @@
 /**
- * The coordinator's socket side: a ZeroMQ ROUTER bound where told, or a ROUTER-like
- * `MemorySocket.Router` on an in-memory network, behind one shape, so that the coordinator's
+ * The coordinator's socket side: a ZeroMQ ROUTER bound where told, a ROUTER of our own over
+ * `node:net` (`ZmtpRouter`), or a ROUTER-like `MemorySocket.Router` on an in-memory network,
+ * behind one shape, so that the coordinator's
  * loop (`CoordinatorCore`) serves clients and engines the same way on either. The socket is read
  * and written through `FrameSocket` (structural), and its connections are counted from what it
  * reports (`ConnectionCount`).
@@ -8,7 +9,7 @@
  * @since 0.2.0
  * @internal
  */
-import type { FrameSocket, MemorySocket } from "@mcore-effect/protocol"
+import { type FrameSocket, type MemorySocket, ZmtpRouter } from "@mcore-effect/protocol"
 import * as Zmq from "zeromq"
 import { ConnectionCount } from "./connectionCount.ts"
 
@@ -68,3 +69,21 @@ export const memory = (network: MemorySocket.Network): Binder => (address) => {
   }
 }
 
+
+/**
+ * A ROUTER of our own (`ZmtpRouter`: ZMTP 3.1 over `node:net`, no CurveZMQ): a send to a peer
+ * that is gone fails with `EHOSTUNREACH`, as the ZeroMQ ROUTER's with `mandatory`; what a peer
+ * sends that is not ZMTP closes that connection and is said through `warn`.
+ */
+export const zmtp = (warn: (message: string) => void): Binder => async (address) => {
+  const connections = new ConnectionCount()
+  const socket = await ZmtpRouter.listenFrames(address, {
+    connected: () => {
+      connections.accepted()
+      connections.handshake()
+    },
+    disconnected: () => connections.disconnected(),
+    refused: (why) => warn(`a connection was closed: ${why}`)
+  })
+  return { socket, address: socket.address, connections }
+}
