@@ -12,10 +12,8 @@
  * its reason, after which the parser takes nothing more: the connection is to be closed, and
  * nothing else is affected.
  *
- * The handshake in libzmq's own order: send the greeting, wait for the peer's, then send READY
- * (and only then messages). libzmq as the ROUTER reset, now and then, a connection whose READY
- * and first message arrived before its own greeting went out (2 of 400 handshakes on loopback;
- * none of 200 in this order).
+ * The handshake belongs in libzmq's own order: send the greeting, wait for the peer's, then send
+ * READY (and only then messages); `ZmtpConnection` does it so, and says why.
  *
  * @example
  * ```ts

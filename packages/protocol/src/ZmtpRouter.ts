@@ -3,20 +3,19 @@
  * coordinator (ours, the testkit's) binds and DEALERs connect to (issue 41, step b; not used by
  * the coordinator yet).
  *
- * - **Listens** on `tcp://host:port` (port 0: any free one, the address then in {@link address})
- *   or `ipc://path` (a Unix socket, as libzmq maps it).
- * - **Handshake** in libzmq's order: our greeting, the peer's, our READY (`Socket-Type: ROUTER`),
- *   the peer's READY (a DEALER, REQ or ROUTER). A peer stalled mid-handshake is dropped after
- *   `handshakeMillis`.
+ * - **Listens** on `tcp://host:port` (`*` for every interface, as libzmq; port 0: any free one,
+ *   the address then in `Router.address`) or `ipc://path` (a Unix socket, as libzmq maps it).
+ * - **Each connection** is a {@link ZmtpConnection.Connection}: the handshake in libzmq's order
+ *   (`Socket-Type: ROUTER`; the peer a DEALER, REQ or ROUTER; dropped when stalled in it past
+ *   `handshakeMillis`), writes gathered per turn, PINGs answered, bad input refused.
  * - **Identities** as libzmq gives them: the peer's `Identity` when it sent one that no connected
  *   peer holds, else five bytes of our own (a zero, then a counter), so a reconnecting DEALER is a
  *   new peer unless it names itself.
  * - **Routing**: a message from a peer comes as `[identity, ...frames]`; {@link send} takes the
  *   same shape and refuses, with `"unreachable"`, an identity no connected peer holds (libzmq's
  *   `EHOSTUNREACH` under `ZMQ_ROUTER_MANDATORY`), nothing written.
- * - **Heartbeats**: the peers' PINGs answered.
- * - **Bad input** from a peer (the codec's refusals, a peer that is not a DEALER): told once to
- *   `refused`, that connection closed, the others untouched; never a throw.
+ * - **Bad input** from a peer: told once to `refused`, that connection closed, the others
+ *   untouched; never a throw.
  *
  * @example
  * ```ts
@@ -35,6 +34,7 @@ import * as Net from "node:net"
 import type * as FrameSocket from "./FrameSocket.ts"
 import { Inbox, socketError } from "./internal/inbox.ts"
 import * as Zmtp from "./Zmtp.ts"
+import * as ZmtpConnection from "./ZmtpConnection.ts"
 
 /**
  * What a router tells its owner.
@@ -64,15 +64,12 @@ export interface Options {
   readonly handshakeMillis?: number | undefined
 }
 
-const GREETING = Zmtp.greeting(true)
-const READY = Zmtp.ready({ "Socket-Type": "ROUTER" })
 const PEERS: ReadonlySet<string> = new Set(["DEALER", "REQ", "ROUTER"])
 
 /** One peer's connection once its handshake ended. */
 interface Peer {
   readonly identity: Buffer
-  readonly socket: Net.Socket
-  corked: boolean
+  readonly connection: ZmtpConnection.Connection
 }
 
 /**
@@ -109,22 +106,14 @@ export class Router {
     const identity = frames[0]
     const peer = identity === undefined ? undefined : this.peers.get(Buffer.from(identity.buffer, identity.byteOffset, identity.byteLength).toString("latin1"))
     if (peer === undefined || this.closed) return "unreachable"
-    if (!peer.corked) {
-      peer.corked = true
-      peer.socket.cork()
-      process.nextTick(() => {
-        peer.corked = false
-        peer.socket.uncork()
-      })
-    }
-    peer.socket.write(Zmtp.message(frames.slice(1)))
+    peer.connection.send(frames.slice(1))
     return "sent"
   }
 
   /** Stops listening and closes every connection. */
   close(): Promise<void> {
     this.closed = true
-    for (const peer of this.peers.values()) peer.socket.destroy()
+    for (const peer of this.peers.values()) peer.connection.socket.destroy()
     return new Promise((resolve) => this.server.close(() => resolve()))
   }
 
@@ -143,47 +132,32 @@ export class Router {
       socket.destroy()
       return
     }
-    socket.setNoDelay(true)
     socket.on("error", () => {})
     let peer: Peer | undefined
-    const refuse = (why: string) => {
-      this.handlers.refused?.(why)
-      socket.destroy()
-    }
-    const timer = setTimeout(() => refuse("a peer did not finish its handshake in time"), this.options.handshakeMillis)
-    const parser = new Zmtp.Parser({
+    const connection: ZmtpConnection.Connection = new ZmtpConnection.Connection(socket, {
+      asServer: true,
+      socketType: "ROUTER",
+      peers: PEERS,
       maxFrameBytes: this.options.maxFrameBytes,
-      greeting: () => {
-        socket.write(READY)
-      },
-      command: (command) => {
-        if (command.name === "READY" && peer === undefined) {
-          const name = Zmtp.socketTypeOf(command.data)
-          if (name === undefined || !PEERS.has(name)) return refuse(`a ${name ?? "socket without a type"} cannot talk to a ROUTER`)
-          clearTimeout(timer)
-          peer = { identity: this.identityFor(Zmtp.readyProperties(command.data)?.get("Identity")), socket, corked: false }
-          this.peers.set(peer.identity.toString("latin1"), peer)
-          this.handlers.connected?.(peer.identity)
-        } else if (command.name === "PING") {
-          socket.write(Zmtp.pongFor(command.data))
-        }
+      handshakeMillis: this.options.handshakeMillis,
+      ready: (properties) => {
+        peer = { identity: this.identityFor(properties.get("Identity")), connection }
+        this.peers.set(peer.identity.toString("latin1"), peer)
+        this.handlers.connected?.(peer.identity)
       },
       message: (frames) => {
-        if (peer === undefined) return refuse("a message before the handshake ended")
-        frames.unshift(peer.identity)
+        frames.unshift(peer!.identity)
         this.handlers.message(frames)
       },
-      refused: (refusal) => refuse(`ZMTP: ${refusal.reason}: ${refusal.detail}`)
+      refused: (why) => this.handlers.refused?.(why)
     })
-    socket.on("data", (chunk: Buffer) => parser.push(chunk))
     socket.on("close", () => {
-      clearTimeout(timer)
       if (peer === undefined) return
       const key = peer.identity.toString("latin1")
       if (this.peers.get(key) === peer) this.peers.delete(key)
       this.handlers.disconnected?.(peer.identity)
     })
-    socket.write(GREETING)
+    connection.start()
   }
 }
 
@@ -214,7 +188,8 @@ export const listen = (address: string, handlers: Handlers, options?: Options): 
       reject(new Error(`only tcp://host:port and ipc://path are supported, got ${JSON.stringify(address)}`))
       return
     }
-    server.listen(endpoint, listening)
+    // `tcp://*:port`, ZeroMQ's every interface, as libzmq binds it (IPv4).
+    server.listen("host" in endpoint && endpoint.host === "*" ? { ...endpoint, host: "0.0.0.0" } : endpoint, listening)
   })
 
 /**

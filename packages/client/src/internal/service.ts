@@ -19,7 +19,6 @@ import { requestsOf, started, streamed } from "./requestEffects.ts"
 import { REQUEST_ID, tracing } from "./spans.ts"
 import { submitAll } from "./submitAll.ts"
 
-
 /**
  * `Service.blockHashes` for one hashing setting: a client's and a fleet's (whose coordinators
  * share one dialect, so one setting) are this one function.
@@ -80,7 +79,8 @@ export const connect = Effect.fnUntraced(function*(config: ClientConfig.Resolved
 
   // RELEASE_KV: in a span when a tracer is installed; else at once from the caller's fiber, with
   // nothing but its checks. The disaggregated client releases a pin per request through it, and
-  // the span's `Effect.fn` cost 86 µs of its ~300 µs per request (PERFORMANCE.md, "Disaggregation").
+  // going around the `Effect.fn` (and a `matchEffect`) took its CPU per request from 296 to
+  // 210 µs (PERFORMANCE.md, "Disaggregation").
   const releaseNow = (requestId: number, epoch: number | undefined): ClientError | undefined =>
     checkRequestId(requestId) ?? connection.available() ?? connection.releaseKv(requestId, epoch)
   const releaseTraced = Effect.fn("InferenceClient.releaseKvHandoff")(function*(requestId: number, epoch: number | undefined) {
