@@ -1,29 +1,38 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
 import * as fc from "fast-check"
-import * as Chunks from "../src/internal/Chunks.ts"
+import { ChatChunks } from "../src/internal/answer/ChatChoices.ts"
+import type { Chunks } from "../src/internal/answer/Chunks.ts"
+import { CompletionChunks } from "../src/internal/answer/CompletionChoices.ts"
 import type * as Plan from "../src/internal/Plan.ts"
 import * as Sse from "../src/internal/Sse.ts"
+import { words } from "./support/Serve.ts"
 
-// The two endpoints' content chunks (ChatCompletions.ts, Completions.ts).
-const chat: Plan.Format = {
-  chunkObject: "chat.completion.chunk",
-  opening: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
-  delta: (index, content) => ({ index, delta: { content }, logprobs: null, finish_reason: null }),
-  closing: (index) => ({ index, delta: {}, logprobs: null, finish_reason: "stop" })
-}
-const completion: Plan.Format = {
-  chunkObject: "text_completion",
-  opening: undefined,
-  delta: (index, text) => ({ index, text, logprobs: null, finish_reason: null }),
-  closing: (index) => ({ index, text: "", logprobs: null, finish_reason: "length" })
-}
+const tokenizer = Effect.runSync(words)
+
+// The two endpoints' streamed chunks, and their content chunks' choices written out: what every
+// record must be, serialized whole.
+const kinds = {
+  chat: {
+    object: "chat.completion.chunk",
+    make: (meta: Plan.Meta, includeUsage: boolean): Chunks =>
+      new ChatChunks({ _tag: "Chat", tokenizer, logprobs: undefined, reading: undefined }, meta, includeUsage),
+    delta: (index: number, content: string) => ({ index, delta: { content }, logprobs: null, finish_reason: null })
+  },
+  completion: {
+    object: "text_completion",
+    make: (meta: Plan.Meta, includeUsage: boolean): Chunks =>
+      new CompletionChunks({ _tag: "Completion", tokenizer, logprobs: undefined, echo: false }, meta, includeUsage),
+    delta: (index: number, text: string) => ({ index, text, logprobs: null, finish_reason: null })
+  }
+} as const
 
 /** What a record must be: the whole chunk serialized. */
-const whole = (format: Plan.Format, meta: Plan.Meta, includeUsage: boolean, choice: unknown) =>
+const whole = (object: string, meta: Plan.Meta, includeUsage: boolean, choice: unknown) =>
   Sse.recordText(
     includeUsage
-      ? { id: meta.id, object: format.chunkObject, created: meta.created, model: meta.model, choices: [choice], usage: null }
-      : { id: meta.id, object: format.chunkObject, created: meta.created, model: meta.model, choices: [choice] }
+      ? { id: meta.id, object, created: meta.created, model: meta.model, choices: [choice], usage: null }
+      : { id: meta.id, object, created: meta.created, model: meta.model, choices: [choice] }
   )
 
 // Any UTF-16 (lone surrogates, control characters, quotes, backslashes), and the stand-in text
@@ -39,14 +48,14 @@ describe("Chunks", () => {
   it("a content record is the whole chunk serialized, for any text, model, index and usage setting", () => {
     fc.assert(
       fc.property(
-        fc.constantFrom(chat, completion),
+        fc.constantFrom(kinds.chat, kinds.completion),
         meta,
         fc.boolean(),
         fc.array(fc.tuple(fc.nat({ max: 3 }), text), { minLength: 1, maxLength: 8 }),
-        (format, meta, includeUsage, deltas) => {
-          const chunks = Chunks.make(format, meta, includeUsage)
+        (kind, meta, includeUsage, deltas) => {
+          const chunks = kind.make(meta, includeUsage)
           for (const [index, content] of deltas) {
-            expect(chunks.delta(index, content)).toBe(whole(format, meta, includeUsage, format.delta(index, content)))
+            expect(chunks.delta(index, content)).toBe(whole(kind.object, meta, includeUsage, kind.delta(index, content)))
           }
         }
       ),
@@ -70,13 +79,20 @@ describe("Chunks", () => {
       promptTopLogprobs: undefined
     }
     const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2, prompt_tokens_details: { cached_tokens: 0 } }
-    const chunks = Chunks.make(chat, meta, true)
-    expect(chunks.opening(0, prompt)).toBe(whole(chat, meta, true, chat.opening!(0, prompt)))
-    expect(chunks.closing(1, finished, prompt)).toBe(whole(chat, meta, true, chat.closing(1, finished, prompt)))
-    expect(chunks.end(usage)).toBe(
-      Sse.recordText({ id: meta.id, object: chat.chunkObject, created: meta.created, model: meta.model, choices: [], usage }) + Sse.doneText
+    const chat = kinds.chat
+    const chunks = chat.make(meta, true)
+    expect(chunks.opening(0, prompt)).toBe(
+      whole(chat.object, meta, true, { index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null })
     )
-    expect(Chunks.make(chat, meta, false).end(usage)).toBe(Sse.doneText)
-    expect(Chunks.make(completion, meta, false).opening(0, prompt)).toBeUndefined()
+    expect(chunks.closing(1, finished, prompt)).toBe(whole(chat.object, meta, true, { index: 1, delta: {}, logprobs: null, finish_reason: "stop" }))
+    expect(chunks.end(usage)).toBe(
+      Sse.recordText({ id: meta.id, object: chat.object, created: meta.created, model: meta.model, choices: [], usage }) + Sse.doneText
+    )
+    expect(chat.make(meta, false).end(usage)).toBe(Sse.doneText)
+    const completion = kinds.completion
+    expect(completion.make(meta, false).opening(0, prompt)).toBeUndefined()
+    expect(completion.make(meta, false).closing(0, { ...finished, finishReason: "length" }, prompt)).toBe(
+      whole(completion.object, meta, false, { index: 0, text: "", logprobs: null, finish_reason: "length" })
+    )
   })
 })

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Result } from "effect"
-import * as ResponsesInput from "../src/internal/responses/ResponsesInput.ts"
+import * as ResponsesInput from "../src/internal/ResponsesInput.ts"
 
 const read = (body: Record<string, unknown>) => ResponsesInput.read({ input: "hi", ...body } as never)
 

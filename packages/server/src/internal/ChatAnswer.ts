@@ -6,7 +6,7 @@
  * (`ToolRequest`), the messages rendered with the chat template (developer messages as
  * system ones when it has no such role, `DeveloperRole`; images loaded and sent as the request's
  * media), the context length checked (`ContextLength`), then the request's one `Plan`, shaped by
- * the endpoint the caller makes from the request's reading of replies, answered by `Respond`.
+ * the answer the caller makes from the request's reading of replies, answered by `Respond`.
  *
  * @since 0.2.0
  */
@@ -24,10 +24,10 @@ import type * as OpenAiSchema from "../OpenAiSchema.ts"
 import * as Plan from "./Plan.ts"
 import * as Respond from "./Respond.ts"
 import * as Sampling from "./Sampling.ts"
-import { badRequest, serverError, type ServerError, ToolChoiceNotMet } from "../ServerError.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
 import * as VllmParams from "./VllmParams.ts"
 import * as ChatImages from "./media/ChatImages.ts"
-import * as AssistantReply from "./tools/AssistantReply.ts"
+import type * as AssistantReply from "./tools/AssistantReply.ts"
 import * as ToolRequest from "./ToolRequest.ts"
 
 /**
@@ -41,7 +41,7 @@ export type ChatFields = Omit<OpenAiSchema.ChatCompletionRequest, "messages">
  * How an endpoint answers a chat (a constant per endpoint: nothing is made per request here): the
  * names its errors give the prompt and the token budget (`messages` and `max_tokens`, or `input`
  * and `max_output_tokens`), its request's messages as the template takes them (the server's image
- * placeholder given), and its endpoint, made from the request, its top log probs per token (when
+ * placeholder given), and its answer (`Plan.Answer`, data), made from the request, its top log probs per token (when
  * asked for) and how its replies are read.
  *
  * @since 0.2.0
@@ -49,12 +49,12 @@ export type ChatFields = Omit<OpenAiSchema.ChatCompletionRequest, "messages">
 export interface Shape<R extends ChatFields> {
   readonly names: (request: R) => ContextLength.Params
   readonly read: (request: R, imagePlaceholder: string | undefined) => Result.Result<ChatMessages.TemplateMessages, ServerError>
-  readonly endpoint: (
+  readonly answer: (
     request: R,
     tokenizer: Tokenizer.Service,
     logprobs: number | undefined,
     reading: AssistantReply.Reading
-  ) => Plan.Endpoint | Plan.WholeEndpoint
+  ) => Plan.Answer
 }
 
 /**
@@ -92,7 +92,7 @@ export const answer = <R extends ChatFields>(
   const { prefill, reading, tools, variables } = tooling.success
   const noDialect = ChatImages.dialectRefusal(images, state.dialect)
   if (noDialect !== undefined) return Effect.fail(noDialect)
-  const endpoint = shape.endpoint(request, tokenizer, logprobs, reading)
+  const answer = shape.answer(request, tokenizer, logprobs, reading)
   const template = text.chatTemplate.success
   // Developer messages as system ones when the template has no such role (`DeveloperRole`).
   if (DeveloperRole.hasDeveloper(messages)) {
@@ -115,7 +115,7 @@ export const answer = <R extends ChatFields>(
           const tokens = ContextLength.tokensToGenerate(state.maxModelLen, [ids.length], maxTokens, () => names)
           if (Result.isFailure(tokens)) return Effect.fail(tokens.failure)
           const prompts = [{ ids, text: "" }]
-          return Respond.respond(handler, Plan.make(sampling, vllm, tokens.success, prompts, multiModalData, endpoint))
+          return Respond.respond(handler, Plan.make(sampling, vllm, tokens.success, prompts, multiModalData, answer))
         }
       })
     if (images.length === 0) return respond(undefined)
@@ -128,21 +128,4 @@ export const answer = <R extends ChatFields>(
       (bytes) => respond({ image: bytes })
     )
   }
-}
-
-/**
- * The error of a reply that does not meet a forced `tool_choice` (`AssistantReply.unmet`), or
- * `undefined`: what both endpoints answer in place of text where a call was asked for.
- *
- * @since 0.2.0
- */
-export const notMet = (
-  reading: AssistantReply.Reading,
-  reply: AssistantReply.Reply,
-  finished: Plan.Finished
-): ServerError | undefined => {
-  const why = AssistantReply.unmet(reading, reply, finished.finishReason)
-  if (why === undefined) return undefined
-  const name = reading.forced?.name
-  return serverError(new ToolChoiceNotMet({ choice: name === undefined ? "\"required\"" : `function ${JSON.stringify(name)}`, why }))
 }

@@ -9,7 +9,6 @@
  *
  * @since 0.1.0
  */
-import type { Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Result from "effect/Result"
@@ -20,11 +19,9 @@ import type { Handler } from "./Handler.ts"
 import * as IgnoredFields from "./IgnoredFields.ts"
 import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { readRequest } from "./Prompts.ts"
-import type * as Plan from "./Plan.ts"
-import * as TopLogprobs from "./TopLogprobs.ts"
 import { badRequest, type ServerError } from "../ServerError.ts"
 import * as ChatMessages from "./ChatMessages.ts"
-import * as AssistantReply from "./tools/AssistantReply.ts"
+import * as ChatChoices from "./answer/ChatChoices.ts"
 
 const decode = OpenAiSchema.decode(OpenAiSchema.ChatCompletionRequest, CommonShape.isChatCompletionRequest)
 
@@ -52,148 +49,14 @@ const unsupported = (request: OpenAiSchema.ChatCompletionRequest): ServerError |
   return undefined
 }
 
-const bytesOf = (token: string): Array<number> => Array.from(Buffer.from(token, "utf8"))
-
-/** OpenAI's chat log probs for a finished choice. */
-const chatLogprobs = (
-  tokenizer: Tokenizer.Service,
-  finished: Pick<Plan.Finished, "tokens" | "logprobs" | "topLogprobs">,
-  top: number
-): { readonly content: ReadonlyArray<OpenAiSchema.ChatLogprob> } => {
-  const content: Array<OpenAiSchema.ChatLogprob> = []
-  const values = finished.logprobs ?? []
-  const tops = finished.topLogprobs ?? []
-  for (let i = 0; i < finished.tokens.length; i++) {
-    const token = tokenizer.decode([finished.tokens[i]!])
-    const logprob = values[i] ?? 0
-    // The token first, then the engine's alternatives, `top` in all (`TopLogprobs`).
-    const alternatives = TopLogprobs.entries(token, logprob, tops[i], top).map(([t, lp]) => ({ token: t, logprob: lp, bytes: bytesOf(t) }))
-    content.push({ token, logprob, bytes: bytesOf(token), top_logprobs: alternatives })
-  }
-  return { content }
-}
-
-/** The endpoint of requests without log probs, one per tokenizer (see {@link endpointOf}). */
-const plainEndpoints = new WeakMap<Tokenizer.Service, Plan.Endpoint>()
-
-/**
- * The endpoint's shapes, made outside `handle`: a streamed response holds its format until the
- * last chunk, and closures made in `handle` would hold everything of `handle` they share a
- * context with (the request, its body and plan). Without log probs, the same for every request
- * (PERFORMANCE.md#endpoint-shapes).
- */
-const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined): Plan.Endpoint => {
-  if (logprobs !== undefined) return makeEndpoint(tokenizer, logprobs)
-  let endpoint = plainEndpoints.get(tokenizer)
-  if (endpoint === undefined) {
-    endpoint = makeEndpoint(tokenizer, undefined)
-    plainEndpoints.set(tokenizer, endpoint)
-  }
-  return endpoint
-}
-
-const makeEndpoint = (tokenizer: Tokenizer.Service, logprobs: number | undefined): Plan.Endpoint => {
-  const logprobsOf = (finished: Plan.Finished) =>
-    logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
-  return {
-    idPrefix: "chatcmpl-",
-    object: "chat.completion",
-    format: {
-      chunkObject: "chat.completion.chunk",
-      opening: (index) => ({ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }),
-      delta: (index, content) => ({ index, delta: { content }, logprobs: null, finish_reason: null }),
-      closing: (index, finished) => ({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: finished.finishReason }),
-      // Per chunk only without top log probs: the engines' partials carry no top tokens.
-      deltaLogprobs: logprobs === 0
-        ? (index, content, tokens, values) => ({
-          index,
-          delta: { content },
-          logprobs: chatLogprobs(tokenizer, { tokens, logprobs: values, topLogprobs: undefined }, 0),
-          finish_reason: null
-        })
-        : undefined
-    },
-    choice: (index, finished) => ({
-      index,
-      message: { role: "assistant", content: finished.text, refusal: null },
-      logprobs: logprobsOf(finished),
-      finish_reason: finished.finishReason
-    })
-  }
-}
-
-/** Reads a finished text as the message and finish reason of a choice. */
-const readFinished = (reading: AssistantReply.Reading, finished: Plan.Finished) => {
-  const reply = AssistantReply.read(reading, finished.text, true)
-  const called = reply.calls.length > 0
-  const message: Record<string, unknown> = {
-    role: "assistant",
-    content: called && reply.content === "" ? null : reply.content,
-    refusal: null
-  }
-  if (reading.reasoning !== undefined) {
-    // Under both names: `reasoning_content` (what vLLM wrote first, and DeepSeek's API) and
-    // `reasoning` (vLLM's current name, `ChatMessage.reasoning` in its protocol).
-    const reasoning = reply.reasoning === "" ? null : reply.reasoning
-    message["reasoning_content"] = reasoning
-    message["reasoning"] = reasoning
-  }
-  if (called) message["tool_calls"] = AssistantReply.toolCalls(reply.calls)
-  return { message, finishReason: called && finished.finishReason === "stop" ? "tool_calls" as const : finished.finishReason }
-}
-
-/**
- * The endpoint of a request whose replies are read (tool calls, reasoning): made per request, as
- * each streamed choice keeps what it read so far. With a forced `tool_choice`, a reply that is
- * not the call is refused, plain or streamed.
- */
-const readingEndpoint = (
-  tokenizer: Tokenizer.Service,
-  logprobs: number | undefined,
-  reading: AssistantReply.Reading
-): Plan.Endpoint => {
-  const plain = endpointOf(tokenizer, logprobs)
-  const logprobsOf = (finished: Plan.Finished) =>
-    logprobs === undefined ? null : chatLogprobs(tokenizer, finished, logprobs)
-  const chunk = (index: number, delta: unknown) => ({ index, delta, logprobs: null, finish_reason: null })
-  const forced = reading.forced !== undefined
-  return {
-    ...plain,
-    format: {
-      ...plain.format,
-      reader: (index) => {
-        const deltas = new AssistantReply.Deltas(reading)
-        return {
-          deltas: (text) => deltas.push(text).map((delta) => chunk(index, delta)),
-          closing: (finished) => {
-            const last: Array<unknown> = deltas.end().map((delta) => chunk(index, delta))
-            const reason = deltas.calledTools && finished.finishReason === "stop" ? "tool_calls" : finished.finishReason
-            last.push({ index, delta: {}, logprobs: logprobsOf(finished), finish_reason: reason })
-            return last
-          },
-          refusal: forced ? (finished) => ChatAnswer.notMet(reading, deltas.final(), finished) : undefined
-        }
-      }
-    },
-    choice: (index, finished) => {
-      const read = readFinished(reading, finished)
-      return { index, message: read.message, logprobs: logprobsOf(finished), finish_reason: read.finishReason }
-    },
-    refusal: forced ? (finished) => ChatAnswer.notMet(reading, AssistantReply.read(reading, finished.text, true), finished) : undefined
-  }
-}
-
-/** How a chat completion answers (`ChatAnswer`): its names, messages and endpoints. */
+/** How a chat completion answers (`ChatAnswer`): its names, messages and answer. */
 const shape: ChatAnswer.Shape<OpenAiSchema.ChatCompletionRequest> = {
   names: (request) => ({
     prompt: "messages",
     maxTokens: request.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens"
   }),
   read: (request, placeholder) => ChatMessages.templateMessages(request.messages, placeholder),
-  endpoint: (_request, tokenizer, logprobs, reading) =>
-    reading.reasoning === undefined && reading.calls === undefined
-      ? endpointOf(tokenizer, logprobs)
-      : readingEndpoint(tokenizer, logprobs, reading)
+  answer: (_request, tokenizer, logprobs, reading) => ChatChoices.answer(tokenizer, logprobs, reading)
 }
 
 /**

@@ -21,7 +21,6 @@ import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { readRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import { respond } from "./Respond.ts"
 import * as Sampling from "./Sampling.ts"
-import * as TopLogprobs from "./TopLogprobs.ts"
 import * as VllmParams from "./VllmParams.ts"
 import { badRequest, type ServerError } from "../ServerError.ts"
 
@@ -53,72 +52,6 @@ const prompts = (
     out.push(prompt.success)
   }
   return Result.succeed(out)
-}
-
-/**
- * OpenAI's completions log probs for `ids`, whose texts start at `offset`: one entry per token in
- * each list; a token without a log prob (the prompt's first, with `echo`) has `null` in both
- * `token_logprobs` and `top_logprobs`, as vLLM writes it. `top` is the engine's alternatives per
- * token, `k` the request's `logprobs`.
- */
-const logprobsOf = (
-  tokenizer: Tokenizer.Service,
-  ids: ReadonlyArray<number>,
-  logprobs: ReadonlyArray<number | null | undefined>,
-  top: ReadonlyArray<Readonly<Record<string, number>> | null | undefined>,
-  k: number,
-  offset: number
-): OpenAiSchema.CompletionLogprobs => {
-  const tokens: Array<string> = []
-  const values: Array<number | null> = []
-  const tops: Array<Record<string, number> | null> = []
-  const offsets: Array<number> = []
-  let at = offset
-  for (let i = 0; i < ids.length; i++) {
-    const token = tokenizer.decode([ids[i]!])
-    const value = logprobs[i]
-    tokens.push(token)
-    values.push(value ?? null)
-    // The token and its top `k` (vLLM's `logprobs + 1`).
-    tops.push(value == null ? null : TopLogprobs.record(token, value, top[i], k + 1))
-    offsets.push(at)
-    at += token.length
-  }
-  return { tokens, token_logprobs: values, top_logprobs: tops, text_offset: offsets }
-}
-
-/** Where the text after `lp`'s tokens starts. */
-const endOf = (lp: OpenAiSchema.CompletionLogprobs, start: number): number => {
-  const last = lp.tokens.length - 1
-  return last < 0 ? start : lp.text_offset[last]! + lp.tokens[last]!.length
-}
-
-/** `list`'s first `length` items, `undefined` past its end: positions stay aligned. */
-const padded = <A>(list: ReadonlyArray<A> | undefined, length: number): Array<A | undefined> =>
-  Array.from({ length }, (_, i) => list?.[i])
-
-/**
- * A choice's log probs, `k` the request's `logprobs`; without echo, its tokens' texts start at
- * `offset` (what went out before).
- */
-const choiceLogprobs = (
-  tokenizer: Tokenizer.Service,
-  finished: Plan.Finished,
-  prompt: Plan.Prompt,
-  echo: boolean,
-  k: number,
-  offset = 0
-): OpenAiSchema.CompletionLogprobs => {
-  const generated = finished.logprobs ?? []
-  const top = finished.topLogprobs ?? []
-  if (!echo) return logprobsOf(tokenizer, finished.tokens, generated, top, k, offset)
-  // The prompt's first token has no log prob (nothing precedes it); the others' are aligned to
-  // their tokens even when the engine sent fewer.
-  const rest = prompt.ids.length - 1
-  const ids = [...prompt.ids, ...finished.tokens]
-  const values = [null, ...padded(finished.promptLogprobs, rest), ...generated]
-  const tops = [null, ...padded(finished.promptTopLogprobs, rest), ...top]
-  return logprobsOf(tokenizer, ids, values, tops, k, 0)
 }
 
 /**
@@ -159,54 +92,6 @@ export const handle = (
     maxTokens: "max_tokens"
   }))
   if (Result.isFailure(tokens)) return Effect.fail(tokens.failure)
-  const endpoint = endpointOf(tokenizer, logprobs, echo)
-  return respond(handler, Plan.make(sampling.success, vllm.success, tokens.success, all, undefined, endpoint))
-}
-
-/**
- * The endpoint's shapes, made outside `handle`, as `ChatCompletions` makes its own: a streamed
- * response holds its format until the last chunk, and closures made in `handle` would hold
- * everything of `handle` they share a context with (the request, its body and plan).
- */
-const endpointOf = (tokenizer: Tokenizer.Service, logprobs: number | undefined, echo: boolean): Plan.Endpoint => {
-  // Streamed per chunk where the engines' partials carry them: not with top log probs (partials
-  // carry no top tokens) nor with echo (the prompt's come with the final reply); then all of
-  // them come with the closing chunk, as before.
-  const perChunk = logprobs === 0 && !echo
-  // Per choice, where the next streamed token's text starts in the completion (`text_offset`).
-  const offsets: Array<number> = []
-  const logprobsFor = (finished: Plan.Finished, prompt: Plan.Prompt, index?: number) =>
-    logprobs === undefined
-      ? null
-      : choiceLogprobs(tokenizer, finished, prompt, echo, logprobs, index === undefined ? 0 : offsets[index] ?? 0)
-  return {
-    idPrefix: "cmpl-",
-    object: "text_completion",
-    format: {
-      chunkObject: "text_completion",
-      opening: echo ? (index, prompt) => ({ index, text: prompt.text, logprobs: null, finish_reason: null }) : undefined,
-      delta: (index, text) => ({ index, text, logprobs: null, finish_reason: null }),
-      closing: (index, finished, prompt) => ({
-        index,
-        text: "",
-        logprobs: logprobsFor(finished, prompt, index),
-        finish_reason: finished.finishReason
-      }),
-      deltaLogprobs: perChunk
-        ? (index, text, tokens, values) => {
-          const start = offsets[index] ?? 0
-          // `logprobs: 0` (`perChunk` is only then): each token's entry is the token alone.
-          const lp = logprobsOf(tokenizer, tokens, values, [], 0, start)
-          offsets[index] = endOf(lp, start)
-          return { index, text, logprobs: lp, finish_reason: null }
-        }
-        : undefined
-    },
-    choice: (index, finished, prompt) => ({
-      index,
-      text: echo ? prompt.text + finished.text : finished.text,
-      logprobs: logprobsFor(finished, prompt),
-      finish_reason: finished.finishReason
-    })
-  }
+  const answer: Plan.CompletionAnswer = { _tag: "Completion", tokenizer, logprobs, echo }
+  return respond(handler, Plan.make(sampling.success, vllm.success, tokens.success, all, undefined, answer))
 }

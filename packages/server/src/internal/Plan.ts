@@ -6,15 +6,16 @@
  * responder (`Respond`) consumes it, as one JSON body or as an event stream. A plan is never
  * changed after it is made.
  *
- * The endpoint's shapes ({@link Endpoint}, {@link Format}, {@link WholeEndpoint}) are part of the
- * plan: how a choice, a chunk and a stream's records look.
+ * How the answer is shaped ({@link Answer}) is part of the plan, as data: `answer/Answers` reads
+ * it where the answer is written.
  *
  * @since 0.2.0
  */
 import type { Media, SamplingParams } from "@mcore-effect/protocol"
-import type { TextGeneration } from "@mcore-effect/text"
-import type { FinishReason, Usage } from "../OpenAiSchema.ts"
-import type { ServerError } from "../ServerError.ts"
+import type { Tokenizer } from "@mcore-effect/text"
+import type { FinishReason } from "../OpenAiSchema.ts"
+import type { ResponsesRequest } from "../ResponsesRequest.ts"
+import type * as AssistantReply from "./tools/AssistantReply.ts"
 import type * as Sampling from "./Sampling.ts"
 import type * as VllmParams from "./VllmParams.ts"
 
@@ -64,122 +65,51 @@ export interface Meta {
 }
 
 /**
- * A streamed choice read as its text comes (see {@link Format.reader}).
- *
- * @since 0.1.0
- */
-export interface ChoiceReader {
-  readonly deltas: (text: string) => ReadonlyArray<unknown>
-  readonly closing: (finished: Finished, prompt: Prompt) => ReadonlyArray<unknown>
-  /**
-   * Why the finished choice cannot be answered (a forced tool call the model did not make): the
-   * stream then ends with that error's record in place of the closing chunks.
-   */
-  readonly refusal?: ((finished: Finished) => ServerError | undefined) | undefined
-}
-
-/**
- * How an endpoint shapes its chunks.
- *
- * @since 0.1.0
- */
-export interface Format {
-  /** `object` of a chunk. */
-  readonly chunkObject: string
-  /** The choice of the chunk that opens choice `index`, if the endpoint sends one. */
-  readonly opening: ((index: number, prompt: Prompt) => unknown) | undefined
-  /** The choice of a chunk carrying `text`. */
-  readonly delta: (index: number, text: string) => unknown
-  /** The choice of the chunk that closes choice `index`. */
-  readonly closing: (index: number, finished: Finished, prompt: Prompt) => unknown
-  /**
-   * When set, a choice's text is read as it comes (tool calls, reasoning): each text gives the
-   * choices of zero or more chunks, in place of `delta`, and the end those of its closing chunks,
-   * in place of `closing`. One per streamed choice.
-   */
-  readonly reader?: ((index: number) => ChoiceReader) | undefined
-  /**
-   * The choice of a chunk carrying `text` and the log probs of the tokens it came from, when the
-   * endpoint streams log probs per chunk (the engines' partials carry them); the closing chunk then
-   * carries only the tokens' not sent before (`Choice.unsent`).
-   */
-  readonly deltaLogprobs?: ((index: number, text: string, tokens: ReadonlyArray<number>, logprobs: ReadonlyArray<number>) => unknown) | undefined
-}
-
-/**
- * How an endpoint shapes its answers: the chunks ({@link Format}), and the choice of a plain
- * response.
- *
- * @since 0.1.0
- */
-export interface Endpoint {
-  /** `cmpl-`, `chatcmpl-`. */
-  readonly idPrefix: string
-  /** `object` of a plain response. */
-  readonly object: string
-  readonly format: Format
-  /** A choice of a plain response. */
-  readonly choice: (index: number, finished: Finished, prompt: Prompt) => unknown
-  /** Why a finished choice cannot be answered (see {@link ChoiceReader.refusal}): the request fails with it. */
-  readonly refusal?: ((finished: Finished) => ServerError | undefined) | undefined
-}
-
-/**
- * The records of one stream, as strings (`Chunks` makes them from a {@link Format};
- * `responses/ResponseEvents` is the Responses API's).
- *
- * @since 0.1.0
- */
-export interface Records {
-  /** The record opening choice `index`, if the endpoint sends one. */
-  readonly opening: (index: number, prompt: Prompt) => string | undefined
-  /** The record carrying `text` for choice `index`. */
-  readonly delta: (index: number, text: string) => string
-  /**
-   * The record carrying a delta's text and its tokens' log probs, when the delta has them and the
-   * endpoint streams them per chunk; `undefined` otherwise (then {@link delta}).
-   */
-  readonly deltaLogprobs: (index: number, part: TextGeneration.TextDelta) => string | undefined
-  /** The record closing choice `index`. */
-  readonly closing: (index: number, finished: Finished, prompt: Prompt) => string
-  /** Why choice `index` cannot be closed (its reader's refusal), if it cannot; asked before {@link closing}. */
-  readonly refusal: (index: number, finished: Finished) => ServerError | undefined
-  /**
-   * The records that end a stream whose choices all closed, given the request's usage: with
-   * `stream_options.include_usage`, a chunk with no choices and the usage; then `data: [DONE]`.
-   */
-  readonly end: (usage: Usage) => string
-  /**
-   * The record of a failure after the headers went out (too late for a status): OpenAI's error
-   * object, what its SDKs raise as an `APIError`. Nothing follows it.
-   */
-  readonly failure: (error: ServerError) => string
-}
-
-/**
- * An endpoint that shapes its answers whole rather than as choices (OpenAI's Responses API): the
- * records of a stream (over the same parts and reader as a chat's), and the body of a plain
- * answer from its finished choices and their usage.
+ * A chat completion's answer (`POST /v1/chat/completions`): its top log probs per token when log
+ * probs are asked for, and how its replies are read (tool calls, reasoning) when they are.
  *
  * @since 0.2.0
  */
-export interface WholeEndpoint {
-  /** `resp_`. */
-  readonly idPrefix: string
-  /** The records of one stream. */
-  readonly records: (meta: Meta) => Records
-  /** The body of a plain answer. */
-  readonly body: (meta: Meta, finished: ReadonlyArray<Finished>, usage: Usage) => unknown
-  /** Why a finished choice cannot be answered (see {@link ChoiceReader.refusal}): the request fails with it. */
-  readonly refusal?: ((finished: Finished) => ServerError | undefined) | undefined
+export interface ChatAnswer {
+  readonly _tag: "Chat"
+  readonly tokenizer: Tokenizer.Service
+  readonly logprobs: number | undefined
+  /** Set when the replies are read (tool calls, reasoning, a forced `tool_choice`). */
+  readonly reading: AssistantReply.Reading | undefined
 }
 
 /**
- * Whether `endpoint` shapes its answers whole.
+ * A completion's answer (`POST /v1/completions`): its `logprobs` and whether it echoes the prompt.
  *
  * @since 0.2.0
  */
-export const isWhole = (endpoint: Endpoint | WholeEndpoint): endpoint is WholeEndpoint => "records" in endpoint
+export interface CompletionAnswer {
+  readonly _tag: "Completion"
+  readonly tokenizer: Tokenizer.Service
+  readonly logprobs: number | undefined
+  readonly echo: boolean
+}
+
+/**
+ * A response's answer (`POST /v1/responses`): the request it echoes, and how its replies are read.
+ *
+ * @since 0.2.0
+ */
+export interface ResponsesAnswer {
+  readonly _tag: "Responses"
+  readonly tokenizer: Tokenizer.Service
+  readonly request: ResponsesRequest
+  readonly reading: AssistantReply.Reading
+}
+
+/**
+ * How a request's answer is shaped, as data: which endpoint's answer, and what of the request it
+ * depends on. `answer/Answers` reads it where the answer is written, as one JSON body or as the
+ * records of a stream; nothing in it is called back.
+ *
+ * @since 0.2.0
+ */
+export type Answer = ChatAnswer | CompletionAnswer | ResponsesAnswer
 
 /**
  * What one request asks, whichever endpoint it came through: its prompts, its choices, what is
@@ -212,7 +142,7 @@ export interface Plan {
   /** Media sent with every choice's request (a chat's images), when there are any. */
   readonly media: Media.MultiModalData | undefined
   /** How the answer is shaped. */
-  readonly endpoint: Endpoint | WholeEndpoint
+  readonly answer: Answer
   /** vLLM's `include_stop_str_in_output`: a plain choice ends with the stop string that ended it. */
   readonly includeStopString: boolean
   /** vLLM's `return_token_ids`: a plain choice carries its `token_ids` and `prompt_token_ids`. */
@@ -222,7 +152,7 @@ export interface Plan {
 /**
  * The plan of a request from its parts, each read and checked before: its sampling fields, its
  * vLLM fields, the tokens each choice may generate (`ContextLength`), its prompts, media and
- * endpoint.
+ * answer.
  *
  * @since 0.2.0
  */
@@ -232,7 +162,7 @@ export const make = (
   maxTokens: number | null,
   prompts: ReadonlyArray<Prompt>,
   media: Media.MultiModalData | undefined,
-  endpoint: Endpoint | WholeEndpoint
+  answer: Answer
 ): Plan => {
   const { logprobs, promptLogprobs, stop } = sampling
   const samplingParams: { -readonly [K in keyof SamplingParams.SamplingParamsInput]: SamplingParams.SamplingParamsInput[K] } = {
@@ -254,7 +184,7 @@ export const make = (
     logprobs,
     promptLogprobs,
     media,
-    endpoint,
+    answer,
     includeStopString: vllm.includeStopString,
     returnTokenIds: vllm.returnTokenIds
   }

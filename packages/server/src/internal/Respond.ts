@@ -1,7 +1,7 @@
 /**
  * The one responder of the generation endpoints: it consumes a request's `Plan` once the request
  * is known to be valid, runs its choices (`n` per prompt, all at once), and answers with one JSON
- * body or with an event stream, shaped by the plan's endpoint.
+ * body or with an event stream, shaped by the plan's answer (`answer/Answers`).
  *
  * Streamed, the records are `StreamedChoices`': the choices' events merged as they come. A failure
  * after the headers went out (the coordinator lost, the deadline) is written as one error record,
@@ -16,11 +16,11 @@ import type * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Scope from "effect/Scope"
 import { randomBytes } from "node:crypto"
 import type { ServerError } from "../ServerError.ts"
+import * as Answers from "./answer/Answers.ts"
 import * as Choice from "./Choice.ts"
-import * as Chunks from "./Chunks.ts"
 import type { Handler, Shared } from "./Handler.ts"
 import * as JsonResponse from "./JsonResponse.ts"
-import { type Endpoint, type Finished, isWhole, type Meta, type Plan, type Prompt } from "./Plan.ts"
+import type { Finished, Meta, Plan, Prompt } from "./Plan.ts"
 import * as RequestId from "./RequestId.ts"
 import type { State } from "./ServerState.ts"
 import * as Sse from "./Sse.ts"
@@ -90,34 +90,18 @@ const admitThen = <A, E, R>(
 /** The choices written to the response as server-sent events, as they come. */
 const streamed = (handler: Handler, plan: Plan) => {
   const { shared, startedAt } = handler
-  const endpoint = plan.endpoint
-  const meta = makeMeta(endpoint.idPrefix, shared.state.config.model, RequestId.of(handler.request))
-  return Sse.write(handler.request, recordsAll(shared, plan, {
-    chunks: isWhole(endpoint) ? endpoint.records(meta) : Chunks.make(endpoint.format, meta, plan.includeUsage),
-    startedAt
-  }))
+  const meta = makeMeta(Answers.idPrefix(plan.answer), shared.state.config.model, RequestId.of(handler.request))
+  return Sse.write(handler.request, recordsAll(shared, plan, { chunks: Answers.records(plan, meta), startedAt }))
 }
 
 /** The choices, all of them finished, as one JSON body. */
 const answered = (shared: Shared, plan: Plan, requestId: string | undefined) => {
-  const { endpoint, n, prompts } = plan
-  const meta = makeMeta(endpoint.idPrefix, shared.state.config.model, requestId)
-  const reply = (finished: Array<Finished>) => {
-    const total = Choice.countedUsage(shared, finished, n)
-    if (isWhole(endpoint)) return JsonResponse.json(endpoint.body(meta, finished, total))
-    return JsonResponse.json({
-      id: meta.id,
-      object: endpoint.object,
-      created: meta.created,
-      model: meta.model,
-      choices: finished.map((choice, index) => choiceOf(plan, endpoint, index, choice, prompts[Math.floor(index / n)]!)),
-      usage: total,
-      system_fingerprint: null
-    })
-  }
-  const refusal = endpoint.refusal
+  const { answer, n, prompts } = plan
+  const meta = makeMeta(Answers.idPrefix(answer), shared.state.config.model, requestId)
+  const reply = (finished: Array<Finished>) =>
+    JsonResponse.json(Answers.body(plan, meta, finished, Choice.countedUsage(shared, finished, n)))
   // One choice (the usual request): one step from its generation to the response.
-  if (refusal === undefined) {
+  if (!Answers.mayRefuse(answer)) {
     return countAbort(shared)(
       prompts.length === 1 && n === 1
         ? Effect.map(Choice.generate(shared, plan, prompts[0]!), (one) => reply([one]))
@@ -126,28 +110,13 @@ const answered = (shared: Shared, plan: Plan, requestId: string | undefined) => 
   }
   return countAbort(shared)(Effect.flatMap(runAll(shared, plan), (finished) => {
     for (const choice of finished) {
-      const refused = refusal(choice)
+      const refused = Answers.refusal(answer, choice)
       if (refused === undefined) continue
       Choice.countedUsage(shared, finished, n)
       return Effect.fail(refused)
     }
     return Effect.succeed(reply(finished))
   }))
-}
-
-/**
- * A choice of a plain answer, as the plan's vLLM fields ask: `include_stop_str_in_output` puts
- * the stop string that ended it back at its end; `return_token_ids` adds its `token_ids` and, as
- * vLLM writes them, `prompt_token_ids` (a completions choice's own prompt's; for a chat, on every
- * choice, its one prompt).
- */
-const choiceOf = (plan: Plan, endpoint: Endpoint, index: number, finished: Finished, prompt: Prompt): unknown => {
-  if (!plan.includeStopString && !plan.returnTokenIds) return endpoint.choice(index, finished, prompt)
-  const shown: Finished = plan.includeStopString && finished.stopString !== undefined
-    ? { ...finished, text: finished.text + finished.stopString }
-    : finished
-  const choice = endpoint.choice(index, shown, prompt) as Record<string, unknown>
-  return plan.returnTokenIds ? { ...choice, prompt_token_ids: prompt.ids, token_ids: finished.tokens } : choice
 }
 
 /** Ids are this process's random prefix and a counter: unique, and no system call per response. */

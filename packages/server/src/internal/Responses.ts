@@ -4,9 +4,9 @@
  * context-length checks as `/v1/chat/completions`). Its fields that change nothing are sifted out
  * and named in `x-ignored-fields` (`IgnoredFields`, as on the other endpoints); the request is
  * read as a chat
- * (`responses/ResponsesInput`: stateful and output-changing fields refused by name), answered as
- * one response object (`responses/ResponseObject`) or as the API's event stream
- * (`responses/ResponseEvents`). Nothing is stored: every response says `store: false`.
+ * (`ResponsesInput`: stateful and output-changing fields refused by name), answered as
+ * one response object (`answer/ResponseObject`) or as the API's event stream
+ * (`answer/ResponseEvents`). Nothing is stored: every response says `store: false`.
  *
  * @since 0.2.0
  */
@@ -21,10 +21,7 @@ import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { readRequest } from "./Prompts.ts"
 import type { Handler } from "./Handler.ts"
 import type { ServerError } from "../ServerError.ts"
-import * as AssistantReply from "./tools/AssistantReply.ts"
-import { ResponseEvents } from "./responses/ResponseEvents.ts"
-import * as ResponseObject from "./responses/ResponseObject.ts"
-import * as ResponsesInput from "./responses/ResponsesInput.ts"
+import * as ResponsesInput from "./ResponsesInput.ts"
 import { ResponsesRequest } from "../ResponsesRequest.ts"
 
 /** The body's decoder: strict, as the other endpoints' (an unknown field is a 400 naming it). */
@@ -54,22 +51,11 @@ const fieldPolicy = IgnoredFields.policy(Object.keys(ResponsesRequest.fields), [
 
 const names = { prompt: "input", maxTokens: "max_output_tokens" } as const
 
-/** How a response answers (`ChatAnswer`): a constant, nothing made per request but its endpoint. */
+/** How a response answers (`ChatAnswer`): a constant, nothing made per request but its answer. */
 const shape: ChatAnswer.Shape<ResponsesInput.Read> = {
   names: () => names,
   read: (request, placeholder) => ChatMessages.templateMessages(request.messages, placeholder),
-  endpoint: (request, tokenizer, _logprobs, reading) => ({
-    idPrefix: "resp_",
-    records: (meta) => new ResponseEvents(meta, request.responses, tokenizer, reading),
-    body: (meta, finished, total) => {
-      const one = finished[0]!
-      const used = ResponseObject.usage(total, ResponseObject.reasoningTokens(tokenizer, reading, one))
-      return ResponseObject.response(meta, request.responses, ResponseObject.statusOf(one), ResponseObject.output(reading, one), used)
-    },
-    refusal: reading.forced === undefined
-      ? undefined
-      : (finished) => ChatAnswer.notMet(reading, AssistantReply.read(reading, finished.text, true), finished)
-  })
+  answer: (request, tokenizer, _logprobs, reading) => ({ _tag: "Responses", tokenizer, request: request.responses, reading })
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * A streamed response's records: each choice's parts shaped as records by the endpoint's `Records`
- * (for chat and completions, `Chunks` of its `Plan.Format`), framed as server-sent events,
+ * (`answer/Answers.records`), framed as server-sent events,
  * pulled by the route's writer (`Sse.write`). Each choice ends with its closing records (a chunk
  * carrying its `finish_reason`), the stream with its end records (`Records.end`: with
  * `stream_options.include_usage` a chunk with no choices and the usage, then `data: [DONE]`). A
@@ -20,7 +20,8 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Choice from "./Choice.ts"
 import type { Shared } from "./Handler.ts"
-import type { Finished, Plan, Prompt, Records } from "./Plan.ts"
+import type { Records } from "./answer/Records.ts"
+import type { Finished, Plan, Prompt } from "./Plan.ts"
 import { Internal, serverError, type ServerError } from "../ServerError.ts"
 
 /**

@@ -15,8 +15,9 @@
  * @since 0.2.0
  */
 import type { Tokenizer } from "@mcore-effect/text"
-import { notMet } from "../ChatAnswer.ts"
-import type { Finished, Meta, Records } from "../Plan.ts"
+import { notMet } from "./ForcedCall.ts"
+import type { Records } from "./Records.ts"
+import type { Finished, Meta } from "../Plan.ts"
 import type { Usage } from "../../OpenAiSchema.ts"
 import { body, type ServerError } from "../../ServerError.ts"
 import * as AssistantReply from "../tools/AssistantReply.ts"

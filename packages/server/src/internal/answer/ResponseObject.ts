@@ -10,7 +10,7 @@
  */
 import type { Tokenizer } from "@mcore-effect/text"
 import { randomBytes } from "node:crypto"
-import type { Finished, Meta, Records } from "../Plan.ts"
+import type { Finished, Meta } from "../Plan.ts"
 import type { Usage } from "../../OpenAiSchema.ts"
 import * as AssistantReply from "../tools/AssistantReply.ts"
 import type { ResponsesRequest } from "../../ResponsesRequest.ts"

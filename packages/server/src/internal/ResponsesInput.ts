@@ -17,11 +17,11 @@
  */
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
-import type { ChatFields } from "../ChatAnswer.ts"
-import type * as OpenAiSchema from "../../OpenAiSchema.ts"
-import { decode } from "../../OpenAiSchema.ts"
-import { badRequest, type ServerError } from "../../ServerError.ts"
-import type * as ToolSchema from "../tools/ToolSchema.ts"
+import type { ChatFields } from "./ChatAnswer.ts"
+import type * as OpenAiSchema from "../OpenAiSchema.ts"
+import { decode } from "../OpenAiSchema.ts"
+import { badRequest, type ServerError } from "../ServerError.ts"
+import type * as ToolSchema from "./tools/ToolSchema.ts"
 import {
   FunctionCallItem,
   FunctionCallOutputItem,
@@ -31,7 +31,7 @@ import {
   ReasoningItem,
   type ResponsesRequest,
   TextPart
-} from "../../ResponsesRequest.ts"
+} from "../ResponsesRequest.ts"
 
 /**
  * A Responses request as a chat: the chat fields `ChatAnswer` reads, its messages (an assistant
