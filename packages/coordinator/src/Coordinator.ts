@@ -210,7 +210,12 @@ export const make: (options: Options) => Effect.Effect<Handle, CoordinatorError,
       try: () => CoordinatorCore.start(options.address, config, 0, binder),
       catch: (cause) => coordinatorError(new BindFailed({ address: options.address, cause }))
     }),
-    (core) => Effect.sync(() => core.close())
+    // Settles once the socket is closed, its connections too.
+    (core) =>
+      Effect.promise(() => {
+        core.close()
+        return core.done
+      })
   )
   const protocol = options.protocol
   const read = (): Snapshot => snapshotOf(core, core.address, config.policy, protocol)

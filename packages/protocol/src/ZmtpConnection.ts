@@ -22,6 +22,17 @@ import type * as Net from "node:net"
 import * as Zmtp from "./Zmtp.ts"
 
 /**
+ * Settles once libuv has released the handles closed before it was called. A socket's or a
+ * server's `close` event comes before that: libuv frees a closed handle in the close phase of
+ * its loop turn, and until then `process.getActiveResourcesInfo()` still lists it (seen: a
+ * router's listener and three connections listed right after their `close` events). The next
+ * turn's timers phase comes after that close phase.
+ *
+ * @since 0.2.0
+ */
+export const released = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0))
+
+/**
  * What a connection is told and tells.
  *
  * @since 0.2.0

@@ -79,6 +79,8 @@ interface Peer {
  */
 export class Router {
   private readonly peers = new Map<string, Peer>()
+  /** Every connection open, its handshake done or not (a close ends them all). */
+  private readonly sockets = new Set<Net.Socket>()
   private nextIdentity = 0x2d
   private closed = false
 
@@ -110,11 +112,15 @@ export class Router {
     return "sent"
   }
 
-  /** Stops listening and closes every connection. */
+  /**
+   * Stops listening and closes every connection, those still in their handshake too; settles
+   * once the listener and every connection are closed (nothing of the router is left in the
+   * process then).
+   */
   close(): Promise<void> {
     this.closed = true
-    for (const peer of this.peers.values()) peer.connection.socket.destroy()
-    return new Promise((resolve) => this.server.close(() => resolve()))
+    for (const socket of this.sockets) socket.destroy()
+    return new Promise<void>((resolve) => this.server.close(() => resolve())).then(ZmtpConnection.released)
   }
 
   private identityFor(asked: Uint8Array | undefined): Buffer {
@@ -133,6 +139,7 @@ export class Router {
       return
     }
     socket.on("error", () => {})
+    this.sockets.add(socket)
     let peer: Peer | undefined
     const connection: ZmtpConnection.Connection = new ZmtpConnection.Connection(socket, {
       asServer: true,
@@ -152,6 +159,7 @@ export class Router {
       refused: (why) => this.handlers.refused?.(why)
     })
     socket.on("close", () => {
+      this.sockets.delete(socket)
       if (peer === undefined) return
       const key = peer.identity.toString("latin1")
       if (this.peers.get(key) === peer) this.peers.delete(key)
@@ -202,8 +210,11 @@ export const listen = (address: string, handlers: Handlers, options?: Options): 
 export interface FrameRouter extends FrameSocket.Readable, FrameSocket.Writable {
   /** The address peers connect to. */
   readonly address: string
-  /** Stops listening and closes every connection; a pending `receive` rejects. */
-  close(): void
+  /**
+   * Stops listening and closes every connection; a pending `receive` rejects. Settles once
+   * nothing of the router is left open.
+   */
+  close(): Promise<void>
 }
 
 /**
@@ -230,7 +241,7 @@ export const listenFrames = async (
     },
     close: () => {
       inbox.close()
-      void router.close()
+      return router.close()
     }
   }
 }

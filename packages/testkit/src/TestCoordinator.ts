@@ -79,6 +79,12 @@ export interface Options {
    * and a restart numbers on from where the last one stopped.
    */
   readonly startupRegistrations?: number | undefined
+  /**
+   * The ROUTER on a real address: `zeromq` (zeromq.js, libzmq underneath; the default) or `zmtp`
+   * (our own over `node:net`, the protocol's `ZmtpRouter`; no CurveZMQ), as the coordinator
+   * package's `transport`.
+   */
+  readonly transport?: "zeromq" | "zmtp" | undefined
 }
 
 /**
@@ -151,6 +157,8 @@ export class TestCoordinator extends Context.Service<TestCoordinator, Handle>()(
 interface Resolved {
   readonly address: string
   readonly network: MemorySocket.Network | undefined
+  /** What binds the address (a ROUTER of zeromq.js, of our own, or on the network). */
+  readonly binder: CoordinatorSocket.Binder
   readonly protocol: Dialect.Name
   readonly config: CoordinatorConfig
 }
@@ -182,14 +190,26 @@ const resolve = (options: Options, log: Log, debug: boolean): Effect.Effect<Reso
     debug
   )
   if (Result.isFailure(config)) return Effect.fail(testkitError(new InvalidOption(config.failure)))
-  return Effect.succeed({ address, network, protocol, config: config.success })
+  const transport = options.transport ?? "zeromq"
+  if (transport !== "zeromq" && transport !== "zmtp") {
+    return Effect.fail(testkitError(new InvalidOption({ option: "transport", why: `expected zeromq or zmtp, got ${JSON.stringify(transport)}` })))
+  }
+  if (transport === "zmtp" && options.curve !== undefined) {
+    return Effect.fail(testkitError(new InvalidOption({ option: "curve", why: "the zmtp transport speaks only ZMTP's NULL mechanism; use the zeromq transport for CurveZMQ" })))
+  }
+  const binder = network !== undefined
+    ? CoordinatorSocket.memory(network)
+    : transport === "zmtp"
+    ? CoordinatorSocket.zmtp((message) => log("Warn", message))
+    : CoordinatorSocket.zeromq(config.success.curve)
+  return Effect.succeed({ address, network, binder, protocol, config: config.success })
 }
 
 /** Binds, retrying briefly while a just-closed socket still holds the port. */
 const bind = (
   address: string,
   config: CoordinatorConfig,
-  network: MemorySocket.Network | undefined,
+  binder: CoordinatorSocket.Binder,
   firstRequestId = 0
 ): Effect.Effect<FaultedCoordinator, TestkitError> =>
   Effect.tryPromise({
@@ -197,12 +217,7 @@ const bind = (
       const deadline = Date.now() + 2_000
       for (;;) {
         try {
-          return await FaultedCoordinator.start(
-            address,
-            config,
-            firstRequestId,
-            network === undefined ? CoordinatorSocket.zeromq(config.curve) : CoordinatorSocket.memory(network)
-          )
+          return await FaultedCoordinator.start(address, config, firstRequestId, binder)
         } catch (error) {
           const inUse = (error as { code?: string } | null)?.code === "EADDRINUSE"
           if (!inUse || Date.now() > deadline) throw error
@@ -252,10 +267,12 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
   const fanOut = () => listeners.forEach((l) => l())
   let unhook = () => {}
   // `fc` is replaced by restart; the release closes whichever one is current.
-  let fc: FaultedCoordinator = yield* Effect.acquireRelease(bind(resolved.address, config, resolved.network), () =>
-    Effect.sync(() => {
+  let fc: FaultedCoordinator = yield* Effect.acquireRelease(bind(resolved.address, config, resolved.binder), () =>
+    Effect.promise(() => {
       unhook()
       fc.core.close()
+      // Settles once the socket is closed, its connections too: nothing of it is left.
+      return fc.core.done
     }))
   unhook = fc.core.onChange(fanOut)
   // Restart binds the address actually bound (the ephemeral port is fixed from here on).
@@ -294,9 +311,10 @@ export const make: (options?: Options) => Effect.Effect<Handle, TestkitError, Sc
     }).pipe(Effect.withSpan("TestCoordinator.crash")),
     restart: Effect.gen(function*() {
       fc.core.close()
+      yield* Effect.promise(() => fc.core.done)
       // Closed, the old core routes nothing more: its next id is final, and the new one starts
       // there, since engines keep running and may still answer the old requests.
-      const next = yield* bind(address, config, resolved.network, config.startupRegistrations > 0 ? 0 : fc.core.nextRequestId)
+      const next = yield* bind(address, config, resolved.binder, config.startupRegistrations > 0 ? 0 : fc.core.nextRequestId)
       unhook()
       fc = next
       restarts++

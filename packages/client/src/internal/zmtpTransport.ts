@@ -153,22 +153,23 @@ class Dealer implements Link {
   close(): Promise<void> {
     this.closed = true
     if (this.reconnectTimer !== undefined) clearTimeout(this.reconnectTimer)
+    if (this.heartbeatTimer !== undefined) clearInterval(this.heartbeatTimer)
+    this.heartbeatTimer = undefined
     this.waiting = []
     const socket = this.connection?.socket
-    if (socket === undefined) return Promise.resolve()
+    if (socket === undefined || socket.closed) return Promise.resolve()
+    // Settles once the socket is closed: nothing of the link is left in the process.
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve())).then(ZmtpConnection.released)
     if (!this.up || socket.writableLength === 0 || this.config.closeTimeoutMillis <= 0) {
       socket.destroy()
-      return Promise.resolve()
+      return closed
     }
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer)
-        socket.destroy()
-        resolve()
-      }
-      const timer = setTimeout(done, this.config.closeTimeoutMillis)
-      socket.end(done)
+    const timer = setTimeout(() => socket.destroy(), this.config.closeTimeoutMillis)
+    socket.end(() => {
+      clearTimeout(timer)
+      socket.destroy()
     })
+    return closed.then(() => clearTimeout(timer))
   }
 }
 

@@ -111,16 +111,21 @@ export class CoordinatorCore {
     return this.peer.onChange(listener)
   }
 
-  /** Closes the socket at once (linger 0): queued messages are lost, the loop ends. */
+  /**
+   * Closes the socket at once (linger 0): queued messages are lost, the loop ends. {@link done}
+   * settles once the socket is closed (for a ROUTER of our own, its listener and connections
+   * too: nothing of it is left in the process).
+   */
   close(): void {
     if (!this.running && this.router.closed) return
     this.running = false
     this.writer.close()
     this.peer.toClients.clear()
     this.undelivered.flush()
-    if (!this.router.closed) this.router.close()
+    const closing = this.router.closed ? undefined : this.router.close()
     this.peer.closed()
-    this.resolveStopped()
+    if (closing instanceof Promise) closing.then(this.resolveStopped, this.resolveStopped)
+    else this.resolveStopped()
     this.peer.notify()
   }
 

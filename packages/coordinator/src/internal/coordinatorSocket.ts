@@ -21,7 +21,8 @@ export const isZ85Key = (key: unknown): boolean =>
  * A bound socket: identity-prefixed messages in and out, its actual address, its connections.
  */
 export interface Bound {
-  readonly socket: FrameSocket.Readable & FrameSocket.Writable & { close(): void }
+  /** `close` settles, when it returns a promise, once nothing of the socket is left open. */
+  readonly socket: FrameSocket.Readable & FrameSocket.Writable & { close(): void | Promise<void> }
   /** The bound address (with the actual port for `tcp://...:0`). */
   readonly address: string
   readonly connections: ConnectionCount
