@@ -177,6 +177,20 @@ export const settings = {
     env: "MCORE_MAX_FRAME_BYTES"
   }),
   /**
+   * The most bytes the link holds unsent (waiting for a connection, or written and not yet
+   * taken by the kernel because the coordinator does not read): a message that would go over it
+   * fails its request with `SendFailed`, and nothing of it is sent; the others go on. Honoured
+   * by `Transport.zmtp`; the zeromq.js transport queues without a bound (libzmq counts
+   * messages, not bytes). Default 1 GiB: a burst of 1,000 requests of 1 MiB each fits.
+   */
+  maxQueuedBytes: Setting.integer({
+    description: "The most bytes the link holds unsent before a send fails (transport zmtp)",
+    default: 1024 * 1024 * 1024,
+    min: 1,
+    unit: "bytes",
+    env: "MCORE_MAX_QUEUED_BYTES"
+  }),
+  /**
    * The most memory a reply or partial may take once decoded, in bytes, as estimated from its
    * msgpack layout before decoding (`MsgpackScan.decodedSize`): over it, the request fails with
    * `ReplyTooLarge`. Default 256 MiB.
@@ -257,6 +271,7 @@ export interface ResolvedOptions {
   readonly requestTimeoutMillis: number | undefined
   readonly maxFrameBytes: number
   readonly maxDecodedBytes: number
+  readonly maxQueuedBytes: number
   readonly curve: CurveOptions | undefined
   readonly closeTimeoutMillis: number
   readonly drainTimeoutMillis: number
@@ -332,6 +347,7 @@ export const resolve = (options: ClientOptions): Result.Result<ResolvedOptions, 
       requestTimeoutMillis: o.requestTimeout === Infinity ? undefined : o.requestTimeout,
       maxFrameBytes: o.maxFrameBytes,
       maxDecodedBytes: o.maxDecodedBytes,
+      maxQueuedBytes: o.maxQueuedBytes,
       curve: o.curve,
       closeTimeoutMillis: o.closeTimeout,
       drainTimeoutMillis: o.drainTimeout
@@ -393,6 +409,7 @@ export const optionProblem = (options: ClientOptions): OptionProblem | undefined
  * | `MCORE_DRAIN_TIMEOUT` | `drainTimeout` |
  * | `MCORE_MAX_FRAME_BYTES` | `maxFrameBytes` (an integer) |
  * | `MCORE_MAX_DECODED_BYTES` | `maxDecodedBytes` (an integer) |
+ * | `MCORE_MAX_QUEUED_BYTES` | `maxQueuedBytes` (an integer) |
  * | `MCORE_CURVE_SERVER_KEY` | `curve.serverKey`; `curve` is set only when this is |
  * | `MCORE_CURVE_PUBLIC_KEY` | `curve.publicKey` |
  * | `MCORE_CURVE_SECRET_KEY` (read as `Redacted`) | `curve.secretKey` |

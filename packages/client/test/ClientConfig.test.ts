@@ -25,6 +25,7 @@ describe("ClientConfig", () => {
       requestTimeoutMillis: undefined,
       maxFrameBytes: 64 * 1024 * 1024,
       maxDecodedBytes: 256 * 1024 * 1024,
+      maxQueuedBytes: 1024 * 1024 * 1024,
       curve: undefined,
       closeTimeoutMillis: 1_000,
       drainTimeoutMillis: 30_000

@@ -5,6 +5,7 @@
  * that does not speak ZMTP, and CurveZMQ refused by name.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { Headers, Msgpack, Zmtp } from "@mcore-effect/protocol"
 import { Generation, TestCluster, TestSupport, Vocabulary } from "@mcore-effect/testkit"
 import { Effect, Fiber, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
@@ -116,6 +117,72 @@ describe("Transport.zmtp", () => {
         })
       )
     }).pipe(Effect.scoped))
+
+  it.live("a coordinator that stops reading: sends over maxQueuedBytes fail alone; what was queued arrives whole once it reads", () =>
+    Effect.gen(function*() {
+      // A ROUTER by hand: the handshake, CONNECT answered, then nothing read until resumed.
+      let received = 0
+      let peer: Net.Socket | undefined
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          new Promise<Net.Server>((resolve) => {
+            const server = Net.createServer((socket) => {
+              peer = socket
+              socket.on("error", () => {})
+              const parser = new Zmtp.Parser({
+                maxFrameBytes: 64 * 1024 * 1024,
+                greeting: () => socket.write(Zmtp.ready({ "Socket-Type": "ROUTER" })),
+                command: () => {},
+                message: () => {
+                  received++
+                  if (received === 1) {
+                    socket.write(Zmtp.message([Msgpack.encode([Headers.values.CONNECT_ACK])]))
+                    socket.pause()
+                  }
+                },
+                refused: (refusal) => socket.destroy(new Error(refusal.detail))
+              })
+              socket.on("data", (chunk: Buffer) => parser.push(chunk))
+              socket.write(Zmtp.greeting(true))
+            })
+            server.listen(0, "127.0.0.1", () => resolve(server))
+          })
+        ),
+        (server) => Effect.sync(() => server.close())
+      )
+      const port = (server.address() as Net.AddressInfo).port
+      const limit = 8 * 1024 * 1024
+      const client = yield* overZmtp(InferenceClient.make({
+        address: `tcp://127.0.0.1:${port}`,
+        protocol: "reference",
+        maxQueuedBytes: limit,
+        closeTimeout: 0
+      }))
+      // 64 prompts of about 1 MB each: 64 MB offered, the link takes about 8 MB and the kernel's buffers.
+      const prompt = new Array<number>(1_000_000).fill(5)
+      const outcomes = yield* Effect.forEach(
+        Array.from({ length: 64 }, () => prompt),
+        (p) => client.submit(p, { num_tokens_to_generate: 1 }).pipe(Effect.flip, Effect.timeoutOption("1 second")),
+        { concurrency: "unbounded" }
+      )
+      const failed = outcomes.flatMap((o) => (o._tag === "Some" ? [o.value] : []))
+      const accepted = outcomes.length - failed.length
+      expect(failed.length).toBeGreaterThanOrEqual(32)
+      expect(accepted).toBeGreaterThanOrEqual(1)
+      for (const error of failed) {
+        expect(error.reason._tag).toBe("SendFailed")
+        expect(String((error.reason as { cause?: unknown }).cause)).toContain("maxQueuedBytes")
+      }
+      // Read again: every accepted request arrives whole (the parser refuses anything cut).
+      peer!.resume()
+      // The CONNECT, then each accepted request and the abort its timeout sent after it: a failed
+      // send was never sent, so it owes no abort.
+      yield* Effect.suspend(() => (received === 1 + 2 * accepted ? Effect.void : Effect.fail("waiting"))).pipe(
+        Effect.retry(Schedule.spaced("20 millis")),
+        bounded
+      )
+      expect(peer!.destroyed).toBe(false)
+    }).pipe(Effect.scoped), { timeout: 30_000 })
 
   it.live("CurveZMQ is refused by name, before anything is opened", () =>
     Effect.gen(function*() {

@@ -129,15 +129,25 @@ export const message = (frames: ReadonlyArray<Uint8Array>): Uint8Array => {
   if (frames.length === 0) return Uint8Array.of(0, 0)
   let total = 0
   for (const frame of frames) total += (frame.length <= 0xff ? 2 : MAX_HEADER) + frame.length
-  const bytes = new Uint8Array(total)
+  // Every byte is written below; a small message comes from Node's pool (no zeroing, no
+  // ArrayBuffer of its own), and the headers are written in place (no array per frame).
+  const bytes = Buffer.allocUnsafe(total)
   let at = 0
   for (let i = 0; i < frames.length; i++) {
     const frame = frames[i]!
-    const head = header(i < frames.length - 1 ? MORE : 0, frame.length)
-    bytes.set(head, at)
-    at += head.length
+    const flags = i < frames.length - 1 ? MORE : 0
+    const length = frame.length
+    if (length <= 0xff) {
+      bytes[at] = flags
+      bytes[at + 1] = length
+      at += 2
+    } else {
+      bytes[at] = flags | LONG
+      bytes.writeBigUInt64BE(BigInt(length), at + 1)
+      at += MAX_HEADER
+    }
     bytes.set(frame, at)
-    at += frame.length
+    at += length
   }
   return bytes
 }

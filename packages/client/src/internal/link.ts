@@ -87,6 +87,8 @@ export interface LinkConfig {
   readonly heartbeatIntervalMillis: number
   readonly heartbeatTimeoutMillis: number
   readonly maxFrameBytes: number
+  /** The most bytes held unsent (see `ClientConfig`'s `maxQueuedBytes`); unbounded when absent. */
+  readonly maxQueuedBytes?: number | undefined
   readonly closeTimeoutMillis: number
   readonly curve?: {
     readonly serverKey: string

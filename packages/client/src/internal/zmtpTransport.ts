@@ -11,6 +11,10 @@
  *   turn, the peer's PINGs answered, bad input refused; then the link is up.
  * - **Queue while down**: messages sent while no connection is up wait, and go out first when one
  *   is (the CONNECT the client sends as the link opens is one), as a ZeroMQ pipe keeps them.
+ * - **A bounded queue**: what waits for a connection and what the socket holds unwritten (a
+ *   coordinator that does not read) together stay within `maxQueuedBytes`; a message that would
+ *   go over fails its request (`sendFailed`, in a later turn, as a zeromq.js send settles), and
+ *   nothing of it is sent. Nothing else is affected: what was queued before goes out.
  * - **Reconnection**: a dropped or refused connection is dialed again after
  *   {@link RECONNECT_MILLIS}, a fresh connection on which the coordinator does not know us yet.
  * - **Heartbeats** as the client's options ask: a PING every `heartbeatInterval`, and a connection
@@ -45,8 +49,9 @@ class Dealer implements Link {
   private connection: ZmtpConnection.Connection | undefined = undefined
   private up = false
   private closed = false
-  /** Messages sent while no connection is up, in order. */
+  /** Messages sent while no connection is up, in order, and their bytes. */
   private waiting: Array<Uint8Array> = []
+  private waitingBytes = 0
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined = undefined
   private heartbeatTimer: ReturnType<typeof setInterval> | undefined = undefined
   private events!: Events
@@ -60,14 +65,27 @@ class Dealer implements Link {
     this.dial()
   }
 
-  send(frames: ReadonlyArray<Uint8Array>): void {
+  send(frames: ReadonlyArray<Uint8Array>, requestId: number | undefined): void {
     if (this.closed) return
     const connection = this.connection
-    if (!this.up || connection === undefined) {
-      this.waiting.push(Zmtp.message(frames))
+    const bytes = Zmtp.message(frames)
+    const up = this.up && connection !== undefined
+    const queued = up ? connection.socket.writableLength : this.waitingBytes
+    const limit = this.config.maxQueuedBytes
+    if (limit !== undefined && queued + bytes.length > limit) {
+      const cause = new Error(
+        `the link holds ${queued} bytes unsent and this message has ${bytes.length} (at most ${limit}: maxQueuedBytes); ` +
+          (up ? "the coordinator is not reading" : "no connection is up")
+      )
+      process.nextTick(() => this.events.sendFailed(requestId, cause))
       return
     }
-    connection.send(frames)
+    if (!up) {
+      this.waiting.push(bytes)
+      this.waitingBytes += bytes.length
+      return
+    }
+    connection.write(bytes)
   }
 
   private dial(): void {
@@ -113,6 +131,7 @@ class Dealer implements Link {
   private connected(connection: ZmtpConnection.Connection): void {
     const waiting = this.waiting
     this.waiting = []
+    this.waitingBytes = 0
     for (const bytes of waiting) connection.write(bytes)
     this.up = true
     this.startHeartbeats(connection)
@@ -156,6 +175,7 @@ class Dealer implements Link {
     if (this.heartbeatTimer !== undefined) clearInterval(this.heartbeatTimer)
     this.heartbeatTimer = undefined
     this.waiting = []
+    this.waitingBytes = 0
     const socket = this.connection?.socket
     if (socket === undefined || socket.closed) return Promise.resolve()
     // Settles once the socket is closed: nothing of the link is left in the process.
