@@ -170,6 +170,18 @@ describe("mcore generate against mcore coordinator", () => {
       expect(stdout).toBe(`${Vocabulary.detokenize(expectedTokens(6))}\n`)
     }), 120_000)
 
+  it.live("--transport zeromq on either side: zeromq.js's ROUTER and DEALER in place of ours, the same answer", () =>
+    Effect.gen(function*() {
+      const { address, protocol } = yield* Mcore.coordinator(["--transport", "zeromq"])
+      for (const transport of ["zeromq", "zmtp"]) {
+        const stdout = yield* Mcore.ok(["generate", "--address", address, "--protocol", protocol, "--transport", transport, "--tokens", "4", prompt])
+        expect(stdout).toBe(`${Vocabulary.detokenize(expectedTokens(4))}\n`)
+      }
+      const refused = yield* Mcore.run(["generate", "--address", address, "--protocol", protocol, "--transport", "nng", prompt])
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toContain("--transport")
+    }), 120_000)
+
   it.live("--json prints the reply map, the flags in its sampling params", () =>
     Effect.gen(function*() {
       const { address, protocol } = yield* Mcore.coordinator()

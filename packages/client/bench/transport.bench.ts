@@ -135,7 +135,7 @@ export const run = async (): Promise<void> => {
     const address = await new Promise<string>((resolve) =>
       child.once("message", (message) => resolve((message as { address: string }).address))
     )
-    const subjects = { zeromq: Transport.layer, zmtp: Transport.layerZmtp } as const
+    const subjects = { zeromq: Transport.layerZeromq, zmtp: Transport.layerZmtp } as const
     const transports = { zeromq: Transport.zeromq, zmtp: Transport.zmtp } as const
     const rounds: Record<keyof typeof subjects, Array<Round>> = { zeromq: [], zmtp: [] }
     for (let r = 0; r < ROUNDS; r++) {

@@ -177,11 +177,19 @@ export const settings = {
     env: "MCORE_MAX_FRAME_BYTES"
   }),
   /**
-   * The most bytes the link holds unsent (waiting for a connection, or written and not yet
-   * taken by the kernel because the coordinator does not read): a message that would go over it
-   * fails its request with `SendFailed`, and nothing of it is sent; the others go on. Honoured
-   * by `Transport.zmtp`; the zeromq.js transport queues without a bound (libzmq counts
-   * messages, not bytes). Default 1 GiB: a burst of 1,000 requests of 1 MiB each fits.
+   * The socket to dial with, over the provided `Transport`: `zmtp` (`Transport.zmtp`) or `zeromq`
+   * (`Transport.zeromq`). Default: the provided one, `Transport.standard` unless another is.
+   */
+  transport: Setting.choice({
+    description: "The socket the client dials with: zmtp (our own DEALER) or zeromq (zeromq.js, for CurveZMQ); default zmtp, zeromq with CurveZMQ",
+    choices: new Map([["zmtp", "zmtp" as const], ["zeromq", "zeromq" as const]]),
+    env: "MCORE_TRANSPORT",
+    flag: "transport"
+  }),
+  /**
+   * The most bytes the link holds unsent (waiting for a connection, or unread by the
+   * coordinator): a message over it fails its request with `SendFailed`, nothing of it sent.
+   * `Transport.zmtp` only (libzmq counts messages, not bytes). Default 1 GiB.
    */
   maxQueuedBytes: Setting.integer({
     description: "The most bytes the link holds unsent before a send fails (transport zmtp)",
@@ -272,6 +280,8 @@ export interface ResolvedOptions {
   readonly maxFrameBytes: number
   readonly maxDecodedBytes: number
   readonly maxQueuedBytes: number
+  /** `undefined`: the provided `Transport`. */
+  readonly transport: "zmtp" | "zeromq" | undefined
   readonly curve: CurveOptions | undefined
   readonly closeTimeoutMillis: number
   readonly drainTimeoutMillis: number
@@ -348,6 +358,7 @@ export const resolve = (options: ClientOptions): Result.Result<ResolvedOptions, 
       maxFrameBytes: o.maxFrameBytes,
       maxDecodedBytes: o.maxDecodedBytes,
       maxQueuedBytes: o.maxQueuedBytes,
+      transport: o.transport,
       curve: o.curve,
       closeTimeoutMillis: o.closeTimeout,
       drainTimeoutMillis: o.drainTimeout
@@ -410,6 +421,7 @@ export const optionProblem = (options: ClientOptions): OptionProblem | undefined
  * | `MCORE_MAX_FRAME_BYTES` | `maxFrameBytes` (an integer) |
  * | `MCORE_MAX_DECODED_BYTES` | `maxDecodedBytes` (an integer) |
  * | `MCORE_MAX_QUEUED_BYTES` | `maxQueuedBytes` (an integer) |
+ * | `MCORE_TRANSPORT` | `transport` (`zmtp` or `zeromq`) |
  * | `MCORE_CURVE_SERVER_KEY` | `curve.serverKey`; `curve` is set only when this is |
  * | `MCORE_CURVE_PUBLIC_KEY` | `curve.publicKey` |
  * | `MCORE_CURVE_SECRET_KEY` (read as `Redacted`) | `curve.secretKey` |

@@ -37,14 +37,37 @@ export const zeromq: Service = ZeroMqTransport.transport
 
 /**
  * A DEALER of our own: ZMTP 3.1 over `node:net` (`tcp://`, and `ipc://` as a Unix socket), with
- * the protocol's codec (`Zmtp`): the handshake, a queue while no connection is up, reconnection,
- * heartbeats, and bad input from the network refused per connection. No CurveZMQ (a client
- * asking for it is refused: use {@link zeromq}). Not the default yet (issue 41).
+ * the protocol's codec (`Zmtp`): the handshake, a queue while no connection is up (bounded by
+ * `maxQueuedBytes`), reconnection, heartbeats, and bad input from the network refused per
+ * connection. No CurveZMQ (a client asking for it is refused: use {@link zeromq}).
  *
  * @since 0.2.0
  * @category transports
  */
 export const zmtp: Service = ZmtpTransport.transport
+
+/**
+ * What a client dials with unless told otherwise: {@link zmtp}, or {@link zeromq} for a client
+ * with `curve` set (only libzmq speaks CurveZMQ). Both take the same addresses.
+ *
+ * @since 0.2.0
+ * @category transports
+ */
+export const standard: Service = {
+  name: "standard",
+  addressProblem: zmtp.addressProblem,
+  open: (config, attach) => (config.curve === undefined ? zmtp : zeromq).open(config, attach)
+}
+
+/**
+ * The transport a client's `transport` option names (`ClientConfig`), if it names one
+ * (`undefined` for any other value, which the option's own check refuses).
+ *
+ * @since 0.2.0
+ * @category transports
+ */
+export const named = (name: string | undefined): Service | undefined =>
+  name === "zmtp" ? zmtp : name === "zeromq" ? zeromq : undefined
 
 /**
  * The in-memory transport over `network`: a client's address names a router bound on it (by the
@@ -56,7 +79,8 @@ export const zmtp: Service = ZmtpTransport.transport
 export const memory = (network: MemorySocket.Network): Service => MemoryTransport.transport(network)
 
 /**
- * The transport the client opens its connection with; {@link zeromq} unless another is provided.
+ * The transport the client opens its connection with; {@link standard} unless another is
+ * provided (a client's `transport` option, when set, names one that takes precedence).
  *
  * @example
  * ```ts
@@ -76,16 +100,24 @@ export const memory = (network: MemorySocket.Network): Service => MemoryTranspor
  * @category services
  */
 export const Transport: Context.Reference<Service> = Context.Reference<Service>("@mcore-effect/client/Transport", {
-  defaultValue: () => zeromq
+  defaultValue: () => standard
 })
 
 /**
- * Provides {@link zeromq} (what a client uses when nothing is provided).
+ * Provides {@link standard} (what a client uses when nothing is provided).
  *
  * @since 0.2.0
  * @category layers
  */
-export const layer: Layer.Layer<never> = Layer.succeed(Transport, zeromq)
+export const layer: Layer.Layer<never> = Layer.succeed(Transport, standard)
+
+/**
+ * Provides {@link zeromq}: zeromq.js, libzmq underneath, for every client, with CurveZMQ or not.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerZeromq: Layer.Layer<never> = Layer.succeed(Transport, zeromq)
 
 /**
  * Provides {@link zmtp}.

@@ -184,6 +184,30 @@ describe("Transport.zmtp", () => {
       expect(peer!.destroyed).toBe(false)
     }).pipe(Effect.scoped), { timeout: 30_000 })
 
+  it.live("the default dials with zmtp (a Node socket of its own), transport: zeromq with zeromq.js; an unknown one is refused by name", () =>
+    Effect.gen(function*() {
+      // libzmq's ROUTER: only the client's own socket, if it has one, is a Node handle.
+      const cluster = yield* TestCluster.make({ engines: 1, coordinator: { transport: "zeromq" } })
+      const sockets = () => process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap").length
+      const before = sockets()
+      const dial = (transport?: "zmtp" | "zeromq") =>
+        Effect.scoped(Effect.gen(function*() {
+          const client = yield* InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, transport })
+          const reply = yield* client.submit(tokens, { num_tokens_to_generate: 2 })
+          expect(reply.generated_tokens).toEqual(Generation.tokens(tokens, 2))
+          return sockets() - before
+        }))
+      expect(yield* dial()).toBe(1)
+      expect(yield* dial("zmtp")).toBe(1)
+      expect(yield* dial("zeromq")).toBe(0)
+      // The option wins over a provided transport.
+      expect(yield* dial("zeromq").pipe(overZmtp)).toBe(0)
+      const unknown = yield* Effect.flip(
+        InferenceClient.make({ address: cluster.address, protocol: cluster.protocol, transport: "nng" })
+      )
+      expect(unknown.reason).toMatchObject({ _tag: "InvalidArgument", name: "transport" })
+    }).pipe(Effect.scoped, withRegistry))
+
   it.live("CurveZMQ is refused by name, before anything is opened", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(overZmtp(InferenceClient.make({

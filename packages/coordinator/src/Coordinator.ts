@@ -90,9 +90,9 @@ export interface Options {
   /** Serve on this in-memory network (`MemorySocket`) instead of a ZeroMQ ROUTER. */
   readonly network?: MemorySocket.Network | undefined
   /**
-   * The ROUTER on a real address: `zeromq` (zeromq.js, libzmq underneath; the default) or
-   * `zmtp` (our own over `node:net`, the protocol's `ZmtpRouter`; no CurveZMQ). Not yet the
-   * default (issue 41).
+   * The ROUTER on a real address: `zmtp` (our own over `node:net`, the protocol's `ZmtpRouter`;
+   * no CurveZMQ) or `zeromq` (zeromq.js, libzmq underneath). Default `zmtp`, and `zeromq` when
+   * `curve` is set (only libzmq speaks CurveZMQ).
    */
   readonly transport?: "zeromq" | "zmtp" | undefined
 }
@@ -202,7 +202,7 @@ export const make: (options: Options) => Effect.Effect<Handle, CoordinatorError,
   const config = yield* configWithDefaults(options, log, debug)
   const binder = options.network !== undefined
     ? CoordinatorSocket.memory(options.network)
-    : options.transport === "zmtp"
+    : (options.transport ?? (options.curve === undefined ? "zmtp" : "zeromq")) === "zmtp"
     ? CoordinatorSocket.zmtp((message) => log("Warn", message))
     : CoordinatorSocket.zeromq(config.curve)
   const core = yield* Effect.acquireRelease(

@@ -80,9 +80,9 @@ export interface Options {
    */
   readonly startupRegistrations?: number | undefined
   /**
-   * The ROUTER on a real address: `zeromq` (zeromq.js, libzmq underneath; the default) or `zmtp`
-   * (our own over `node:net`, the protocol's `ZmtpRouter`; no CurveZMQ), as the coordinator
-   * package's `transport`.
+   * The ROUTER on a real address: `zmtp` (our own over `node:net`, the protocol's `ZmtpRouter`;
+   * no CurveZMQ) or `zeromq` (zeromq.js, libzmq underneath), as the coordinator package's
+   * `transport`. Default `zmtp`, and `zeromq` when `curve` is set.
    */
   readonly transport?: "zeromq" | "zmtp" | undefined
 }
@@ -190,7 +190,7 @@ const resolve = (options: Options, log: Log, debug: boolean): Effect.Effect<Reso
     debug
   )
   if (Result.isFailure(config)) return Effect.fail(testkitError(new InvalidOption(config.failure)))
-  const transport = options.transport ?? "zeromq"
+  const transport = options.transport ?? (options.curve === undefined ? "zmtp" : "zeromq")
   if (transport !== "zeromq" && transport !== "zmtp") {
     return Effect.fail(testkitError(new InvalidOption({ option: "transport", why: `expected zeromq or zmtp, got ${JSON.stringify(transport)}` })))
   }

@@ -59,6 +59,10 @@ const flags = {
     Flag.withDefault("load_balanced" as const),
     Flag.withDescription("Routing policy (default load_balanced)")
   ),
+  transport: Flag.Literals("transport", ["zmtp", "zeromq"] as const).pipe(
+    Flag.withDefault("zmtp" as const),
+    Flag.withDescription("The ROUTER: zmtp (our own, over node:net; the default) or zeromq (zeromq.js, libzmq underneath)")
+  ),
   stepMs: integer("step-ms", 0).pipe(
     Flag.withDefault(10),
     Flag.withDescription("Milliseconds between engine steps, one token per request per step (default 10)")
@@ -189,6 +193,7 @@ export const command = Command.make(
     maxRequests,
     alpha,
     prefixTableCapacity,
+    transport,
     addressFile
   }) {
     if (Option.isSome(externalEngines) && Option.isSome(asked)) {
@@ -240,7 +245,8 @@ export const command = Command.make(
         blockSizeTokens: blockSize,
         maxRequests: Option.getOrUndefined(maxRequests),
         alpha: Option.getOrUndefined(alpha),
-        prefixTableCapacity: Option.getOrUndefined(prefixTableCapacity)
+        prefixTableCapacity: Option.getOrUndefined(prefixTableCapacity),
+        transport
       })
       started = true
       yield* Output.line(coordinator.address)
@@ -252,7 +258,7 @@ export const command = Command.make(
     const cluster: TestCluster.Handle = yield* TestCluster.make({
       engines,
       protocol,
-      coordinator: { address: listen, policy, blockSizeTokens: blockSize },
+      coordinator: { address: listen, policy, blockSizeTokens: blockSize, transport },
       engine: { stepMs, blockSizeTokens: blockSize }
     })
     started = true

@@ -54,6 +54,7 @@ export interface Options {
   readonly maxRequests: number | undefined
   readonly alpha: number | undefined
   readonly prefixTableCapacity: number | undefined
+  readonly transport: "zmtp" | "zeromq"
 }
 
 /**
@@ -76,7 +77,8 @@ export const start: (
     blockSizeTokens: options.blockSizeTokens,
     maxRequests: options.maxRequests,
     alpha: options.alpha,
-    prefixTableCapacity: options.prefixTableCapacity
+    prefixTableCapacity: options.prefixTableCapacity,
+    transport: options.transport
   })
 })
 

@@ -50,7 +50,7 @@ import type { Link } from "./link.ts"
 import * as Listener from "./listener.ts"
 import { type BatchSink, type Entry, PendingRequests, type Single, singles } from "./pendingRequests.ts"
 import { ConnectionState } from "./connectionState.ts"
-import { Transport } from "../Transport.ts"
+import { named, Transport } from "../Transport.ts"
 import { Unanswered } from "./unanswered.ts"
 import { millisOf } from "./arguments.ts"
 
@@ -350,7 +350,8 @@ export const make = Effect.fnUntraced(function*(
   warn: (message: string) => void,
   watcher?: Watcher | undefined
 ) {
-  const transport = yield* Transport
+  // The option's transport, when it names one, over the provided one.
+  const transport = named(config.transport) ?? (yield* Transport)
   // What the transport saw before the first CONNECT_ACK, for a ConnectTimeout to say.
   let seen: ConnectSeen = "nothing"
   const firstAck = Deferred.makeUnsafe<void, ClientError>()

@@ -11,7 +11,7 @@ import * as ClientConfig from "../ClientConfig.ts"
 import { type ClientError, clientError, InvalidAddress, InvalidArgument, InvalidRequest } from "../ClientError.ts"
 import { Recorder } from "../ClientMetrics.ts"
 import type { Service } from "../ClientService.ts"
-import { Transport } from "../Transport.ts"
+import { named, Transport } from "../Transport.ts"
 import { checkRequestId, invalidArgument } from "./arguments.ts"
 import * as Connection from "./connection.ts"
 import * as ControlSignals from "./controlSignals.ts"
@@ -32,7 +32,7 @@ export const blockHashesOf = (hashing: PrefixHashing.HashingConfig): Service["bl
 
 /** The client of `InferenceClient.make`: nothing is opened for an address or options it refuses. */
 export const makeClientService = Effect.fnUntraced(function*(options: ClientConfig.ClientOptions) {
-  const badAddress = (yield* Transport).addressProblem(options.address)
+  const badAddress = (named(options.transport) ?? (yield* Transport)).addressProblem(options.address)
   if (badAddress !== undefined) {
     return yield* Effect.fail(clientError(new InvalidAddress({ address: options.address, why: badAddress })))
   }

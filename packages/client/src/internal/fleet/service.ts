@@ -15,7 +15,7 @@ import * as Stream from "effect/Stream"
 import { type ClientError, clientError, CoordinatorLost } from "../../ClientError.ts"
 import type { BatchReply, BatchRequest, BatchSettled, Service, SubmitAllOptions } from "../../ClientService.ts"
 import type * as FleetConfig from "../../FleetConfig.ts"
-import { Transport } from "../../Transport.ts"
+import { named, Transport } from "../../Transport.ts"
 import { Control, firstFailure, type ControlResult, type Signal } from "./control.ts"
 import { FleetIds, placed, placedStream, type Placement } from "./failover.ts"
 import { blockHashesOf } from "../service.ts"
@@ -38,7 +38,7 @@ export interface FleetHandle {
 /** The fleet over `options`, owned by the current scope (see `Fleet.make`). */
 export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetOptions) {
   // Every option resolved once; nothing is opened for options or an address the fleet refuses.
-  const resolved = resolveFleet(options, (yield* Transport).addressProblem)
+  const resolved = resolveFleet(options, (named(options.transport) ?? (yield* Transport)).addressProblem)
   if (Result.isFailure(resolved)) return yield* Effect.fail(resolved.failure)
   const fleet = resolved.success
   const config = fleet.client
