@@ -112,8 +112,10 @@ start_coordinator() {
   if [ "$COORD" = ours ]; then
     # The project's coordinator first; REF's engines dial it once its address is known.
     [ -d "$WORK/codepoints" ] || node "$HERE/codepoint_tokenizer.mjs" "$WORK/codepoints"
+    # OURS_ARGS: more flags for it (e.g. `--transport zeromq`), split on spaces.
+    # shellcheck disable=SC2086
     node "$ROOT/packages/cli/dist/main.js" coordinator --protocol "$PROTOCOL" --external-engines 2 --block-size 16 \
-      --tokenizer "$WORK/codepoints" >"$WORK/$name.ours.out" 2>"$WORK/$name.ours.err" &
+      --tokenizer "$WORK/codepoints" ${OURS_ARGS:-} >"$WORK/$name.ours.out" 2>"$WORK/$name.ours.err" &
     OPID=$!
     PIDS+=("$OPID")
     for _ in $(seq 1 150); do
