@@ -125,30 +125,55 @@ const header = (flags: number, length: number): Uint8Array => {
  * @since 0.2.0
  */
 export const message = (frames: ReadonlyArray<Uint8Array>): Uint8Array => {
-  if (frames.length === 0) return Uint8Array.of(0, 0)
+  // Every byte is written; a small message comes from Node's pool (no zeroing, no ArrayBuffer
+  // of its own).
+  const bytes = Buffer.allocUnsafe(messageSize(frames))
+  writeMessage(frames, bytes, 0)
+  return bytes
+}
+
+/**
+ * The bytes {@link message} makes of `frames`.
+ *
+ * @since 0.2.0
+ */
+export const messageSize = (frames: ReadonlyArray<Uint8Array>): number => {
+  if (frames.length === 0) return 2
   let total = 0
   for (const frame of frames) total += (frame.length <= 0xff ? 2 : MAX_HEADER) + frame.length
-  // Every byte is written below; a small message comes from Node's pool (no zeroing, no
-  // ArrayBuffer of its own), and the headers are written in place (no array per frame).
-  const bytes = Buffer.allocUnsafe(total)
-  let at = 0
+  return total
+}
+
+/**
+ * Writes {@link message}'s bytes of `frames` into `target` at `at` (which has
+ * {@link messageSize} bytes there), the headers in place (no array per frame); returns where
+ * they end.
+ *
+ * @since 0.2.0
+ */
+export const writeMessage = (frames: ReadonlyArray<Uint8Array>, target: Buffer, at: number): number => {
+  if (frames.length === 0) {
+    target[at] = 0
+    target[at + 1] = 0
+    return at + 2
+  }
   for (let i = 0; i < frames.length; i++) {
     const frame = frames[i]!
     const flags = i < frames.length - 1 ? MORE : 0
     const length = frame.length
     if (length <= 0xff) {
-      bytes[at] = flags
-      bytes[at + 1] = length
+      target[at] = flags
+      target[at + 1] = length
       at += 2
     } else {
-      bytes[at] = flags | LONG
-      bytes.writeBigUInt64BE(BigInt(length), at + 1)
+      target[at] = flags | LONG
+      target.writeBigUInt64BE(BigInt(length), at + 1)
       at += MAX_HEADER
     }
-    bytes.set(frame, at)
+    target.set(frame, at)
     at += length
   }
-  return bytes
+  return at
 }
 
 /**

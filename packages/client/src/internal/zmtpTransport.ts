@@ -68,24 +68,25 @@ class Dealer implements Link {
   send(frames: ReadonlyArray<Uint8Array>, requestId: number | undefined): void {
     if (this.closed) return
     const connection = this.connection
-    const bytes = Zmtp.message(frames)
+    const size = Zmtp.messageSize(frames)
     const up = this.up && connection !== undefined
-    const queued = up ? connection.socket.writableLength : this.waitingBytes
+    const queued = up ? connection.unsent : this.waitingBytes
     const limit = this.config.maxQueuedBytes
-    if (limit !== undefined && queued + bytes.length > limit) {
+    if (limit !== undefined && queued + size > limit) {
       const cause = new Error(
-        `the link holds ${queued} bytes unsent and this message has ${bytes.length} (at most ${limit}: maxQueuedBytes); ` +
+        `the link holds ${queued} bytes unsent and this message has ${size} (at most ${limit}: maxQueuedBytes); ` +
           (up ? "the coordinator is not reading" : "no connection is up")
       )
       process.nextTick(() => this.events.sendFailed(requestId, cause))
       return
     }
     if (!up) {
-      this.waiting.push(bytes)
-      this.waitingBytes += bytes.length
+      this.waiting.push(Zmtp.message(frames))
+      this.waitingBytes += size
       return
     }
-    connection.write(bytes)
+    // Encoded straight into the connection's write of this turn.
+    connection.send(frames)
   }
 
   private dial(): void {
@@ -176,8 +177,11 @@ class Dealer implements Link {
     this.heartbeatTimer = undefined
     this.waiting = []
     this.waitingBytes = 0
-    const socket = this.connection?.socket
-    if (socket === undefined || socket.closed) return Promise.resolve()
+    const connection = this.connection
+    const socket = connection?.socket
+    if (connection === undefined || socket === undefined || socket.closed) return Promise.resolve()
+    // What this turn wrote goes to the socket first, to be flushed with the rest.
+    connection.flush()
     // Settles once the socket is closed: nothing of the link is left in the process.
     const closed = new Promise<void>((resolve) => socket.once("close", () => resolve())).then(ZmtpConnection.released)
     if (!this.up || socket.writableLength === 0 || this.config.closeTimeoutMillis <= 0) {
