@@ -39,6 +39,15 @@ const HINT_LIMIT = 1024 * 1024
 export const released = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0))
 
 /**
+ * Why a connection was closed for bad input: the codec's refusals (`Zmtp.RefusalReason`), a peer
+ * of a socket type ours may not talk to, a message before the handshake ended, or a handshake
+ * that did not end in time.
+ *
+ * @since 0.2.0
+ */
+export type RefusalReason = Zmtp.RefusalReason | "peer-type" | "early-message" | "handshake-timeout"
+
+/**
  * What a connection is told and tells.
  *
  * @since 0.2.0
@@ -61,7 +70,7 @@ export interface Options {
   /** A message from the peer (only once ready). */
   readonly message: (frames: Array<Buffer>) => void
   /** The connection is closed for bad input (said once). */
-  readonly refused: (why: string) => void
+  readonly refused: (why: string, reason: RefusalReason) => void
 }
 
 /**
@@ -99,7 +108,7 @@ export class Connection {
           const properties = Zmtp.readyProperties(command.data)
           const type = Zmtp.socketTypeOf(command.data)
           if (properties === undefined || type === undefined || !options.peers.has(type)) {
-            return this.refuse(`a ${type ?? "socket without a type"} cannot talk to a ${options.socketType}`)
+            return this.refuse("peer-type", `a ${type ?? "socket without a type"} cannot talk to a ${options.socketType}`)
           }
           this.isReady = true
           if (this.handshakeTimer !== undefined) clearTimeout(this.handshakeTimer)
@@ -110,10 +119,10 @@ export class Connection {
         }
       },
       message: (frames) => {
-        if (!this.isReady) return this.refuse("a message before the handshake ended")
+        if (!this.isReady) return this.refuse("early-message", "a message before the handshake ended")
         options.message(frames)
       },
-      refused: (refusal) => this.refuse(`ZMTP: ${refusal.reason}: ${refusal.detail}`)
+      refused: (refusal) => this.refuse(refusal.reason, `ZMTP: ${refusal.reason}: ${refusal.detail}`)
     })
     socket.setNoDelay(true)
     socket.on("data", (chunk: Buffer) => {
@@ -129,7 +138,7 @@ export class Connection {
   /** Sends our greeting and starts the handshake's clock. */
   start(): void {
     this.socket.write(Zmtp.greeting(this.options.asServer))
-    this.handshakeTimer = setTimeout(() => this.refuse("the handshake did not end in time"), this.options.handshakeMillis)
+    this.handshakeTimer = setTimeout(() => this.refuse("handshake-timeout", "the handshake did not end in time"), this.options.handshakeMillis)
   }
 
   /** Whether the handshake ended. */
@@ -186,8 +195,8 @@ export class Connection {
     if (!this.socket.destroyed) this.socket.write(bytes)
   }
 
-  private refuse(why: string): void {
-    this.options.refused(why)
+  private refuse(reason: RefusalReason, why: string): void {
+    this.options.refused(why, reason)
     this.socket.destroy()
   }
 }

@@ -49,7 +49,7 @@ export interface Handlers {
   /** A connected peer went away. */
   readonly disconnected?: ((identity: Buffer) => void) | undefined
   /** A connection was closed for bad input (said once per connection). */
-  readonly refused?: ((why: string) => void) | undefined
+  readonly refused?: ((why: string, reason: ZmtpConnection.RefusalReason) => void) | undefined
 }
 
 /**
@@ -94,6 +94,9 @@ export class Router {
   ) {
     server.on("connection", (socket) => this.accept(socket))
   }
+
+  /** Connections closed for bad input, by reason, since the router started. */
+  readonly refusals: Partial<Record<ZmtpConnection.RefusalReason, number>> = {}
 
   /** The peers connected now. */
   get size(): number {
@@ -156,7 +159,10 @@ export class Router {
         frames.unshift(peer!.identity)
         this.handlers.message(frames)
       },
-      refused: (why) => this.handlers.refused?.(why)
+      refused: (why, reason) => {
+        this.refusals[reason] = (this.refusals[reason] ?? 0) + 1
+        this.handlers.refused?.(why, reason)
+      }
     })
     socket.on("close", () => {
       this.sockets.delete(socket)

@@ -22,8 +22,20 @@ export class ConnectionCount {
   up = 0
   /** Accepted connections still in their handshake. */
   private handshaking = 0
-  /** Called after each change of {@link up}. */
+  /**
+   * Connections closed for bad input, by reason (our ROUTER's, `ZmtpConnection.RefusalReason`:
+   * `signature`, `version`, `mechanism`, `frame-too-large`, `handshake-timeout`, ...). zeromq.js's
+   * ROUTER reports none: libzmq closes such connections by itself.
+   */
+  readonly refusals: Partial<Record<string, number>> = {}
+  /** Called after each change of {@link up} or {@link refusals}. */
   onChange: () => void = () => {}
+
+  /** A connection was closed for bad input. */
+  refused(reason: string): void {
+    this.refusals[reason] = (this.refusals[reason] ?? 0) + 1
+    this.onChange()
+  }
 
   /** A connection was accepted (its handshake follows). */
   accepted(): void {

@@ -62,6 +62,11 @@ export class CoordinatorCore {
   /** Connections up, as the socket reports them (counted since before it bound). */
   private readonly connections: ConnectionCount
 
+  /** Connections closed for bad input, by reason (see `ConnectionCount.refusals`). */
+  get connectionsRefused(): Readonly<Partial<Record<string, number>>> {
+    return this.connections.refusals
+  }
+
   private constructor(
     bound: CoordinatorSocket.Bound,
     readonly config: CoordinatorConfig,

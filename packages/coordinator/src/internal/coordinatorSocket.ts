@@ -84,7 +84,10 @@ export const zmtp = (warn: (message: string) => void): Binder => async (address)
       connections.handshake()
     },
     disconnected: () => connections.disconnected(),
-    refused: (why) => warn(`a connection was closed: ${why}`)
+    refused: (why, reason) => {
+      connections.refused(reason)
+      warn(`a connection was closed: ${why}`)
+    }
   })
   return { socket, address: socket.address, connections }
 }

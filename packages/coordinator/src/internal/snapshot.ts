@@ -53,6 +53,14 @@ export interface CoreSnapshot {
   readonly rejected: ReadonlyArray<Rejection>
   /** The next coordinator-side request id: how many submissions were routed. */
   readonly nextRequestId: number
+  /**
+   * Connections closed for bad input, by reason: not ZMTP (`signature`), ZMTP 2.x (`version`),
+   * another mechanism, a frame over the limit, a malformed command, a peer of the wrong socket
+   * type (`peer-type`), a message before the handshake ended (`early-message`), a handshake that
+   * did not end in time (`handshake-timeout`). Our ROUTER's only (the default transport); each is
+   * also logged once.
+   */
+  readonly connectionsRefused: Readonly<Partial<Record<string, number>>>
 }
 
 /** Reads `core`'s state now (`address` as bound, `policy` and `protocol` as configured). */
@@ -76,5 +84,6 @@ export const snapshotOf = (
   prefixTable: core.prefixTableSize,
   counters: { ...core.counters },
   rejected: core.rejections.toArray(),
-  nextRequestId: core.nextRequestId
+  nextRequestId: core.nextRequestId,
+  connectionsRefused: { ...core.connectionsRefused }
 })
