@@ -209,7 +209,9 @@ export const listen = (address: string, handlers: Handlers, options?: Options): 
 /**
  * A router as a socket `FrameSocket` drives (as a zeromq.js ROUTER is one): `receive()` the next
  * `[identity, ...frames]`, `send` that fails with `EHOSTUNREACH` for an identity no connected
- * peer holds (the ZeroMQ ROUTER's `mandatory`), `close`.
+ * peer holds (the ZeroMQ ROUTER's `mandatory`), `close`. Unlike libzmq's, it also says when a
+ * connected peer's connection closed: `receive()` gives `[identity]` alone (no frames: no ZMTP
+ * message is that), after everything that peer sent.
  *
  * @since 0.2.0
  */
@@ -234,7 +236,14 @@ export const listenFrames = async (
   options?: Options
 ): Promise<FrameRouter> => {
   const inbox = new Inbox()
-  const router = await listen(address, { ...handlers, message: (frames) => inbox.push(frames) }, options)
+  const router = await listen(address, {
+    ...handlers,
+    message: (frames) => inbox.push(frames),
+    disconnected: (identity) => {
+      handlers.disconnected?.(identity)
+      inbox.push([identity])
+    }
+  }, options)
   return {
     address: router.address,
     get closed() {

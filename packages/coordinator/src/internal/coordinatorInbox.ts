@@ -47,6 +47,15 @@ export class CoordinatorInbox {
   handle(frames: Array<Buffer>): void {
     const s = this.s
     const identity = frames[0]!
+    // `[identity]` alone: our ROUTER says the peer's connection closed, after all it sent (no
+    // ZMTP message is that). An engine's goes from the pool at once, and what it held in flight
+    // is answered FAILED, as when a send to it fails; libzmq's ROUTER never says whose
+    // connection went, so there the next send to it tells.
+    if (frames.length === 1) {
+      const key = identityKey(identity)
+      if (s.pool.has(key)) s.pool.remove(key, "its connection closed")
+      return
+    }
     const message = frames.slice(1)
     // Megatron's start-up (`coordinator.py:176-179`): the first `data_parallel_size` messages
     // register their senders as engines, whatever they hold: a client's early CONNECT included.

@@ -1,7 +1,8 @@
 /**
- * An engine that left (unreachable when the coordinator sent to it, or its DISCONNECT): what it
- * held in flight can no longer be answered by it. Megatron-LM's coordinator leaves those requests
- * hanging; this one answers each to its client as FAILED (`failedReply.ts`: a `FAIL` event
+ * An engine that left (unreachable when the coordinator sent to it, its connection closed on our
+ * own ROUTER, or its DISCONNECT): what it held in flight can no longer be answered by it.
+ * Megatron-LM's coordinator leaves those requests hanging; this one answers each to its client
+ * as FAILED (`failedReply.ts`: a `FAIL` event
  * saying which engine was lost and why). A request is never sent again elsewhere: it may
  * have run, and a second run could answer twice. (A submission whose send failed never reached
  * the engine and is routed to another instead: `requestDispatch.ts`.)
