@@ -4,11 +4,11 @@
  * reports its connection coming and going. The connection above it (`Connection`: registry,
  * state, handshake, deadlines, the drain on close) is the same whatever the transport.
  *
- * Three transports: {@link zeromq}, a zeromq.js DEALER (the default: a client built with no
- * transport provided uses it, as it always has); {@link zmtp}, a DEALER of our own over
- * `node:net` (ZMTP 3.1, not the default yet); and {@link memory}, an in-memory dealer on a
- * `MemorySocket.Network` whose other side the testkit's coordinator serves on, so a client and a
- * test coordinator meet without sockets.
+ * Three transports: {@link zmtp}, a DEALER of our own over `node:net` (ZMTP 3.1); {@link zeromq},
+ * zeromq.js's DEALER (libzmq underneath, for CurveZMQ); and {@link memory}, an in-memory dealer
+ * on a `MemorySocket.Network` whose other side the testkit's coordinator serves on, so a client
+ * and a test coordinator meet without sockets. A client built with no transport provided uses
+ * {@link standard}: zmtp, or zeromq when it sets `curve`.
  *
  * Each client (each `InferenceClient.make`) opens one link of its own through the transport, owned
  * by the client's scope: a transport holds no socket itself, so one transport serves any number

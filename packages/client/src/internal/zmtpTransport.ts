@@ -1,7 +1,8 @@
 /**
  * A transport of our own: one DEALER written over `node:net` with the protocol's ZMTP codec
  * (`Zmtp`), to a coordinator's ROUTER over `tcp://` or `ipc://` (a Unix socket, as libzmq maps
- * it; `ipc://@name` the abstract namespace). Not the default (issue 41, step a): `Transport.zmtp`.
+ * it; `ipc://@name` the abstract namespace): `Transport.zmtp`, the default (`Transport.standard`)
+ * for a client without CurveZMQ.
  *
  * What it does as libzmq's DEALER does for the client:
  *
