@@ -83,6 +83,9 @@ export const command = Command.make(
     yield* section(4, "abort a streamed request part-way")
     // Long enough never to finish on its own before the abort, short enough to end if it failed.
     yield* AbortRound.run(client, cluster.coordinator, { tokens: 2_000, after: 5 })
+    // The aborted request's last reply is forwarded before the client closes: a reply to a client
+    // that has gone is a warning on standard error (the coordinator's ROUTER sees it go at once).
+    yield* cluster.coordinator.waitFor("nothing in flight", (s) => s.inFlight === 0)
 
     yield* Output.line(`\nsummary of the burst`)
     for (const line of Summary.lines(burst)) yield* Output.line(`  ${line}`)
