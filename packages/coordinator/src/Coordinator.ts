@@ -140,12 +140,6 @@ const configWithDefaults = (options: Options, log: Log, debug: boolean): Effect.
   if (typeof options.address !== "string" || options.address === "") {
     return Effect.fail(coordinatorError(new InvalidOption({ option: "address", why: "must be an endpoint such as tcp://0.0.0.0:5555" })))
   }
-  if (options.transport !== undefined && options.transport !== "zeromq" && options.transport !== "zmtp") {
-    return Effect.fail(coordinatorError(new InvalidOption({ option: "transport", why: `expected zeromq or zmtp, got ${JSON.stringify(options.transport)}` })))
-  }
-  if (options.transport === "zmtp" && options.curve !== undefined) {
-    return Effect.fail(coordinatorError(new InvalidOption({ option: "curve", why: "the zmtp transport speaks only ZMTP's NULL mechanism; use the zeromq transport for CurveZMQ" })))
-  }
   const config = ConfigOf.configOf(
     {
       ...options,
@@ -199,12 +193,10 @@ export const make: (options: Options) => Effect.Effect<Handle, CoordinatorError,
   "Coordinator.make"
 )(function*(options: Options) {
   const { debug, log } = yield* ConfigOf.logging
+  const chosen = CoordinatorSocket.binderFor(options, (message) => log("Warn", message))
+  if (Result.isFailure(chosen)) return yield* Effect.fail(coordinatorError(new InvalidOption(chosen.failure)))
+  const binder = chosen.success
   const config = yield* configWithDefaults(options, log, debug)
-  const binder = options.network !== undefined
-    ? CoordinatorSocket.memory(options.network)
-    : (options.transport ?? (options.curve === undefined ? "zmtp" : "zeromq")) === "zmtp"
-    ? CoordinatorSocket.zmtp((message) => log("Warn", message))
-    : CoordinatorSocket.zeromq(config.curve)
   const core = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: () => CoordinatorCore.start(options.address, config, 0, binder),

@@ -153,9 +153,9 @@ export class Connection {
     this.outLength += bytes.length
   }
 
-  /** Sends a message, encoded into this turn's write (see {@link write}). */
-  send(frames: ReadonlyArray<Uint8Array>): void {
-    this.reserve(Zmtp.messageSize(frames))
+  /** Sends a message, encoded into this turn's write (see {@link write}); `size` if known (`Zmtp.messageSize`). */
+  send(frames: ReadonlyArray<Uint8Array>, size: number = Zmtp.messageSize(frames)): void {
+    this.reserve(size)
     this.outLength = Zmtp.writeMessage(frames, this.out, this.outLength)
   }
 

@@ -190,19 +190,9 @@ const resolve = (options: Options, log: Log, debug: boolean): Effect.Effect<Reso
     debug
   )
   if (Result.isFailure(config)) return Effect.fail(testkitError(new InvalidOption(config.failure)))
-  const transport = options.transport ?? (options.curve === undefined ? "zmtp" : "zeromq")
-  if (transport !== "zeromq" && transport !== "zmtp") {
-    return Effect.fail(testkitError(new InvalidOption({ option: "transport", why: `expected zeromq or zmtp, got ${JSON.stringify(transport)}` })))
-  }
-  if (transport === "zmtp" && options.curve !== undefined) {
-    return Effect.fail(testkitError(new InvalidOption({ option: "curve", why: "the zmtp transport speaks only ZMTP's NULL mechanism; use the zeromq transport for CurveZMQ" })))
-  }
-  const binder = network !== undefined
-    ? CoordinatorSocket.memory(network)
-    : transport === "zmtp"
-    ? CoordinatorSocket.zmtp((message) => log("Warn", message))
-    : CoordinatorSocket.zeromq(config.success.curve)
-  return Effect.succeed({ address, network, binder, protocol, config: config.success })
+  const binder = CoordinatorSocket.binderFor({ transport: options.transport, curve: options.curve, network }, (message) => log("Warn", message))
+  if (Result.isFailure(binder)) return Effect.fail(testkitError(new InvalidOption(binder.failure)))
+  return Effect.succeed({ address, network, binder: binder.success, protocol, config: config.success })
 }
 
 /** Binds, retrying briefly while a just-closed socket still holds the port. */

@@ -87,7 +87,7 @@ class Dealer implements Link {
       return
     }
     // Encoded straight into the connection's write of this turn.
-    connection.send(frames)
+    connection.send(frames, size)
   }
 
   private dial(): void {

@@ -10,6 +10,7 @@
  * @internal
  */
 import { type FrameSocket, type MemorySocket, ZmtpRouter } from "@mcore-effect/protocol"
+import * as Result from "effect/Result"
 import * as Zmq from "zeromq"
 import { ConnectionCount } from "./connectionCount.ts"
 
@@ -56,6 +57,31 @@ export const zeromq = (curve: { readonly publicKey: string; readonly secretKey: 
     throw error
   }
   return { socket: router, address: router.lastEndpoint ?? address, connections }
+}
+
+/**
+ * The binder the options ask for: on `network` in memory; else our ROUTER (`zmtp`, the default)
+ * or zeromq.js's (`zeromq`, the default with `curve`). Or what is wrong with them: a transport
+ * not known, or CurveZMQ asked of ours (it speaks only the NULL mechanism). The one rule of the
+ * coordinator package and the testkit's coordinator.
+ */
+export const binderFor = (
+  options: {
+    readonly transport?: unknown
+    readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
+    readonly network?: MemorySocket.Network | undefined
+  },
+  warn: (message: string) => void
+): Result.Result<Binder, { readonly option: string; readonly why: string }> => {
+  const transport = options.transport ?? (options.curve === undefined ? "zmtp" : "zeromq")
+  if (transport !== "zeromq" && transport !== "zmtp") {
+    return Result.fail({ option: "transport", why: `expected zeromq or zmtp, got ${JSON.stringify(transport)}` })
+  }
+  if (transport === "zmtp" && options.curve !== undefined) {
+    return Result.fail({ option: "curve", why: "the zmtp transport speaks only ZMTP's NULL mechanism; use the zeromq transport for CurveZMQ" })
+  }
+  if (options.network !== undefined) return Result.succeed(memory(options.network))
+  return Result.succeed(transport === "zmtp" ? zmtp(warn) : zeromq(options.curve))
 }
 
 /** A `MemorySocket.Router` on `network` (a send to a peer that is gone fails, as with `mandatory`). */
