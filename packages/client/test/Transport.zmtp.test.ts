@@ -38,11 +38,16 @@ const exercise = (client: InferenceClient.Service) =>
     // The partials, in order, are what the final reply says was generated before its end.
     expect(streamed.length).toBeGreaterThan(0)
     expect(generated.slice(0, streamed.length)).toEqual(streamed)
-    // A batch large enough to be written in several gathered writes.
+    // A batch of ~640 KB written in one turn: more than one of a turn's chunks (256 KiB), each
+    // written as it fills; every prompt arrives whole (the engines answer from the prompt).
+    const prompts = Array.from({ length: 500 }, (_, i) => Array.from({ length: 400 }, (_, j) => 1000 + ((i * 7 + j) % 3000)))
     const many = yield* Stream.runCollect(
-      client.submitAll(Array.from({ length: 500 }, (_, i) => ({ prompt: [i + 1], samplingParams: { num_tokens_to_generate: 1 } })))
+      client.submitAll(prompts.map((prompt) => ({ prompt, samplingParams: { num_tokens_to_generate: 2 } })))
     )
     expect(many.length).toBe(500)
+    for (const done of many) {
+      expect((done.reply as InferenceClient.RawReply).generated_tokens).toEqual(Generation.tokens(prompts[done.index]!, 2))
+    }
     expect(yield* client.pendingCount).toBe(0)
   })
 
