@@ -167,7 +167,9 @@ export const writeMessage = (frames: ReadonlyArray<Uint8Array>, target: Buffer, 
       at += 2
     } else {
       target[at] = flags | LONG
-      target.writeBigUInt64BE(BigInt(length), at + 1)
+      // The 64-bit length as two 32-bit halves: no BigInt per long frame (a prompt's frame is one).
+      target.writeUInt32BE(Math.floor(length / 0x1_0000_0000), at + 1)
+      target.writeUInt32BE(length >>> 0, at + 5)
       at += MAX_HEADER
     }
     target.set(frame, at)
@@ -356,11 +358,10 @@ export class Parser {
     if (bytes.length - at < headerLength) return 0
     let length: number
     if (long) {
-      const size = bytes.readBigUInt64BE(at + 1)
-      if (size > BigInt(this.options.maxFrameBytes)) {
-        return this.refuse("frame-too-large", `a frame of ${size} bytes (the limit is ${this.options.maxFrameBytes})`)
-      }
-      length = Number(size)
+      // Two 32-bit halves (no BigInt per long frame); from 2^53 on, past any limit by its high half.
+      const high = bytes.readUInt32BE(at + 1)
+      if (high >= 0x20_0000) return this.refuse("frame-too-large", `a frame of ${bytes.readBigUInt64BE(at + 1)} bytes`)
+      length = high * 0x1_0000_0000 + bytes.readUInt32BE(at + 5)
     } else length = bytes[at + 1]!
     if (length > this.options.maxFrameBytes) {
       return this.refuse("frame-too-large", `a frame of ${length} bytes (the limit is ${this.options.maxFrameBytes})`)
@@ -374,7 +375,9 @@ export class Parser {
     const start = at + headerLength
     if (bytes.length - start >= length) {
       // The whole body is here: copied out, so the chunk is not kept alive by a frame of it.
-      this.frameDone(Buffer.from(bytes.subarray(start, start + length)))
+      const body = Buffer.allocUnsafe(length)
+      bytes.copy(body, 0, start, start + length)
+      this.frameDone(body)
       return headerLength + length
     }
     this.body = Buffer.allocUnsafe(length)

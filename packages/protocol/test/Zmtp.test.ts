@@ -164,6 +164,9 @@ describe("Zmtp", () => {
     expect(refusalOf([greeting, Uint8Array.of(0x08, 0)])).toBe("reserved-flags")
     // Refused from the header: the body is never waited for.
     expect(refusalOf([greeting, Uint8Array.of(0x02, 0, 0, 0, 0, 0, 0x10, 0, 0)], 1024)).toBe("frame-too-large")
+    // Lengths whose high 32 bits are set (read as two halves): 2^32 and 2^64 - 1.
+    expect(refusalOf([greeting, Uint8Array.of(0x02, 0, 0, 0, 1, 0, 0, 0, 0)], 1024)).toBe("frame-too-large")
+    expect(refusalOf([greeting, Uint8Array.of(0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)], 1024)).toBe("frame-too-large")
     expect(refusalOf([greeting, Uint8Array.of(0x00, 200)], 100)).toBe("frame-too-large")
     expect(refusalOf([greeting, Uint8Array.of(0x04, 0)])).toBe("malformed-command")
     expect(refusalOf([greeting, Uint8Array.of(0x04, 2, 5, 0x41)])).toBe("malformed-command")
