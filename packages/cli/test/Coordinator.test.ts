@@ -131,6 +131,27 @@ describe("mcore coordinator --external-engines", () => {
       ])
     }).pipe(Effect.scoped), 120_000)
 
+  it.live("--allow-from: an engine dialing from outside it is refused and logged once; one from inside serves", () =>
+    Effect.gen(function*() {
+      const tokenizer = yield* capitalsTokenizer
+      const { address, process, protocol } = yield* Mcore.coordinator([
+        "--protocol", "main", "--external-engines", "1", "--tokenizer", tokenizer, "--allow-from", "127.0.0.1/32"
+      ])
+      // From 127.0.0.2 (libzmq's source address form): closed as it connects, and it dials again.
+      yield* TestEngine.make({ coordinatorAddress: address.replace("tcp://", "tcp://127.0.0.2:0;"), protocol: "main", rank: 1, stepMs: 0 })
+      yield* TestEngine.make({ coordinatorAddress: address, protocol: "main", rank: 0, stepMs: 0 })
+      yield* process.line("the engine inside", (l) => l === "coordinator: 1 engine(s) registered (mp-coord-0), serving")
+      expect(yield* Mcore.ok(["generate", "-a", address, "--protocol", protocol, "-n", "3", prompt])).toBe(
+        `${Vocabulary.detokenize(expectedTokens(3)).toUpperCase()}\n`
+      )
+      yield* process.kill("SIGTERM")
+      const ended = yield* process.exited()
+      expect(ended.stdout).not.toContain("mp-coord-1")
+      expect(ended.stderr.trimEnd().split("\n").map((l) => l.replace(/^\S+ WARN \(#\d+\): /, ""))).toEqual([
+        "a connection from 127.0.0.2 was refused: not in the allowlist (said once per address; counted as not-allowed)"
+      ])
+    }).pipe(Effect.scoped), 120_000)
+
   it.live("needs --protocol and --tokenizer, and refuses --engines beside it (exit code 2, nothing bound); a bad tokenizer is one line", () =>
     Effect.gen(function*() {
       const tokenizer = yield* capitalsTokenizer
@@ -151,11 +172,19 @@ describe("mcore coordinator --external-engines", () => {
       const tuned = yield* Mcore.run(["coordinator", "--alpha", "0.7"])
       expect(tuned).toMatchObject({ code: 2, stdout: "" })
       expect(tuned.stderr).toContain("--alpha goes with --external-engines")
-      const badAlpha = yield* Mcore.run([
-        "coordinator", "--protocol", "main", "--external-engines", "2", "--tokenizer", tokenizer, "--alpha", "2"
-      ])
-      expect(badAlpha).toMatchObject({ code: 1, stdout: "" })
-      expect(badAlpha.stderr).toContain("invalid option alpha: must be a number from 0 to 1")
+      const allowed = yield* Mcore.run(["coordinator", "--allow-from", "127.0.0.1"])
+      expect(allowed).toMatchObject({ code: 2, stdout: "" })
+      expect(allowed.stderr).toContain("--allow-from goes with --external-engines (the test coordinator binds on loopback only)")
+      for (
+        const [flag, value, why] of [
+          ["--alpha", "2", "invalid option alpha: must be a number from 0 to 1"],
+          ["--allow-from", "10.0.0.0/40", "invalid option allowFrom: 10.0.0.0/40: the prefix length should be 0 to 32"]
+        ]
+      ) {
+        const bad = yield* Mcore.run(["coordinator", "--protocol", "main", "--external-engines", "2", "--tokenizer", tokenizer, flag!, value!])
+        expect(bad).toMatchObject({ code: 1, stdout: "" })
+        expect(bad.stderr).toContain(why)
+      }
       const missing = yield* Mcore.run(["coordinator", "--protocol", "main", "--external-engines", "2", "--tokenizer", "/nonexistent"])
       expect(missing).toMatchObject({ code: 1, stdout: "" })
       expect(missing.stderr).toMatch(/^mcore: TokenizerUnusable: cannot load the tokenizer in \/nonexistent: .+\n$/)

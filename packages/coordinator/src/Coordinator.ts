@@ -95,6 +95,14 @@ export interface Options {
    * `curve` is set (only libzmq speaks CurveZMQ).
    */
   readonly transport?: "zeromq" | "zmtp" | undefined
+  /**
+   * Who may connect, clients and engines alike: IP addresses and CIDR blocks (`"10.0.0.0/8,
+   * 127.0.0.1"`, or a list). A connection from elsewhere is closed before anything of it is read
+   * (our ROUTER: as it is accepted; zeromq.js's: by ZAP, during its handshake), counted in
+   * `Snapshot.connectionsRefused` as `not-allowed`, and logged once per address. tcp:// only.
+   * Default: anyone who can reach the address.
+   */
+  readonly allowFrom?: string | ReadonlyArray<string> | undefined
 }
 
 /**

@@ -46,12 +46,13 @@ export const released = (): Promise<void> => new Promise((resolve) => setTimeout
 
 /**
  * Why a connection was closed for bad input: the codec's refusals (`Zmtp.RefusalReason`), a peer
- * of a socket type ours may not talk to, a message before the handshake ended, or a handshake
- * that did not end in time.
+ * of a socket type ours may not talk to, a message before the handshake ended, a handshake
+ * that did not end in time; or, by a router with an allowlist, a peer address outside it
+ * (`not-allowed`: closed before anything was read or sent).
  *
  * @since 0.2.0
  */
-export type RefusalReason = Zmtp.RefusalReason | "peer-type" | "early-message" | "handshake-timeout"
+export type RefusalReason = Zmtp.RefusalReason | "peer-type" | "early-message" | "handshake-timeout" | "not-allowed"
 
 /**
  * What a connection is told and tells.

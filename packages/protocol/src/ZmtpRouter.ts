@@ -31,6 +31,7 @@
  * @since 0.2.0
  */
 import * as Net from "node:net"
+import * as AddressAllowlist from "./AddressAllowlist.ts"
 import type * as FrameSocket from "./FrameSocket.ts"
 import { Inbox, socketError } from "./internal/inbox.ts"
 import * as Zmtp from "./Zmtp.ts"
@@ -48,8 +49,8 @@ export interface Handlers {
   readonly connected?: ((identity: Buffer) => void) | undefined
   /** A connected peer went away. */
   readonly disconnected?: ((identity: Buffer) => void) | undefined
-  /** A connection was closed for bad input (said once per connection). */
-  readonly refused?: ((why: string, reason: ZmtpConnection.RefusalReason) => void) | undefined
+  /** A connection was closed for bad input (said once per connection), with its peer's address (tcp). */
+  readonly refused?: ((why: string, reason: ZmtpConnection.RefusalReason, address: string | undefined) => void) | undefined
 }
 
 /**
@@ -62,6 +63,11 @@ export interface Options {
   readonly maxFrameBytes?: number | undefined
   /** A peer that has not finished its handshake by then is dropped. Default 30 s (libzmq's). */
   readonly handshakeMillis?: number | undefined
+  /**
+   * Who may connect (tcp only): a connection from an address outside it is closed as it is
+   * accepted, nothing read or sent, and refused as `not-allowed`. Default: anyone.
+   */
+  readonly allow?: AddressAllowlist.AddressAllowlist | undefined
 }
 
 const PEERS: ReadonlySet<string> = new Set(["DEALER", "REQ", "ROUTER"])
@@ -90,7 +96,11 @@ export class Router {
     /** The address peers connect to (`tcp://127.0.0.1:41234`, `ipc:///tmp/x`). */
     readonly address: string,
     private readonly handlers: Handlers,
-    private readonly options: { readonly maxFrameBytes: number; readonly handshakeMillis: number }
+    private readonly options: {
+      readonly maxFrameBytes: number
+      readonly handshakeMillis: number
+      readonly allow: AddressAllowlist.AddressAllowlist | undefined
+    }
   ) {
     server.on("connection", (socket) => this.accept(socket))
   }
@@ -142,6 +152,14 @@ export class Router {
       return
     }
     socket.on("error", () => {})
+    const allow = this.options.allow
+    if (allow !== undefined && !AddressAllowlist.admits(allow, socket.remoteAddress)) {
+      socket.destroy()
+      this.refusals["not-allowed"] = (this.refusals["not-allowed"] ?? 0) + 1
+      const from = socket.remoteAddress
+      this.handlers.refused?.(`a connection from ${from ?? "an unknown address"} is not in the allowlist`, "not-allowed", from)
+      return
+    }
     this.sockets.add(socket)
     let peer: Peer | undefined
     const connection: ZmtpConnection.Connection = new ZmtpConnection.Connection(socket, {
@@ -161,7 +179,7 @@ export class Router {
       },
       refused: (why, reason) => {
         this.refusals[reason] = (this.refusals[reason] ?? 0) + 1
-        this.handlers.refused?.(why, reason)
+        this.handlers.refused?.(why, reason, socket.remoteAddress)
       }
     })
     socket.on("close", () => {
@@ -186,7 +204,8 @@ export const listen = (address: string, handlers: Handlers, options?: Options): 
     const server = Net.createServer()
     const resolved = {
       maxFrameBytes: options?.maxFrameBytes ?? 256 * 1024 * 1024,
-      handshakeMillis: options?.handshakeMillis ?? 30_000
+      handshakeMillis: options?.handshakeMillis ?? 30_000,
+      allow: options?.allow
     }
     server.once("error", reject)
     const listening = () => {
@@ -200,6 +219,10 @@ export const listen = (address: string, handlers: Handlers, options?: Options): 
     const endpoint = Zmtp.endpointOf(address)
     if (endpoint === undefined) {
       reject(new Error(`only tcp://host:port and ipc://path are supported, got ${JSON.stringify(address)}`))
+      return
+    }
+    if (resolved.allow !== undefined && !("host" in endpoint)) {
+      reject(new Error(`an address allowlist applies to tcp:// only (an ipc:// socket has no peer address), got ${address}`))
       return
     }
     // `tcp://*:port`, ZeroMQ's every interface, as libzmq binds it (IPv4).

@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+export * as AddressAllowlist from "./AddressAllowlist.ts"
 export * as BlockHashes from "./BlockHashes.ts"
 export * as Dialect from "./Dialect.ts"
 export * as DialectCatalog from "./DialectCatalog.ts"

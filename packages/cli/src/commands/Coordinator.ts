@@ -103,6 +103,15 @@ const flags = {
     ),
     Flag.optional
   ),
+  allowFrom: Flag.String("allow-from").pipe(
+    Flag.withMetavar("cidrs"),
+    Flag.withDescription(
+      "With --external-engines: who may connect, engines and clients alike: IP addresses and CIDR blocks, comma-separated " +
+        "(10.0.0.0/8,127.0.0.1); others are closed before anything of theirs is read, counted and logged once per address. " +
+        "Not authentication: see the README"
+    ),
+    Flag.optional
+  ),
   addressFile: Flag.String("address-file").pipe(
     Flag.withMetavar("path"),
     Flag.withDescription(
@@ -194,6 +203,7 @@ export const command = Command.make(
     alpha,
     prefixTableCapacity,
     transport,
+    allowFrom,
     addressFile
   }) {
     if (Option.isSome(externalEngines) && Option.isSome(asked)) {
@@ -211,13 +221,18 @@ export const command = Command.make(
       })
     }
     const externalOnly = [
-      ["--max-requests", maxRequests],
-      ["--alpha", alpha],
-      ["--prefix-table-capacity", prefixTableCapacity]
+      ["--max-requests", Option.isSome(maxRequests)],
+      ["--alpha", Option.isSome(alpha)],
+      ["--prefix-table-capacity", Option.isSome(prefixTableCapacity)],
+      ["--allow-from", Option.isSome(allowFrom)]
     ] as const
-    for (const [flag, value] of externalOnly) {
-      if (Option.isNone(externalEngines) && Option.isSome(value)) {
-        return yield* new CliError.ValidationError({ message: `${flag} goes with --external-engines (it tunes Megatron-LM's prefix routing, which the test coordinator does not use)` })
+    for (const [flag, given] of externalOnly) {
+      if (Option.isNone(externalEngines) && given) {
+        return yield* new CliError.ValidationError({
+          message: flag === "--allow-from"
+            ? "--allow-from goes with --external-engines (the test coordinator binds on loopback only)"
+            : `${flag} goes with --external-engines (it tunes Megatron-LM's prefix routing, which the test coordinator does not use)`
+        })
       }
     }
     if (Option.isNone(externalEngines) && Option.isSome(tokenizerDir)) {
@@ -246,7 +261,8 @@ export const command = Command.make(
         maxRequests: Option.getOrUndefined(maxRequests),
         alpha: Option.getOrUndefined(alpha),
         prefixTableCapacity: Option.getOrUndefined(prefixTableCapacity),
-        transport
+        transport,
+        allowFrom: Option.getOrUndefined(allowFrom)
       })
       started = true
       yield* Output.line(coordinator.address)
@@ -290,6 +306,10 @@ export const command = Command.make(
     {
       command: "mcore coordinator --protocol main --listen tcp://127.0.0.1:5555 --external-engines 2 --tokenizer ./Qwen3-8B",
       description: "For two engines of a Megatron-LM deployment to dial (launch_inference_coordinator=False, port 5555)"
+    },
+    {
+      command: "mcore coordinator --protocol main --listen tcp://0.0.0.0:5555 --external-engines 8 --tokenizer ./Qwen3-8B --allow-from 10.0.0.0/8",
+      description: "Engines and clients from 10.x only"
     }
   ])
 )

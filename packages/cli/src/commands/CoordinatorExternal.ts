@@ -55,6 +55,8 @@ export interface Options {
   readonly alpha: number | undefined
   readonly prefixTableCapacity: number | undefined
   readonly transport: "zmtp" | "zeromq"
+  /** `--allow-from`, as given (the coordinator parses it). */
+  readonly allowFrom: string | undefined
 }
 
 /**
@@ -78,7 +80,8 @@ export const start: (
     maxRequests: options.maxRequests,
     alpha: options.alpha,
     prefixTableCapacity: options.prefixTableCapacity,
-    transport: options.transport
+    transport: options.transport,
+    allowFrom: options.allowFrom
   })
 })
 

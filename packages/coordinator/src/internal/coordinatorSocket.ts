@@ -9,10 +9,11 @@
  * @since 0.2.0
  * @internal
  */
-import { type FrameSocket, type MemorySocket, ZmtpRouter } from "@mcore-effect/protocol"
+import { AddressAllowlist, type FrameSocket, type MemorySocket, Zmtp, ZmtpRouter } from "@mcore-effect/protocol"
 import * as Result from "effect/Result"
 import * as Zmq from "zeromq"
 import { ConnectionCount } from "./connectionCount.ts"
+import * as ZapHandler from "./zapHandler.ts"
 
 /** Whether `key` is a CurveZMQ key as text: 40 characters of Z85 (as `zeromq`'s `curveKeyPair()` makes them). */
 export const isZ85Key = (key: unknown): boolean =>
@@ -32,8 +33,38 @@ export interface Bound {
 /** Binds a socket at an address; rejects as the bind fails (`EADDRINUSE` while the address is taken). */
 export type Binder = (address: string) => Promise<Bound>
 
-/** A ZeroMQ ROUTER, with CurveZMQ when a key pair is given. */
-export const zeromq = (curve: { readonly publicKey: string; readonly secretKey: string } | undefined): Binder => async (address) => {
+/**
+ * Says each address refused by an allowlist once (at most {@link MAX_SAID} addresses: past
+ * them, refusals are only counted), so that a peer dialing again every 100 ms (libzmq's
+ * reconnect interval) is one line, not ten a second.
+ */
+const refusalLog = (warn: (message: string) => void) => {
+  const said = new Set<string>()
+  return (address: string) => {
+    if (said.has(address) || said.size > MAX_SAID) return
+    said.add(address)
+    warn(
+      said.size > MAX_SAID
+        ? `connections from more than ${MAX_SAID} addresses outside the allowlist were refused; further ones are counted, not logged`
+        : `a connection from ${address} was refused: not in the allowlist (said once per address; counted as not-allowed)`
+    )
+  }
+}
+const MAX_SAID = 1_000
+
+/** A ZeroMQ ROUTER, with CurveZMQ when a key pair is given, and ZAP asked about each peer with an allowlist. */
+export const zeromq = (
+  curve: { readonly publicKey: string; readonly secretKey: string } | undefined,
+  allow?: AddressAllowlist.AddressAllowlist | undefined,
+  warn: (message: string) => void = () => {}
+): Binder => async (address) => {
+  // Counted and said by the ZAP handler as it refuses.
+  const connections = new ConnectionCount()
+  const say = refusalLog(warn)
+  const zap = allow === undefined ? undefined : await ZapHandler.register(allow, (peer) => {
+    connections.refused("not-allowed")
+    say(peer)
+  })
   const router = new Zmq.Router({
     linger: 0,
     sendHighWaterMark: 0,
@@ -43,10 +74,10 @@ export const zeromq = (curve: { readonly publicKey: string; readonly secretKey: 
     sendTimeout: 0,
     // As Megatron: a send to a peer that is gone fails instead of vanishing.
     mandatory: true,
-    ...(curve === undefined ? {} : { curveServer: true, curvePublicKey: curve.publicKey, curveSecretKey: curve.secretKey })
+    ...(curve === undefined ? {} : { curveServer: true, curvePublicKey: curve.publicKey, curveSecretKey: curve.secretKey }),
+    ...zap?.options
   })
   // Observed before the bind (see `ConnectionCount`).
-  const connections = new ConnectionCount()
   router.events.on("accept", () => connections.accepted())
   router.events.on("handshake", () => connections.handshake())
   router.events.on("disconnect", () => connections.disconnected())
@@ -54,9 +85,24 @@ export const zeromq = (curve: { readonly publicKey: string; readonly secretKey: 
     await router.bind(address)
   } catch (error) {
     router.close()
+    zap?.release()
     throw error
   }
-  return { socket: router, address: router.lastEndpoint ?? address, connections }
+  const bound = router.lastEndpoint ?? address
+  if (zap === undefined) return { socket: router, address: bound, connections }
+  // The ZAP domain is released with the socket.
+  const socket = {
+    get closed() {
+      return router.closed
+    },
+    receive: () => router.receive(),
+    send: (message: Array<Uint8Array>) => router.send(message),
+    close: () => {
+      router.close()
+      zap.release()
+    }
+  }
+  return { socket, address: bound, connections }
 }
 
 /**
@@ -67,9 +113,11 @@ export const zeromq = (curve: { readonly publicKey: string; readonly secretKey: 
  */
 export const binderFor = (
   options: {
+    readonly address?: string | undefined
     readonly transport?: unknown
     readonly curve?: { readonly publicKey: string; readonly secretKey: string } | undefined
     readonly network?: MemorySocket.Network | undefined
+    readonly allowFrom?: string | ReadonlyArray<string> | undefined
   },
   warn: (message: string) => void
 ): Result.Result<Binder, { readonly option: string; readonly why: string }> => {
@@ -80,8 +128,24 @@ export const binderFor = (
   if (transport === "zmtp" && options.curve !== undefined) {
     return Result.fail({ option: "curve", why: "the zmtp transport speaks only ZMTP's NULL mechanism; use the zeromq transport for CurveZMQ" })
   }
+  let allow: AddressAllowlist.AddressAllowlist | undefined
+  if (options.allowFrom !== undefined) {
+    const parsed = typeof options.allowFrom === "string" || Array.isArray(options.allowFrom)
+      ? AddressAllowlist.parse(options.allowFrom)
+      : Result.fail("expected CIDR blocks or addresses, as a string (comma-separated) or a list")
+    if (Result.isFailure(parsed)) return Result.fail({ option: "allowFrom", why: parsed.failure })
+    if (options.network !== undefined) return Result.fail({ option: "allowFrom", why: "an in-memory network has no addresses" })
+    const endpoint = options.address === undefined ? undefined : Zmtp.endpointOf(options.address)
+    if (endpoint !== undefined && !("host" in endpoint)) {
+      return Result.fail({
+        option: "allowFrom",
+        why: "applies to tcp:// only: an ipc:// socket has no peer address (its file's permissions say who may connect)"
+      })
+    }
+    allow = parsed.success
+  }
   if (options.network !== undefined) return Result.succeed(memory(options.network))
-  return Result.succeed(transport === "zmtp" ? zmtp(warn) : zeromq(options.curve))
+  return Result.succeed(transport === "zmtp" ? zmtp(warn, allow) : zeromq(options.curve, allow, warn))
 }
 
 /** A `MemorySocket.Router` on `network` (a send to a peer that is gone fails, as with `mandatory`). */
@@ -102,18 +166,20 @@ export const memory = (network: MemorySocket.Network): Binder => (address) => {
  * that is gone fails with `EHOSTUNREACH`, as the ZeroMQ ROUTER's with `mandatory`; what a peer
  * sends that is not ZMTP closes that connection and is said through `warn`.
  */
-export const zmtp = (warn: (message: string) => void): Binder => async (address) => {
+export const zmtp = (warn: (message: string) => void, allow?: AddressAllowlist.AddressAllowlist | undefined): Binder => async (address) => {
   const connections = new ConnectionCount()
+  const say = refusalLog(warn)
   const socket = await ZmtpRouter.listenFrames(address, {
     connected: () => {
       connections.accepted()
       connections.handshake()
     },
     disconnected: () => connections.disconnected(),
-    refused: (why, reason) => {
+    refused: (why, reason, peer) => {
       connections.refused(reason)
-      warn(`a connection was closed: ${why}`)
+      if (reason === "not-allowed") say(peer ?? "an unknown address")
+      else warn(`a connection was closed: ${why}`)
     }
-  })
+  }, { allow })
   return { socket, address: socket.address, connections }
 }

@@ -57,8 +57,9 @@ export interface CoreSnapshot {
    * Connections closed for bad input, by reason: not ZMTP (`signature`), ZMTP 2.x (`version`),
    * another mechanism, a frame over the limit, a malformed command, a peer of the wrong socket
    * type (`peer-type`), a message before the handshake ended (`early-message`), a handshake that
-   * did not end in time (`handshake-timeout`). Our ROUTER's only (the default transport); each is
-   * also logged once.
+   * did not end in time (`handshake-timeout`): our ROUTER's only (the default transport), each
+   * also logged once. And, on either transport, a peer address outside `allowFrom`
+   * (`not-allowed`), logged once per address.
    */
   readonly connectionsRefused: Readonly<Partial<Record<string, number>>>
 }
