@@ -3,8 +3,9 @@
  * subprocess too: what a person testing their own client would run.
  */
 import { beforeAll, describe, expect, it } from "@effect/vitest"
+import { InferenceClient } from "@mcore-effect/client"
 import { Generation, TestEngine, Vocabulary, WordTokenizer } from "@mcore-effect/testkit"
-import { Effect } from "effect"
+import { Effect, Fiber, Schedule } from "effect"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -50,6 +51,53 @@ describe("mcore coordinator", () => {
       expect(interrupted.stdout.split("\n").at(-2)).toBe("closed")
       expect(interrupted.code).toBe(130)
     }), 120_000)
+
+  it.live("--metrics-port: Prometheus text at /metrics, scraped while requests run, its figures moving with them", () =>
+    Effect.gen(function*() {
+      const { address, process, protocol } = yield* Mcore.coordinator(["--metrics-port", "0", "--step-ms", "25"])
+      const url = (yield* process.line("the metrics URL", (l) => l.startsWith("metrics "))).slice("metrics ".length)
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/)
+      const scrape = (path = url) =>
+        Effect.promise(async () => {
+          const response = await fetch(path)
+          return { status: response.status, type: response.headers.get("content-type"), text: await response.text() }
+        })
+      /** A sample's value: `name{labels} value` (labels as written), or undefined when absent. */
+      const value = (text: string, series: string) => {
+        const line = text.split("\n").find((l) => l.startsWith(`${series} `))
+        return line === undefined ? undefined : Number(line.slice(series.length + 1))
+      }
+      const first = yield* scrape()
+      expect(first.status).toBe(200)
+      expect(first.type).toContain("text/plain; version=0.0.4")
+      expect(first.text).toContain("# TYPE mcore_coordinator_requests_routed_total counter")
+      expect(value(first.text, "mcore_coordinator_engines")).toBe(2)
+      expect(value(first.text, "mcore_coordinator_requests_routed_total")).toBe(0)
+      expect(value(first.text, `mcore_coordinator_state{state="RUNNING"}`)).toBe(1)
+      // Six requests of 20 steps of 25 ms each: in flight for half a second.
+      expect(protocol).toBe("reference")
+      const client = yield* InferenceClient.make({ address, protocol: "reference" })
+      const running = yield* Effect.forkChild(
+        Effect.forEach(Array.from({ length: 6 }, (_, i) => [i + 1, i + 2]), (p) => client.submit(p, { num_tokens_to_generate: 20 }), {
+          concurrency: "unbounded"
+        })
+      )
+      const during = yield* scrape().pipe(
+        Effect.repeat({ until: (s) => value(s.text, "mcore_coordinator_requests_in_flight") === 6, schedule: Schedule.spaced("10 millis") }),
+        Effect.timeout("5 seconds")
+      )
+      const perEngine = (text: string, name: string) =>
+        ["mp-coord-0", "mp-coord-1"].map((e) => value(text, `${name}{engine="${e}"}`) ?? 0)
+      expect(perEngine(during.text, "mcore_coordinator_engine_requests_in_flight").reduce((a, b) => a + b)).toBe(6)
+      expect(value(during.text, "mcore_coordinator_clients")).toBe(1)
+      yield* Fiber.join(running)
+      const after = (yield* scrape()).text
+      expect(value(after, "mcore_coordinator_requests_in_flight")).toBe(0)
+      expect(value(after, "mcore_coordinator_requests_routed_total")).toBe(6)
+      expect(perEngine(after, "mcore_coordinator_engine_requests_routed_total")).toEqual([3, 3])
+      expect(value(after, `mcore_coordinator_messages_refused_total{reason="malformed"}`)).toBe(0)
+      expect((yield* scrape(url.replace("/metrics", "/other"))).status).toBe(404)
+    }).pipe(Effect.scoped), 120_000)
 
   it.live("SHUTDOWN from a client ends it with exit code 0", () =>
     Effect.gen(function*() {
@@ -172,6 +220,9 @@ describe("mcore coordinator --external-engines", () => {
       const tuned = yield* Mcore.run(["coordinator", "--alpha", "0.7"])
       expect(tuned).toMatchObject({ code: 2, stdout: "" })
       expect(tuned.stderr).toContain("--alpha goes with --external-engines")
+      const host = yield* Mcore.run(["coordinator", "--metrics-host", "0.0.0.0"])
+      expect(host).toMatchObject({ code: 2, stdout: "" })
+      expect(host.stderr).toContain("--metrics-host goes with --metrics-port")
       const allowed = yield* Mcore.run(["coordinator", "--allow-from", "127.0.0.1"])
       expect(allowed).toMatchObject({ code: 2, stdout: "" })
       expect(allowed.stderr).toContain("--allow-from goes with --external-engines (the test coordinator binds on loopback only)")

@@ -9,6 +9,7 @@
 export * as ControlState from "./ControlState.ts"
 export * as Coordinator from "./Coordinator.ts"
 export * as CoordinatorError from "./CoordinatorError.ts"
+export * as CoordinatorMetrics from "./CoordinatorMetrics.ts"
 export * as CoordinatorTokenizer from "./CoordinatorTokenizer.ts"
 export * as PrefixTable from "./PrefixTable.ts"
 export * as Routing from "./Routing.ts"

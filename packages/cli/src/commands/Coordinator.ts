@@ -33,7 +33,8 @@ import * as Flags from "../Flags.ts"
 import * as Output from "../Output.ts"
 import { integer, number } from "../Values.ts"
 import * as CoordinatorExternal from "./CoordinatorExternal.ts"
-import { FOREVER_MILLIS, ofTestCoordinator, watchState } from "./CoordinatorWatch.ts"
+import * as CoordinatorMetricsHttp from "./CoordinatorMetricsHttp.ts"
+import { FOREVER_MILLIS, ofTestCoordinator, type Watched, watchState } from "./CoordinatorWatch.ts"
 
 const flags = {
   listen: Flag.String("listen").pipe(
@@ -110,6 +111,17 @@ const flags = {
         "(10.0.0.0/8,127.0.0.1); others are closed before anything of theirs is read, counted and logged once per address. " +
         "Not authentication: see the README"
     ),
+    Flag.optional
+  ),
+  metricsPort: integer("metrics-port", 0).pipe(
+    Flag.withDescription(
+      "Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port; the URL is printed as `metrics URL`)"
+    ),
+    Flag.optional
+  ),
+  metricsHost: Flag.String("metrics-host").pipe(
+    Flag.withMetavar("host"),
+    Flag.withDescription(`With --metrics-port: the interface to listen on (default ${CoordinatorMetricsHttp.DEFAULT_HOST})`),
     Flag.optional
   ),
   addressFile: Flag.String("address-file").pipe(
@@ -204,6 +216,8 @@ export const command = Command.make(
     prefixTableCapacity,
     transport,
     allowFrom,
+    metricsPort,
+    metricsHost,
     addressFile
   }) {
     if (Option.isSome(externalEngines) && Option.isSome(asked)) {
@@ -246,6 +260,16 @@ export const command = Command.make(
           "(tcp://127.0.0.1:PORT, tcp://[::1]:PORT or ipc://PATH); --external-engines binds anywhere"
       })
     }
+    if (Option.isNone(metricsPort) && Option.isSome(metricsHost)) {
+      return yield* new CliError.ValidationError({ message: "--metrics-host goes with --metrics-port" })
+    }
+    /** Serves the metrics when asked, and prints where (after the address and protocol lines). */
+    const metrics = (watched: Watched) =>
+      Option.isNone(metricsPort) ? Effect.void : CoordinatorMetricsHttp.serve(
+        watched,
+        Option.getOrElse(metricsHost, () => CoordinatorMetricsHttp.DEFAULT_HOST),
+        metricsPort.value
+      ).pipe(Effect.flatMap((url) => Output.line(`metrics ${url}`)))
     const protocol = Option.getOrElse(chosen, () => "reference" as const)
     const engines = Option.getOrElse(asked, () => 2)
     let started = false
@@ -267,6 +291,7 @@ export const command = Command.make(
       started = true
       yield* Output.line(coordinator.address)
       yield* Output.line(`protocol ${coordinator.protocol}`)
+      yield* metrics(coordinator)
       if (Option.isSome(addressFile)) yield* writeAddressFile(addressFile.value, coordinator.address)
       yield* Effect.raceFirst(CoordinatorExternal.serve(coordinator, externalEngines.value), coordinator.awaitStopped)
       return yield* Output.line("SHUTDOWN received")
@@ -281,6 +306,7 @@ export const command = Command.make(
     yield* Output.line(cluster.address)
     // The second line, as machine-readable as the first: a client must be given the dialect.
     yield* Output.line(`protocol ${cluster.protocol}`)
+    yield* metrics(ofTestCoordinator(cluster.coordinator))
     if (Option.isSome(addressFile)) yield* writeAddressFile(addressFile.value, cluster.address)
     yield* Output.line(
       `test coordinator: ${engines} engine(s) (${cluster.engines.map((e) => e.identity).join(", ")}), ` +

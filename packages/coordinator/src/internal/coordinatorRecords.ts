@@ -48,6 +48,8 @@ export interface EngineEntry {
   readonly key: string
   readonly name: string
   load: number
+  /** Submissions routed to it since it registered (a rerouted one counts on each engine tried). */
+  routed: number
   readonly received: RecentLog<Delivery>
 }
 

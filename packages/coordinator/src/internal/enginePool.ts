@@ -61,6 +61,7 @@ export class EnginePool {
       key,
       name: showIdentity(identity),
       load: 0,
+      routed: 0,
       received: new RecentLog(this.config.recordLimit)
     }
     this.byKey.set(key, entry)
@@ -113,12 +114,14 @@ export class EnginePool {
   views(): ReadonlyArray<{
     readonly identity: string
     readonly load: number
+    readonly routedTotal: number
     readonly received: ReadonlyArray<Delivery>
     readonly receivedTotal: number
   }> {
     return this.engines.map((e) => ({
       identity: e.name,
       load: e.load,
+      routedTotal: e.routed,
       received: e.received.toArray(),
       receivedTotal: e.received.total
     }))

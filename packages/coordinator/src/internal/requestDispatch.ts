@@ -115,6 +115,7 @@ const dispatch = (s: CoordinatorState, w: Waiting): void => {
     hashes: w.hashes
   })
   engine.load++
+  engine.routed++
   if (w.hashes.length > 0) claim(s, engine, w.hashes)
   // The bodies as they came, but the client's block hashes: they were for routing only, and the
   // engine gets nil in their place. (One frame: the message is frame 0, its bodies views into it.)
@@ -152,6 +153,7 @@ const deliver = (s: CoordinatorState, engine: EngineEntry, out: Array<Uint8Array
     const next = engines[Routing.leastLoaded(engines.map((e) => e.load))]!
     s.inFlight.add(requestId, { ...request, engine: next })
     next.load++
+    next.routed++
     if (w.hashes.length > 0) claim(s, next, w.hashes)
     deliver(s, next, out, requestId, w)
   })

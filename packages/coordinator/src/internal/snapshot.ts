@@ -17,6 +17,8 @@ export interface EngineView {
   readonly identity: string
   /** Requests routed to it and not yet answered. */
   readonly load: number
+  /** Submissions routed to it since it registered. */
+  readonly routedTotal: number
   /** What the coordinator sent it, most recent last (up to `recordLimit`). */
   readonly received: ReadonlyArray<Delivery>
   /** How many messages it was sent in all. */

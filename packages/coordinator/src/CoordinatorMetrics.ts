@@ -1,0 +1,161 @@
+/**
+ * The coordinator's metrics in Prometheus' text format, read from its `Snapshot` when scraped:
+ * nothing is recorded per request beyond the counters the coordinator keeps anyway, so serving
+ * metrics costs the hot loop nothing. `mcore coordinator --metrics-port` serves them at
+ * `/metrics`; {@link layerHttp} adds that route to any `HttpRouter`.
+ *
+ * | metric | type | what |
+ * |---|---|---|
+ * | `mcore_coordinator_engines` | gauge | engines registered |
+ * | `mcore_coordinator_clients` | gauge | clients connected that completed CONNECT |
+ * | `mcore_coordinator_requests_in_flight` | gauge | requests on an engine, not yet answered |
+ * | `mcore_coordinator_requests_waiting` | gauge | submissions waiting for a first engine |
+ * | `mcore_coordinator_requests_routed_total` | counter | submissions routed |
+ * | `mcore_coordinator_engine_requests_routed_total{engine}` | counter | per engine, since it registered |
+ * | `mcore_coordinator_engine_requests_in_flight{engine}` | gauge | per engine |
+ * | `mcore_coordinator_requests_failed_back_total` | counter | held by an engine that left, answered FAILED |
+ * | `mcore_coordinator_requests_refused_total` | counter | answered FAILED rather than routed |
+ * | `mcore_coordinator_messages_undelivered_total` | counter | replies (and other messages) to a peer gone, dropped |
+ * | `mcore_coordinator_messages_refused_total{reason}` | counter | messages dropped, by reason (`malformed`, `bad_arity`, ...) |
+ * | `mcore_coordinator_connections_refused_total{reason}` | counter | connections closed, by reason (`not-allowed`, `signature`, ...) |
+ * | `mcore_coordinator_prefix_table_hashes` | gauge | hashes in the prefix table |
+ * | `mcore_coordinator_held_hashes` | gauge | block hashes held for requests in flight |
+ * | `mcore_coordinator_state{state}` | gauge | 1 for the control state it is in (`RUNNING`, `PAUSED`, `SUSPENDED`) |
+ * | `mcore_coordinator_internal_errors_total` | counter | exceptions caught in the loop (a bug) |
+ *
+ * @example
+ * ```ts
+ * import { Coordinator, CoordinatorMetrics } from "@mcore-effect/coordinator"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const coordinator = yield* Coordinator.make({ address: "tcp://127.0.0.1:0", protocol: "main" })
+ *   const text = CoordinatorMetrics.prometheus(yield* coordinator.snapshot)
+ *   return text.includes("mcore_coordinator_engines 0") // true
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.2.0
+ */
+import * as Effect from "effect/Effect"
+import * as HttpRouter from "effect/http/HttpRouter"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import type * as Layer from "effect/Layer"
+import * as ControlState from "./ControlState.ts"
+import type { Snapshot } from "./Coordinator.ts"
+import type { Counters } from "./internal/coordinatorConfig.ts"
+
+/** The `Counters` that count messages dropped, and their `reason` label. */
+const REFUSED_MESSAGES: ReadonlyArray<readonly [keyof Counters, string]> = [
+  ["malformed", "malformed"],
+  ["badArity", "bad_arity"],
+  ["unknownHeader", "unknown_header"],
+  ["unknownRequest", "unknown_request"],
+  ["neverConnected", "never_connected"],
+  ["notFromEngine", "not_from_engine"],
+  ["duplicateConnect", "duplicate_connect"],
+  ["abortsDropped", "abort_not_in_flight"],
+  ["controlRejected", "control_rejected"],
+  ["controlIdempotent", "control_idempotent"]
+]
+
+/** A label value as Prometheus' text format writes it: backslash, quote and newline escaped. */
+const labelValue = (value: string): string => value.replace(/\\/g, "\\\\").replace(/"/g, "\\\"").replace(/\n/g, "\\n")
+
+/**
+ * The snapshot as a Prometheus text page (format 0.0.4).
+ *
+ * @category formatting
+ * @since 0.2.0
+ */
+export const prometheus = (snapshot: Snapshot): string => {
+  const lines: Array<string> = []
+  const family = (name: string, type: "gauge" | "counter", help: string, samples: ReadonlyArray<readonly [string, number]>) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
+    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`)
+  }
+  const one = (value: number): ReadonlyArray<readonly [string, number]> => [["", value]]
+  const by = (label: string, entries: ReadonlyArray<readonly [string, number]>) =>
+    entries.map(([key, value]) => [`{${label}="${labelValue(key)}"}`, value] as const)
+  const c = snapshot.counters
+  family("mcore_coordinator_engines", "gauge", "Engines registered", one(snapshot.engines.length))
+  family("mcore_coordinator_clients", "gauge", "Clients connected that completed CONNECT", one(snapshot.clients))
+  family("mcore_coordinator_requests_in_flight", "gauge", "Requests on an engine, not yet answered", one(snapshot.inFlight))
+  family("mcore_coordinator_requests_waiting", "gauge", "Submissions waiting for a first engine", one(snapshot.backlog))
+  family("mcore_coordinator_requests_routed_total", "counter", "Submissions routed to an engine", one(snapshot.nextRequestId))
+  family(
+    "mcore_coordinator_engine_requests_routed_total",
+    "counter",
+    "Submissions routed to each engine since it registered",
+    by("engine", snapshot.engines.map((e) => [e.identity, e.routedTotal]))
+  )
+  family(
+    "mcore_coordinator_engine_requests_in_flight",
+    "gauge",
+    "Requests on each engine, not yet answered",
+    by("engine", snapshot.engines.map((e) => [e.identity, e.load]))
+  )
+  family("mcore_coordinator_requests_failed_back_total", "counter", "Requests held by an engine that left, answered FAILED", one(c.failedBack))
+  family("mcore_coordinator_requests_refused_total", "counter", "Submissions answered FAILED rather than routed", one(c.refused))
+  family("mcore_coordinator_messages_undelivered_total", "counter", "Messages to a peer that was gone, dropped (replies to a client that left)", one(c.unreachable))
+  family(
+    "mcore_coordinator_messages_refused_total",
+    "counter",
+    "Messages dropped, by reason",
+    by("reason", REFUSED_MESSAGES.map(([key, reason]) => [reason, c[key]]))
+  )
+  family(
+    "mcore_coordinator_connections_refused_total",
+    "counter",
+    "Connections closed before or during their handshake, by reason",
+    by("reason", Object.entries(snapshot.connectionsRefused).map(([reason, count]) => [reason, count ?? 0]))
+  )
+  family("mcore_coordinator_prefix_table_hashes", "gauge", "Block hashes in the prefix table", one(snapshot.prefixTable))
+  family("mcore_coordinator_held_hashes", "gauge", "Block hashes held for requests in flight", one(snapshot.heldHashes))
+  family(
+    "mcore_coordinator_state",
+    "gauge",
+    "1 for the control state the coordinator is in",
+    by("state", ControlState.State.literals.map((state) => [state, state === snapshot.state ? 1 : 0]))
+  )
+  family("mcore_coordinator_internal_errors_total", "counter", "Exceptions caught in the loop (a bug)", one(c.internalErrors))
+  return `${lines.join("\n")}\n`
+}
+
+/**
+ * `GET /metrics` (or `path`) on the current `HttpRouter`: {@link prometheus} of `source`'s
+ * snapshot at each scrape (a `Coordinator.Handle`, or anything with its `snapshot`).
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpServer } from "@effect/platform-node"
+ * import { Coordinator, CoordinatorMetrics } from "@mcore-effect/coordinator"
+ * import { Effect, Layer } from "effect"
+ * import { HttpRouter } from "effect/http"
+ * import { createServer } from "node:http"
+ *
+ * const program = Effect.gen(function*() {
+ *   const coordinator = yield* Coordinator.make({ address: "tcp://0.0.0.0:5555", protocol: "main" })
+ *   yield* Layer.launch(
+ *     HttpRouter.serve(CoordinatorMetrics.layerHttp(coordinator)).pipe(
+ *       Layer.provide(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 9464 }))
+ *     )
+ *   )
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @category layers
+ * @since 0.2.0
+ */
+export const layerHttp = (
+  source: { readonly snapshot: Effect.Effect<Snapshot> },
+  options?: { readonly path?: HttpRouter.PathInput | undefined }
+): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
+  HttpRouter.add(
+    "GET",
+    options?.path ?? "/metrics",
+    Effect.map(
+      source.snapshot,
+      (snapshot) => HttpServerResponse.text(prometheus(snapshot), { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+    )
+  )
