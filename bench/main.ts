@@ -14,7 +14,9 @@ const all: Record<string, () => Promise<unknown>> = {
   submitEncode: () => import("../packages/protocol/bench/submitEncode.bench.ts").then((m) => m.run()),
   text: () => import("../packages/text/bench/text.bench.ts").then((m) => m.run()),
   server: () => import("../packages/server/bench/server.bench.ts").then((m) => m.run()),
-  toolArguments: () => import("../packages/server/bench/toolArguments.bench.ts").then((m) => m.run())
+  toolArguments: () => import("../packages/server/bench/toolArguments.bench.ts").then((m) => m.run()),
+  // Beside Megatron-LM's coordinator: needs MEGATRON_GIT and Python with pyzmq (else one line).
+  coordinator: () => import("../packages/coordinator/bench/coordinator.bench.ts").then((m) => m.run())
 }
 // Long runs rather than comparisons: only when named (`pnpm bench soak`).
 const named: Record<string, () => Promise<unknown>> = {
