@@ -20,7 +20,8 @@
  * Needs `MEGATRON_GIT` (a Megatron-LM git dir, as `scripts/megatron` does; `MEGATRON_REF`,
  * default `refs/heads/main`), Python 3 with numpy, msgpack and pyzmq, and Linux (`/proc`);
  * without them it says so in one line and measures nothing. `--quick` (or `BENCH_QUICK=1`):
- * one round, smaller bursts.
+ * one round, smaller bursts. `BENCH_STEPS=10` (a comma list; default `0,10`): those step lengths
+ * only.
  */
 import { InferenceClient } from "@mcore-effect/client"
 import { Timing } from "@mcore-effect/testkit"
@@ -187,7 +188,7 @@ const compare = async (ref: string, python: string, staged: { readonly dir: stri
     `coordinator bench: Megatron-LM ${ref} (${staged.commit.slice(0, 10)}) beside ours (mcore coordinator), ` +
       "2 engine ranks of Megatron's engine code each (scripts/megatron/fake_engine.py), our client and Megatron's Python client"
   )
-  for (const stepMs of [0, 10]) {
+  for (const stepMs of (process.env.BENCH_STEPS ?? "0,10").split(",").map(Number)) {
     const setup: Subjects.Setup = { python, stageDir: staged.dir, tokenizerDir, stepMs }
     const figures = { megatron: [] as Array<Figures>, ours: [] as Array<Figures> }
     for (let round = 0; round < ROUNDS; round++) {
