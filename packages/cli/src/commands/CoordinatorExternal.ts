@@ -81,7 +81,12 @@ export const start: (
     alpha: options.alpha,
     prefixTableCapacity: options.prefixTableCapacity,
     transport: options.transport,
-    allowFrom: options.allowFrom
+    allowFrom: options.allowFrom,
+    // No records for `Snapshot.received` / `rejected` (nothing here reads them; the counters
+    // count on): the watchers' snapshot after each turn then copies none. Streamed tokens with
+    // instant engine steps, CPU per token (perf stat, 3 runs): 3.31-4.20 µs with 100 kept,
+    // 2.79-3.11 with none.
+    recordLimit: 0
   })
 })
 
