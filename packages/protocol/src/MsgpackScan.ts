@@ -176,6 +176,50 @@ export const bytesEqual = (b: Uint8Array, start: number, end: number, expected: 
 }
 
 /**
+ * Where the values of the wanted keys lie in the map at `p`, as {@link findInMap} finds them,
+ * but read only until the last of them is found: the rest of the map is not scanned, so neither
+ * its end nor whether it is well formed is known. For a key read out of a large map (a reply's
+ * `request_id` is its first key of 36) it reads one entry where {@link findInMap} reads them all.
+ * A key absent from the map is looked for to the end. `undefined` when `p` is not at a map.
+ *
+ * @throws {@link ScanError} for malformed bytes read on the way.
+ *
+ * @example
+ * ```ts
+ * import { Msgpack, MsgpackScan } from "@mcore-effect/protocol"
+ *
+ * const bytes = Msgpack.encode({ a: 1, b: "x", c: [1, 2, 3] })
+ * MsgpackScan.findKeys(bytes, 0, [Msgpack.encode("b")]) // [[6, 8]]: c is never read
+ * ```
+ *
+ * @category scanning
+ * @since 0.2.0
+ */
+export const findKeys = (
+  b: Uint8Array,
+  p: number,
+  keys: ReadonlyArray<Uint8Array>
+): Array<readonly [number, number] | undefined> | undefined => {
+  const header = mapHeader(b, p)
+  if (header === undefined) return undefined
+  const values: Array<readonly [number, number] | undefined> = keys.map(() => undefined)
+  let missing = keys.length
+  let q = header.start
+  for (let i = 0; i < header.count && missing > 0; i++) {
+    const keyEnd = skip(b, q)
+    const valueEnd = skip(b, keyEnd)
+    for (let k = 0; k < keys.length; k++) {
+      if (values[k] === undefined && bytesEqual(b, q, keyEnd, keys[k]!)) {
+        values[k] = [keyEnd, valueEnd]
+        missing--
+      }
+    }
+    q = valueEnd
+  }
+  return values
+}
+
+/**
  * Where the values of the wanted keys lie in the map at `p` (keys given encoded, as msgpack
  * strings). Returns `[start, end)` per found key, and the offset just past the map; `undefined`
  * when `p` is not at a map.

@@ -48,6 +48,24 @@ describe("MsgpackScan", () => {
     )
   })
 
+  it("findKeys finds what findInMap finds, and reads nothing past the last key found", () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), value, { maxKeys: 30 }), fc.string(), (map, absent) => {
+        const bytes = Msgpack.encode(map)
+        const keys = [...Object.keys(map).filter((_, i) => i % 2 === 0), absent]
+        const encoded = keys.map((k) => Msgpack.encode(k))
+        expect(MsgpackScan.findKeys(bytes, 0, encoded)).toEqual(MsgpackScan.findInMap(bytes, 0, encoded)!.values)
+      }),
+      { numRuns: 200 }
+    )
+    // The map says it has three entries; the bytes after its first are not msgpack at all.
+    const head = Msgpack.encode({ request_id: 7 })
+    const truncated = Uint8Array.from([0x83, ...head.subarray(1), 0xc1, 0xc1])
+    expect(MsgpackScan.findKeys(truncated, 0, [Msgpack.encode("request_id")])).toEqual([[12, 13]])
+    expect(() => MsgpackScan.findInMap(truncated, 0, [Msgpack.encode("request_id")])).toThrow()
+    expect(MsgpackScan.findKeys(Msgpack.encode([1, 2]), 0, [Msgpack.encode("a")])).toBeUndefined()
+  })
+
   it("throws ScanError on truncated or invalid bytes instead of reading past the end", () => {
     const bytes = Msgpack.encode({ a: [1, 2, "three"], b: new Uint8Array(10) })
     for (let cut = 0; cut < bytes.length; cut++) {

@@ -201,7 +201,7 @@ const KEY_LATENCY = Msgpack.encode("latency")
 /** Where a record's `requests` array lies, or `undefined` when the map has none. */
 const requestsOf = (record: Uint8Array): { readonly at: readonly [number, number]; readonly elements: Array<Uint8Array> } | undefined => {
   try {
-    const at = MsgpackScan.findInMap(record, 0, [KEY_REQUESTS])?.values[0]
+    const at = MsgpackScan.findKeys(record, 0, [KEY_REQUESTS])?.[0]
     if (at === undefined) return undefined
     const array = MsgpackScan.arrayHeader(record, at[0])
     if (array === undefined) return undefined
@@ -291,11 +291,12 @@ const KEY_REQUEST_ID = Msgpack.encode("request_id")
 export const requestIdOf = (map: Uint8Array): number | undefined => {
   let found
   try {
-    found = MsgpackScan.findInMap(map, 0, [KEY_REQUEST_ID])
+    // Its first key in Megatron's replies: the other 35 are not read.
+    found = MsgpackScan.findKeys(map, 0, [KEY_REQUEST_ID])
   } catch {
     return undefined
   }
-  const at = found?.values[0]
+  const at = found?.[0]
   if (at === undefined) return undefined
   const t = map[at[0]]!
   // Integers only: a float 5.0 is not an id (decoding would make it one).

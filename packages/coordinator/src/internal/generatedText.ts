@@ -34,16 +34,17 @@ const splice = (body: Uint8Array, start: number, end: number, value: Uint8Array)
  * when the body is not a map holding both keys with a token array.
  */
 const fillGeneratedText = (body: Uint8Array, tokenizer: CoordinatorTokenizer): Uint8Array | undefined => {
-  const found = MsgpackScan.findInMap(body, 0, [KEY_GENERATED_TEXT, KEY_GENERATED_TOKENS, KEY_SAMPLING_PARAMS])
-  if (found === undefined || found.end !== body.length) return undefined
-  const [text, tokens, params] = found.values
+  // Read up to the last of the three keys only (the 14th of a Megatron reply's 36): the entries
+  // after it go to the client as they came, unread.
+  const found = MsgpackScan.findKeys(body, 0, [KEY_GENERATED_TEXT, KEY_GENERATED_TOKENS, KEY_SAMPLING_PARAMS])
+  if (found === undefined) return undefined
+  const [text, tokens, params] = found
   if (text === undefined || tokens === undefined) return undefined
   const ids = Msgpack.decode(body.subarray(tokens[0], tokens[1]))
   if (!Array.isArray(ids) || !ids.every((id) => typeof id === "number")) return undefined
   let keepStopSequence = false
   if (params !== undefined) {
-    const inner = MsgpackScan.findInMap(body, params[0], [KEY_DETOKENIZE_STOP_SEQUENCE])
-    const flag = inner?.values[0]
+    const flag = MsgpackScan.findKeys(body, params[0], [KEY_DETOKENIZE_STOP_SEQUENCE])?.[0]
     keepStopSequence = flag !== undefined && body[flag[0]] === 0xc3
   }
   const encoded = Msgpack.encode(tokenizer.detokenize(ids, { removeEod: !keepStopSequence }))
@@ -81,9 +82,9 @@ export const fill = (body: Uint8Array, tokenizer: CoordinatorTokenizer): Uint8Ar
  */
 export const fillPrompt = (body: Uint8Array, tokenizer: CoordinatorTokenizer): Uint8Array => {
   try {
-    const found = MsgpackScan.findInMap(body, 0, [KEY_PROMPT, KEY_PROMPT_TOKENS])
-    const prompt = found?.values[0]
-    const tokens = found?.values[1]
+    const found = MsgpackScan.findKeys(body, 0, [KEY_PROMPT, KEY_PROMPT_TOKENS])
+    const prompt = found?.[0]
+    const tokens = found?.[1]
     if (prompt === undefined || tokens === undefined || body[prompt[0]] !== 0xc0) return body
     const tensor = Msgpack.decode(body.subarray(tokens[0], tokens[1]))
     const ids = Array.isArray(tensor) ? tensor[1] : undefined
