@@ -96,6 +96,7 @@ describe("mcore coordinator", () => {
       expect(value(after, "mcore_coordinator_requests_routed_total")).toBe(6)
       expect(perEngine(after, "mcore_coordinator_engine_requests_routed_total")).toEqual([3, 3])
       expect(value(after, `mcore_coordinator_messages_refused_total{reason="malformed"}`)).toBe(0)
+      expect(value(after, "process_cpu_seconds_total")).toBeGreaterThan(value(first.text, "process_cpu_seconds_total")!)
       expect((yield* scrape(url.replace("/metrics", "/other"))).status).toBe(404)
     }).pipe(Effect.scoped), 120_000)
 

@@ -6,7 +6,8 @@
  * --external-engines 2`, the built CLI). The engines are `scripts/megatron/fake_engine.py`'s:
  * Megatron's own engine methods at that ref (copied verbatim into the stage), no model.
  *
- * Also what the bench reads of a process: its CPU time (`/proc/PID/stat`, every thread).
+ * Also what the bench reads of a process: its CPU time (`/proc/PID/stat`, every thread, 10 ms
+ * ticks; ours reports its own through `--metrics-port`, to the microsecond).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
@@ -94,8 +95,11 @@ const child = (name: string, command: string, args: ReadonlyArray<string>, stdin
 /** A coordinator running, with its engines dialing it. */
 export interface Running {
   readonly address: string
-  /** The coordinator's process, for its CPU. */
-  readonly coordinatorPid: number
+  /**
+   * The coordinator process's CPU seconds so far: ours from its `/metrics`
+   * (`process_cpu_seconds_total`, microseconds), Megatron's from `/proc` (10 ms ticks).
+   */
+  readonly coordinatorCpu: () => Promise<number>
   /** The engines' process (two threads of one Python process). */
   readonly enginesPid: number
   readonly stop: () => Promise<void>
@@ -118,7 +122,12 @@ export const megatron = async (setup: Setup): Promise<Running> => {
     const [address] = await harness.match("stdout", /^tcp:\/\/\S+$/)
     await harness.match("stdout", /^ready$/)
     const [, pid] = await harness.match("stderr", /coordinator pid (\d+)/)
-    return { address: address!, coordinatorPid: Number(pid), enginesPid: harness.process.pid!, stop: () => harness.stop() }
+    return {
+      address: address!,
+      coordinatorCpu: () => Promise.resolve(cpuSeconds(Number(pid))),
+      enginesPid: harness.process.pid!,
+      stop: () => harness.stop()
+    }
   } catch (error) {
     await harness.stop()
     throw error
@@ -138,11 +147,14 @@ export const ours = async (setup: Setup, extraArgs: ReadonlyArray<string> = []):
     "2",
     "--tokenizer",
     setup.tokenizerDir,
+    "--metrics-port",
+    "0",
     ...extraArgs
   ])
   let engines: Child | undefined
   try {
     const [address] = await coordinator.match("stdout", /^tcp:\/\/\S+$/)
+    const [, metrics] = await coordinator.match("stdout", /^metrics (\S+)$/)
     engines = child("run_coordinator.py --external", setup.python, [
       join(SCRIPTS, "run_coordinator.py"),
       "--stage",
@@ -155,7 +167,10 @@ export const ours = async (setup: Setup, extraArgs: ReadonlyArray<string> = []):
     const enginesChild = engines
     return {
       address: address!,
-      coordinatorPid: coordinator.process.pid!,
+      coordinatorCpu: async () => {
+        const text = await (await fetch(metrics!)).text()
+        return Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)![1])
+      },
       enginesPid: engines.process.pid!,
       stop: async () => {
         await enginesChild.stop()
@@ -178,7 +193,7 @@ export const pythonBurst = async <A>(
   address: string,
   burst: number,
   tokens: number,
-  during: () => A
+  during: () => Promise<A>
 ): Promise<{ readonly seconds: number; readonly cpuSeconds: number; readonly ok: number; readonly before: A; readonly after: A }> => {
   const client = child("bench_py_client.py", setup.python, [
     join(SCRIPTS, "bench_py_client.py"),
@@ -192,10 +207,10 @@ export const pythonBurst = async <A>(
   ], "pipe")
   try {
     await client.match("stdout", /^warm$/, 60_000)
-    const before = during()
+    const before = await during()
     client.process.stdin!.write("go\n")
     const [line] = await client.match("stdout", /^\{.*\}$/, 120_000)
-    const after = during()
+    const after = await during()
     const result = JSON.parse(line!) as { seconds: number; cpu_seconds: number; ok: number }
     return { seconds: result.seconds, cpuSeconds: result.cpu_seconds, ok: result.ok, before, after }
   } finally {

@@ -22,6 +22,7 @@
  * | `mcore_coordinator_held_hashes` | gauge | block hashes held for requests in flight |
  * | `mcore_coordinator_state{state}` | gauge | 1 for the control state it is in (`RUNNING`, `PAUSED`, `SUSPENDED`) |
  * | `mcore_coordinator_internal_errors_total` | counter | exceptions caught in the loop (a bug) |
+ * | `process_cpu_seconds_total`, `process_resident_memory_bytes`, ... | | the process ({@link processText}) |
  *
  * @example
  * ```ts
@@ -123,8 +124,34 @@ export const prometheus = (snapshot: Snapshot): string => {
 }
 
 /**
+ * This process's figures under Prometheus' standard names (as its client libraries export
+ * them): CPU seconds (user, system, both), resident memory, V8 heap in use, start time. Read
+ * when called; `process_cpu_seconds_total` has microsecond precision, where `/proc` counts
+ * 10 ms ticks.
+ *
+ * @category formatting
+ * @since 0.2.0
+ */
+export const processText = (): string => {
+  const cpu = process.cpuUsage()
+  const memory = process.memoryUsage()
+  const lines: Array<string> = []
+  const family = (name: string, type: "gauge" | "counter", help: string, value: number) =>
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`)
+  family("process_cpu_user_seconds_total", "counter", "User CPU time spent in seconds", cpu.user / 1e6)
+  family("process_cpu_system_seconds_total", "counter", "System CPU time spent in seconds", cpu.system / 1e6)
+  family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds", (cpu.user + cpu.system) / 1e6)
+  family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes", memory.rss)
+  family("process_heap_bytes", "gauge", "V8 heap in use in bytes", memory.heapUsed)
+  family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds", Math.round(performance.timeOrigin / 1000))
+  return `${lines.join("\n")}\n`
+}
+
+/**
  * `GET /metrics` (or `path`) on the current `HttpRouter`: {@link prometheus} of `source`'s
- * snapshot at each scrape (a `Coordinator.Handle`, or anything with its `snapshot`).
+ * snapshot at each scrape (a `Coordinator.Handle`, or anything with its `snapshot`), then
+ * {@link processText} (leave it out with `process: false`, when something else in the process
+ * exports those).
  *
  * @example
  * ```ts
@@ -149,13 +176,16 @@ export const prometheus = (snapshot: Snapshot): string => {
  */
 export const layerHttp = (
   source: { readonly snapshot: Effect.Effect<Snapshot> },
-  options?: { readonly path?: HttpRouter.PathInput | undefined }
+  options?: { readonly path?: HttpRouter.PathInput | undefined; readonly process?: boolean | undefined }
 ): Layer.Layer<never, never, HttpRouter.HttpRouter> =>
   HttpRouter.add(
     "GET",
     options?.path ?? "/metrics",
     Effect.map(
       source.snapshot,
-      (snapshot) => HttpServerResponse.text(prometheus(snapshot), { contentType: "text/plain; version=0.0.4; charset=utf-8" })
+      (snapshot) =>
+        HttpServerResponse.text(prometheus(snapshot) + (options?.process === false ? "" : processText()), {
+          contentType: "text/plain; version=0.0.4; charset=utf-8"
+        })
     )
   )
