@@ -218,15 +218,18 @@ describe("mcore coordinator --external-engines", () => {
       const testEngines = yield* Mcore.run(["coordinator", "--tokenizer", "/nonexistent"])
       expect(testEngines).toMatchObject({ code: 2, stdout: "" })
       expect(testEngines.stderr).toContain("--tokenizer goes with --external-engines")
-      const tuned = yield* Mcore.run(["coordinator", "--alpha", "0.7"])
-      expect(tuned).toMatchObject({ code: 2, stdout: "" })
-      expect(tuned.stderr).toContain("--alpha goes with --external-engines")
-      const host = yield* Mcore.run(["coordinator", "--metrics-host", "0.0.0.0"])
-      expect(host).toMatchObject({ code: 2, stdout: "" })
-      expect(host.stderr).toContain("--metrics-host goes with --metrics-port")
-      const allowed = yield* Mcore.run(["coordinator", "--allow-from", "127.0.0.1"])
-      expect(allowed).toMatchObject({ code: 2, stdout: "" })
-      expect(allowed.stderr).toContain("--allow-from goes with --external-engines (the test coordinator binds on loopback only)")
+      // Flags that go with another, each refused alone before anything is bound.
+      for (
+        const [flag, value, why] of [
+          ["--alpha", "0.7", "--alpha goes with --external-engines"],
+          ["--metrics-host", "127.0.0.1", "--metrics-host goes with --metrics-port"],
+          ["--allow-from", "127.0.0.1", "--allow-from goes with --external-engines (the test coordinator binds on loopback only)"]
+        ]
+      ) {
+        const alone = yield* Mcore.run(["coordinator", flag!, value!])
+        expect(alone).toMatchObject({ code: 2, stdout: "" })
+        expect(alone.stderr).toContain(why)
+      }
       for (
         const [flag, value, why] of [
           ["--alpha", "2", "invalid option alpha: must be a number from 0 to 1"],

@@ -10,8 +10,7 @@
  * ticks; ours reports its own through `--metrics-port`, to the microsecond).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { readFileSync } from "node:fs"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"

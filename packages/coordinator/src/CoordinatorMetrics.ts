@@ -63,6 +63,26 @@ const REFUSED_MESSAGES: ReadonlyArray<readonly [keyof Counters, string]> = [
 /** A label value as Prometheus' text format writes it: backslash, quote and newline escaped. */
 const labelValue = (value: string): string => value.replace(/\\/g, "\\\\").replace(/"/g, "\\\"").replace(/\n/g, "\\n")
 
+/** One metric family: its name, type, help and samples (labels as written, and the value). */
+type Family = readonly [name: string, type: "gauge" | "counter", help: string, samples: ReadonlyArray<readonly [string, number]>]
+
+/** The families as a page of Prometheus' text format (0.0.4). */
+const page = (families: ReadonlyArray<Family>): string => {
+  const lines: Array<string> = []
+  for (const [name, type, help, samples] of families) {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
+    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`)
+  }
+  return `${lines.join("\n")}\n`
+}
+
+/** A sample without labels. */
+const one = (value: number): ReadonlyArray<readonly [string, number]> => [["", value]]
+
+/** Samples labelled `label="key"`. */
+const by = (label: string, entries: ReadonlyArray<readonly [string, number]>): ReadonlyArray<readonly [string, number]> =>
+  entries.map(([key, value]) => [`{${label}="${labelValue(key)}"}`, value] as const)
+
 /**
  * The snapshot as a Prometheus text page (format 0.0.4).
  *
@@ -70,57 +90,55 @@ const labelValue = (value: string): string => value.replace(/\\/g, "\\\\").repla
  * @since 0.2.0
  */
 export const prometheus = (snapshot: Snapshot): string => {
-  const lines: Array<string> = []
-  const family = (name: string, type: "gauge" | "counter", help: string, samples: ReadonlyArray<readonly [string, number]>) => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
-    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`)
-  }
-  const one = (value: number): ReadonlyArray<readonly [string, number]> => [["", value]]
-  const by = (label: string, entries: ReadonlyArray<readonly [string, number]>) =>
-    entries.map(([key, value]) => [`{${label}="${labelValue(key)}"}`, value] as const)
   const c = snapshot.counters
-  family("mcore_coordinator_engines", "gauge", "Engines registered", one(snapshot.engines.length))
-  family("mcore_coordinator_clients", "gauge", "Clients connected that completed CONNECT", one(snapshot.clients))
-  family("mcore_coordinator_requests_in_flight", "gauge", "Requests on an engine, not yet answered", one(snapshot.inFlight))
-  family("mcore_coordinator_requests_waiting", "gauge", "Submissions waiting for a first engine", one(snapshot.backlog))
-  family("mcore_coordinator_requests_routed_total", "counter", "Submissions routed to an engine", one(snapshot.nextRequestId))
-  family(
-    "mcore_coordinator_engine_requests_routed_total",
-    "counter",
-    "Submissions routed to each engine since it registered",
-    by("engine", snapshot.engines.map((e) => [e.identity, e.routedTotal]))
-  )
-  family(
-    "mcore_coordinator_engine_requests_in_flight",
-    "gauge",
-    "Requests on each engine, not yet answered",
-    by("engine", snapshot.engines.map((e) => [e.identity, e.load]))
-  )
-  family("mcore_coordinator_requests_failed_back_total", "counter", "Requests held by an engine that left, answered FAILED", one(c.failedBack))
-  family("mcore_coordinator_requests_refused_total", "counter", "Submissions answered FAILED rather than routed", one(c.refused))
-  family("mcore_coordinator_messages_undelivered_total", "counter", "Messages to a peer that was gone, dropped (replies to a client that left)", one(c.unreachable))
-  family(
-    "mcore_coordinator_messages_refused_total",
-    "counter",
-    "Messages dropped, by reason",
-    by("reason", REFUSED_MESSAGES.map(([key, reason]) => [reason, c[key]]))
-  )
-  family(
-    "mcore_coordinator_connections_refused_total",
-    "counter",
-    "Connections closed before or during their handshake, by reason",
-    by("reason", Object.entries(snapshot.connectionsRefused).map(([reason, count]) => [reason, count ?? 0]))
-  )
-  family("mcore_coordinator_prefix_table_hashes", "gauge", "Block hashes in the prefix table", one(snapshot.prefixTable))
-  family("mcore_coordinator_held_hashes", "gauge", "Block hashes held for requests in flight", one(snapshot.heldHashes))
-  family(
-    "mcore_coordinator_state",
-    "gauge",
-    "1 for the control state the coordinator is in",
-    by("state", ControlState.State.literals.map((state) => [state, state === snapshot.state ? 1 : 0]))
-  )
-  family("mcore_coordinator_internal_errors_total", "counter", "Exceptions caught in the loop (a bug)", one(c.internalErrors))
-  return `${lines.join("\n")}\n`
+  return page([
+    ["mcore_coordinator_engines", "gauge", "Engines registered", one(snapshot.engines.length)],
+    ["mcore_coordinator_clients", "gauge", "Clients connected that completed CONNECT", one(snapshot.clients)],
+    ["mcore_coordinator_requests_in_flight", "gauge", "Requests on an engine, not yet answered", one(snapshot.inFlight)],
+    ["mcore_coordinator_requests_waiting", "gauge", "Submissions waiting for a first engine", one(snapshot.backlog)],
+    ["mcore_coordinator_requests_routed_total", "counter", "Submissions routed to an engine", one(snapshot.nextRequestId)],
+    [
+      "mcore_coordinator_engine_requests_routed_total",
+      "counter",
+      "Submissions routed to each engine since it registered",
+      by("engine", snapshot.engines.map((e) => [e.identity, e.routedTotal]))
+    ],
+    [
+      "mcore_coordinator_engine_requests_in_flight",
+      "gauge",
+      "Requests on each engine, not yet answered",
+      by("engine", snapshot.engines.map((e) => [e.identity, e.load]))
+    ],
+    ["mcore_coordinator_requests_failed_back_total", "counter", "Requests held by an engine that left, answered FAILED", one(c.failedBack)],
+    ["mcore_coordinator_requests_refused_total", "counter", "Submissions answered FAILED rather than routed", one(c.refused)],
+    [
+      "mcore_coordinator_messages_undelivered_total",
+      "counter",
+      "Messages to a peer that was gone, dropped (replies to a client that left)",
+      one(c.unreachable)
+    ],
+    [
+      "mcore_coordinator_messages_refused_total",
+      "counter",
+      "Messages dropped, by reason",
+      by("reason", REFUSED_MESSAGES.map(([key, reason]) => [reason, c[key]]))
+    ],
+    [
+      "mcore_coordinator_connections_refused_total",
+      "counter",
+      "Connections closed before or during their handshake, by reason",
+      by("reason", Object.entries(snapshot.connectionsRefused).map(([reason, count]) => [reason, count ?? 0]))
+    ],
+    ["mcore_coordinator_prefix_table_hashes", "gauge", "Block hashes in the prefix table", one(snapshot.prefixTable)],
+    ["mcore_coordinator_held_hashes", "gauge", "Block hashes held for requests in flight", one(snapshot.heldHashes)],
+    [
+      "mcore_coordinator_state",
+      "gauge",
+      "1 for the control state the coordinator is in",
+      by("state", ControlState.State.literals.map((state) => [state, state === snapshot.state ? 1 : 0]))
+    ],
+    ["mcore_coordinator_internal_errors_total", "counter", "Exceptions caught in the loop (a bug)", one(c.internalErrors)]
+  ])
 }
 
 /**
@@ -135,16 +153,19 @@ export const prometheus = (snapshot: Snapshot): string => {
 export const processText = (): string => {
   const cpu = process.cpuUsage()
   const memory = process.memoryUsage()
-  const lines: Array<string> = []
-  const family = (name: string, type: "gauge" | "counter", help: string, value: number) =>
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${value}`)
-  family("process_cpu_user_seconds_total", "counter", "User CPU time spent in seconds", cpu.user / 1e6)
-  family("process_cpu_system_seconds_total", "counter", "System CPU time spent in seconds", cpu.system / 1e6)
-  family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds", (cpu.user + cpu.system) / 1e6)
-  family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes", memory.rss)
-  family("process_heap_bytes", "gauge", "V8 heap in use in bytes", memory.heapUsed)
-  family("process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch in seconds", Math.round(performance.timeOrigin / 1000))
-  return `${lines.join("\n")}\n`
+  return page([
+    ["process_cpu_user_seconds_total", "counter", "User CPU time spent in seconds", one(cpu.user / 1e6)],
+    ["process_cpu_system_seconds_total", "counter", "System CPU time spent in seconds", one(cpu.system / 1e6)],
+    ["process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds", one((cpu.user + cpu.system) / 1e6)],
+    ["process_resident_memory_bytes", "gauge", "Resident memory size in bytes", one(memory.rss)],
+    ["process_heap_bytes", "gauge", "V8 heap in use in bytes", one(memory.heapUsed)],
+    [
+      "process_start_time_seconds",
+      "gauge",
+      "Start time of the process since the Unix epoch in seconds",
+      one(Math.round(performance.timeOrigin / 1000))
+    ]
+  ])
 }
 
 /**

@@ -199,25 +199,7 @@ export const findKeys = (
   b: Uint8Array,
   p: number,
   keys: ReadonlyArray<Uint8Array>
-): Array<readonly [number, number] | undefined> | undefined => {
-  const header = mapHeader(b, p)
-  if (header === undefined) return undefined
-  const values: Array<readonly [number, number] | undefined> = keys.map(() => undefined)
-  let missing = keys.length
-  let q = header.start
-  for (let i = 0; i < header.count && missing > 0; i++) {
-    const keyEnd = skip(b, q)
-    const valueEnd = skip(b, keyEnd)
-    for (let k = 0; k < keys.length; k++) {
-      if (values[k] === undefined && bytesEqual(b, q, keyEnd, keys[k]!)) {
-        values[k] = [keyEnd, valueEnd]
-        missing--
-      }
-    }
-    q = valueEnd
-  }
-  return values
-}
+): Array<readonly [number, number] | undefined> | undefined => scanMap(b, p, keys, true)?.values
 
 /**
  * Where the values of the wanted keys lie in the map at `p` (keys given encoded, as msgpack
@@ -241,16 +223,33 @@ export const findInMap = (
   b: Uint8Array,
   p: number,
   keys: ReadonlyArray<Uint8Array>
+): { readonly values: Array<readonly [number, number] | undefined>; readonly end: number } | undefined =>
+  scanMap(b, p, keys, false)
+
+/**
+ * The one walk over a map's entries behind {@link findInMap} and {@link findKeys}: each wanted
+ * key's value range (its first occurrence), and where the walk stopped (past the map, unless
+ * `stopWhenFound` ended it at the last key found).
+ */
+const scanMap = (
+  b: Uint8Array,
+  p: number,
+  keys: ReadonlyArray<Uint8Array>,
+  stopWhenFound: boolean
 ): { readonly values: Array<readonly [number, number] | undefined>; readonly end: number } | undefined => {
   const header = mapHeader(b, p)
   if (header === undefined) return undefined
   const values: Array<readonly [number, number] | undefined> = keys.map(() => undefined)
+  let missing = keys.length
   let q = header.start
-  for (let i = 0; i < header.count; i++) {
+  for (let i = 0; i < header.count && !(stopWhenFound && missing === 0); i++) {
     const keyEnd = skip(b, q)
     const valueEnd = skip(b, keyEnd)
     for (let k = 0; k < keys.length; k++) {
-      if (values[k] === undefined && bytesEqual(b, q, keyEnd, keys[k]!)) values[k] = [keyEnd, valueEnd]
+      if (values[k] === undefined && bytesEqual(b, q, keyEnd, keys[k]!)) {
+        values[k] = [keyEnd, valueEnd]
+        missing--
+      }
     }
     q = valueEnd
   }

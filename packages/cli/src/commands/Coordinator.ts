@@ -234,19 +234,16 @@ export const command = Command.make(
           "detokenizes replies and hashes text prompts with)"
       })
     }
+    const prefixRouting = "it tunes Megatron-LM's prefix routing, which the test coordinator does not use"
     const externalOnly = [
-      ["--max-requests", Option.isSome(maxRequests)],
-      ["--alpha", Option.isSome(alpha)],
-      ["--prefix-table-capacity", Option.isSome(prefixTableCapacity)],
-      ["--allow-from", Option.isSome(allowFrom)]
+      ["--max-requests", Option.isSome(maxRequests), prefixRouting],
+      ["--alpha", Option.isSome(alpha), prefixRouting],
+      ["--prefix-table-capacity", Option.isSome(prefixTableCapacity), prefixRouting],
+      ["--allow-from", Option.isSome(allowFrom), "the test coordinator binds on loopback only"]
     ] as const
-    for (const [flag, given] of externalOnly) {
+    for (const [flag, given, why] of externalOnly) {
       if (Option.isNone(externalEngines) && given) {
-        return yield* new CliError.ValidationError({
-          message: flag === "--allow-from"
-            ? "--allow-from goes with --external-engines (the test coordinator binds on loopback only)"
-            : `${flag} goes with --external-engines (it tunes Megatron-LM's prefix routing, which the test coordinator does not use)`
-        })
+        return yield* new CliError.ValidationError({ message: `${flag} goes with --external-engines (${why})` })
       }
     }
     if (Option.isNone(externalEngines) && Option.isSome(tokenizerDir)) {

@@ -17,6 +17,7 @@ import type { ServeError } from "effect/http/HttpServerError"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { createServer } from "node:http"
+import * as HttpUrl from "../HttpUrl.ts"
 import type { Watched } from "./CoordinatorWatch.ts"
 
 /** The default `--metrics-host`: metrics name the engines, so they stay on this machine unless told. */
@@ -33,7 +34,5 @@ export const serve = (coordinator: Watched, host: string, port: number): Effect.
         Layer.provideMerge(NodeHttpServer.layer(createServer, { host, port }))
       )
     )
-    const address = Context.get(context, HttpServer.HttpServer).address
-    const shown = host.includes(":") ? `[${host}]` : host
-    return "port" in address ? `http://${shown}:${address.port}/metrics` : `${HttpServer.formatAddress(address)}/metrics`
+    return `${HttpUrl.of(Context.get(context, HttpServer.HttpServer).address, host)}/metrics`
   })

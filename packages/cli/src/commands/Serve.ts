@@ -26,6 +26,7 @@ import * as Option from "effect/Option"
 import { CliError, Command, Flag } from "effect/cli"
 import * as Path from "node:path"
 import * as Flags from "../Flags.ts"
+import * as HttpUrl from "../HttpUrl.ts"
 import * as Output from "../Output.ts"
 import * as SettingFlags from "../SettingFlags.ts"
 import { integer } from "../Values.ts"
@@ -207,9 +208,6 @@ const serverOptions = (options: Parsed, model: string, embedded: boolean): Serve
   maxModelLen: Option.getOrElse(options.maxModelLen, () => embedded ? EMBEDDED_MAX_MODEL_LEN : undefined)
 })
 
-const urlOf = (address: HttpServer.HttpServer["Service"]["address"], host: string): string =>
-  "port" in address ? `http://${host.includes(":") ? `[${host}]` : host}:${address.port}` : HttpServer.formatAddress(address)
-
 /** One server in this process, until interrupted. */
 const serveHere = (
   options: Parsed,
@@ -241,7 +239,7 @@ const serveHere = (
         Layer.provide(Layer.merge(client, Tokenizer.layer(tokenizer)))
       )
     )
-    const url = urlOf(
+    const url = HttpUrl.of(
       Context.get(context, HttpServer.HttpServer).address,
       Option.getOrElse(options.host, () => ServerConfig.defaults.host)
     )
