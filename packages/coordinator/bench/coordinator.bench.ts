@@ -72,17 +72,24 @@ const measure = (running: Subjects.Running, setup: Subjects.Setup): Promise<Figu
       Effect.forEach(Array.from({ length: n }, (_, i) => i), (i) => client.submit(prompt(i), { num_tokens_to_generate: REQUEST_TOKENS }), {
         concurrency: "unbounded"
       })
-    // Warm-up: two bursts and a wave of streams, so that our coordinator's code is compiled by V8
-    // before anything is measured (its first burst costs it about three times its later ones;
-    // Megatron's Python coordinator has nothing to compile). Long-running coordinators are in
-    // that state.
+    const STREAMS = streamsFor(setup.stepMs)
+    const streams = (offset: number, onTokens: (count: number) => void) =>
+      Effect.forEach(Array.from({ length: STREAMS }, (_, i) => i), (i) =>
+        Stream.runForEach(client.stream(prompt(i + offset), { num_tokens_to_generate: STREAM_TOKENS }), (event) =>
+          Effect.sync(() => {
+            if (event._tag === "Tokens") onTokens(event.newTokens.length)
+          })), { concurrency: STREAMS_AT_ONCE, discard: true })
+    // Warm-up: two bursts and a wave of streams as large as the measured one, so that our
+    // coordinator's code is compiled by V8 before anything is measured. Megatron's Python
+    // coordinator has nothing to compile; ours, measured wave by wave (1,024 streams each, instant
+    // steps) after start, cost 4.2, 2.7, 2.1, 1.8 µs per streamed token, its compiler threads
+    // alone 1.8, 0.9, 0.2, 0.5 (and its first burst about three times its later ones).
+    // Long-running coordinators are in that state.
     yield* burst(BURST)
     yield* burst(BURST)
-    yield* Effect.forEach(Array.from({ length: STREAMS_AT_ONCE }, (_, i) => i), (i) =>
-      Stream.runDrain(client.stream(prompt(i), { num_tokens_to_generate: STREAM_TOKENS })), { concurrency: "unbounded", discard: true })
+    yield* streams(0, () => {})
     const coordinator = () => Effect.promise(running.coordinatorCpu)
     const engines = () => Subjects.cpuSeconds(running.enginesPid)
-    const STREAMS = streamsFor(setup.stepMs)
     let c0 = yield* coordinator()
     let [e0, b0, t0] = [engines(), clientSeconds(), performance.now()]
     // Three bursts back to back, measured as one: a major GC of ours (every few bursts: 10,000
@@ -104,16 +111,12 @@ const measure = (running: Subjects.Running, setup: Subjects.Setup): Promise<Figu
     c0 = yield* coordinator()
     t0 = performance.now()
     let tokens = 0
-    yield* Effect.forEach(Array.from({ length: STREAMS }, (_, i) => i), (i) =>
-      Stream.runForEach(client.stream(prompt(i + 7), { num_tokens_to_generate: STREAM_TOKENS }), (event) =>
-        Effect.sync(() => {
-          if (event._tag === "Tokens") tokens += event.newTokens.length
-        })), { concurrency: STREAMS_AT_ONCE, discard: true })
+    yield* streams(7, (count) => (tokens += count))
     seconds = (performance.now() - t0) / 1000
     // The partials carry all but what the final reply brings last: every stream's tokens counted.
     const streamed = STREAMS * STREAM_TOKENS
     if (tokens === 0) throw new Error("no partials arrived")
-    const streams = { tokensPerSecond: streamed / seconds, cpuPerToken: (((yield* coordinator()) - c0) / streamed) * 1e6 }
+    const streaming = { tokensPerSecond: streamed / seconds, cpuPerToken: (((yield* coordinator()) - c0) / streamed) * 1e6 }
 
     const latencies: Array<number> = []
     if (setup.stepMs === 0) {
@@ -131,7 +134,7 @@ const measure = (running: Subjects.Running, setup: Subjects.Setup): Promise<Figu
     if (python.ok !== BURST) throw new Error(`Megatron's Python client: ${python.ok} of ${BURST} replies exact`)
     return {
       ...saturation,
-      ...streams,
+      ...streaming,
       pythonRequestsPerSecond: BURST / python.seconds,
       pythonCpuPerRequest: ((python.after - python.before) / BURST) * 1e6,
       p50: latencies.length === 0 ? Number.NaN : latencies[latencies.length >> 1]!,

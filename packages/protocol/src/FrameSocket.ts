@@ -48,6 +48,27 @@ export interface Writable {
 const EMPTY: Array<never> = []
 
 /**
+ * What a socket's `send` may return once the message is already out (our ZMTP router writes it
+ * at once): the writer then attaches no handler to it. Any other settled promise works too, at
+ * the cost of a reaction and a microtask per message (our coordinator sends one message per
+ * streamed partial).
+ *
+ * @example
+ * ```ts
+ * import { FrameSocket } from "@mcore-effect/protocol"
+ *
+ * const socket: FrameSocket.Writable = {
+ *   send: (_message) => FrameSocket.sent
+ * }
+ * ```
+ *
+ * @category constants
+ * @since 0.2.0
+ */
+export const sent: Promise<void> = Promise.resolve()
+const FrameSocketSent = sent
+
+/**
  * Options of {@link Writer}.
  *
  * @category models
@@ -236,6 +257,7 @@ export class Writer<Tag = undefined> {
       return false
     }
     this.lastSent = sent
+    if (sent === FrameSocketSent) return true
     sent.then(undefined, (cause) => {
       if (this.closed) return
       this.failed++

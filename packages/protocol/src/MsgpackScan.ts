@@ -30,7 +30,13 @@ const need = (b: Uint8Array, end: number): number => {
 
 /** Skips `n` consecutive values starting at `p`. */
 const skipMany = (b: Uint8Array, p: number, n: number): number => {
-  for (let i = 0; i < n; i++) p = skip(b, p)
+  for (let i = 0; i < n; i++) {
+    // One-byte values (token ids below 128, small counts, short-map keys' fixints) without a
+    // call: a reply's token arrays are mostly these.
+    const t = b[p]
+    if (t !== undefined && (t <= 0x7f || t >= 0xe0)) p++
+    else p = skip(b, p)
+  }
   return p
 }
 

@@ -133,31 +133,32 @@ export const message = (frames: ReadonlyArray<Uint8Array>): Uint8Array => {
 }
 
 /**
- * The bytes {@link message} makes of `frames`.
+ * The bytes {@link message} makes of `frames` (of those from `from` on: a router's message
+ * without its identity, with no array made for the rest).
  *
  * @since 0.2.0
  */
-export const messageSize = (frames: ReadonlyArray<Uint8Array>): number => {
-  if (frames.length === 0) return 2
+export const messageSize = (frames: ReadonlyArray<Uint8Array>, from = 0): number => {
+  if (frames.length <= from) return 2
   let total = 0
-  for (const frame of frames) total += (frame.length <= 0xff ? 2 : MAX_HEADER) + frame.length
+  for (let i = from; i < frames.length; i++) total += (frames[i]!.length <= 0xff ? 2 : MAX_HEADER) + frames[i]!.length
   return total
 }
 
 /**
- * Writes {@link message}'s bytes of `frames` into `target` at `at` (which has
+ * Writes {@link message}'s bytes of `frames` (from `from` on) into `target` at `at` (which has
  * {@link messageSize} bytes there), the headers in place (no array per frame); returns where
  * they end.
  *
  * @since 0.2.0
  */
-export const writeMessage = (frames: ReadonlyArray<Uint8Array>, target: Buffer, at: number): number => {
-  if (frames.length === 0) {
+export const writeMessage = (frames: ReadonlyArray<Uint8Array>, target: Buffer, at: number, from = 0): number => {
+  if (frames.length <= from) {
     target[at] = 0
     target[at + 1] = 0
     return at + 2
   }
-  for (let i = 0; i < frames.length; i++) {
+  for (let i = from; i < frames.length; i++) {
     const frame = frames[i]!
     const flags = i < frames.length - 1 ? MORE : 0
     const length = frame.length

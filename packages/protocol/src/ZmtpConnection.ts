@@ -160,10 +160,13 @@ export class Connection {
     this.outLength += bytes.length
   }
 
-  /** Sends a message, encoded into this turn's write (see {@link write}); `size` if known (`Zmtp.messageSize`). */
-  send(frames: ReadonlyArray<Uint8Array>, size: number = Zmtp.messageSize(frames)): void {
+  /**
+   * Sends a message, encoded into this turn's write (see {@link write}): `frames` from `from` on
+   * (a router's message after its identity); `size` if known (`Zmtp.messageSize`).
+   */
+  send(frames: ReadonlyArray<Uint8Array>, size: number = Zmtp.messageSize(frames), from = 0): void {
     this.reserve(size)
-    this.outLength = Zmtp.writeMessage(frames, this.out, this.outLength)
+    this.outLength = Zmtp.writeMessage(frames, this.out, this.outLength, from)
   }
 
   /** Room for `bytes` more in this turn's buffer, and its write at the next tick. */

@@ -32,7 +32,7 @@
  */
 import * as Net from "node:net"
 import * as AddressAllowlist from "./AddressAllowlist.ts"
-import type * as FrameSocket from "./FrameSocket.ts"
+import * as FrameSocket from "./FrameSocket.ts"
 import { Inbox, socketError } from "./internal/inbox.ts"
 import * as Zmtp from "./Zmtp.ts"
 import * as ZmtpConnection from "./ZmtpConnection.ts"
@@ -85,6 +85,8 @@ interface Peer {
  */
 export class Router {
   private readonly peers = new Map<string, Peer>()
+  /** The connected peers by the identity buffer their messages come with (see {@link send}). */
+  private readonly byBuffer = new WeakMap<Uint8Array, Peer>()
   /** Every connection open, its handshake done or not (a close ends them all). */
   private readonly sockets = new Set<Net.Socket>()
   private nextIdentity = 0x2d
@@ -119,9 +121,13 @@ export class Router {
    */
   send(frames: ReadonlyArray<Uint8Array>): "sent" | "unreachable" {
     const identity = frames[0]
-    const peer = identity === undefined ? undefined : this.peers.get(Buffer.from(identity.buffer, identity.byteOffset, identity.byteLength).toString("latin1"))
-    if (peer === undefined || this.closed) return "unreachable"
-    peer.connection.send(frames.slice(1))
+    if (identity === undefined || this.closed) return "unreachable"
+    // A reply's identity is most often the very buffer the peer's messages came with: found by
+    // reference, with no key string made (a partial's send was a buffer, a string and its hash).
+    const peer = this.byBuffer.get(identity) ??
+      this.peers.get(Buffer.from(identity.buffer, identity.byteOffset, identity.byteLength).toString("latin1"))
+    if (peer === undefined) return "unreachable"
+    peer.connection.send(frames, Zmtp.messageSize(frames, 1), 1)
     return "sent"
   }
 
@@ -171,6 +177,7 @@ export class Router {
       ready: (properties) => {
         peer = { identity: this.identityFor(properties.get("Identity")), connection }
         this.peers.set(peer.identity.toString("latin1"), peer)
+        this.byBuffer.set(peer.identity, peer)
         this.handlers.connected?.(peer.identity)
       },
       message: (frames) => {
@@ -187,6 +194,7 @@ export class Router {
       if (peer === undefined) return
       const key = peer.identity.toString("latin1")
       if (this.peers.get(key) === peer) this.peers.delete(key)
+      this.byBuffer.delete(peer.identity)
       this.handlers.disconnected?.(peer.identity)
     })
     connection.start()
@@ -275,7 +283,7 @@ export const listenFrames = async (
     receive: () => inbox.receive(),
     send: (message) => {
       if (inbox.closed) return Promise.reject(socketError("EBADF", "Socket is closed"))
-      return router.send(message) === "sent" ? Promise.resolve() : Promise.reject(socketError("EHOSTUNREACH", "Host unreachable"))
+      return router.send(message) === "sent" ? FrameSocket.sent : Promise.reject(socketError("EHOSTUNREACH", "Host unreachable"))
     },
     close: () => {
       inbox.close()

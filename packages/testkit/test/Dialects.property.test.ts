@@ -94,7 +94,10 @@ describe("the test engine's replies decode with each dialect's codecs", () => {
             // Coordinator to client.
             const detokenized = wire.single || request.needsDetokenize
             const passed = wire.single ? DialectWire.finishReply(wire, body, CoordinatorTokenizer.vocabulary) : detokenized ? GeneratedText.fill(body, CoordinatorTokenizer.vocabulary) : body
-            const final = decodeOrThrow(dialect.coordinator, DialectWire.toClient(wire, wire.ENGINE_REPLY, clientRequestId, passed))
+            const client = Uint8Array.of(0, 0, 0, 0x2d)
+            const [addressee, ...finalFrames] = DialectWire.toClient(wire, client, wire.ENGINE_REPLY, clientRequestId, passed)
+            expect(addressee).toBe(client)
+            const final = decodeOrThrow(dialect.coordinator, finalFrames)
             expect([final._tag, final.requestId]).toEqual(["EngineReply", clientRequestId])
             const reply = requestIn(final.reply)
             expect(reply.request_id).toBe(requestId)
@@ -106,7 +109,7 @@ describe("the test engine's replies decode with each dialect's codecs", () => {
             )
             if (wire.fillsPrompt) expect(reply.prompt).toBe(text ?? Vocabulary.detokenize(promptTokens))
             for (const partial of partials) {
-              const frames = DialectWire.toClient(wire, wire.ENGINE_REPLY_PARTIAL!, clientRequestId, Msgpack.encode(partial))
+              const frames = DialectWire.toClient(wire, client, wire.ENGINE_REPLY_PARTIAL!, clientRequestId, Msgpack.encode(partial)).slice(1)
               const decoded = decodeOrThrow(dialect.coordinator, frames)
               expect([decoded._tag, decoded.requestId, decoded.partial.request_id]).toEqual(["EngineReplyPartial", clientRequestId, requestId])
             }

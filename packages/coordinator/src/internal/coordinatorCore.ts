@@ -77,7 +77,14 @@ export class CoordinatorCore {
     this.address = bound.address
     this.connections = bound.connections
     this.undelivered = new UndeliveredReport(config.log, UNDELIVERED_WINDOW_MILLIS)
-    this.writer = new FrameSocket.Writer<Reroute | undefined>(this.router, (error, message, reroute) => this.undeliverable(error, message, reroute))
+    // Immediate: every binder's socket completes a send before returning (ours writes into its
+    // connection's turn; zeromq.js's is bound with `sendTimeout: 0`), so a message goes out from
+    // `send` itself, with no await per message in the writer's loop (one per streamed partial).
+    this.writer = new FrameSocket.Writer<Reroute | undefined>(
+      this.router,
+      (error, message, reroute) => this.undeliverable(error, message, reroute),
+      { immediate: true }
+    )
     this.peer = makePeer(this.writer)
     this.connections.onChange = () => this.peer.notify()
     this.s = new CoordinatorState(config, this.writer, this.peer.toClients, firstRequestId)

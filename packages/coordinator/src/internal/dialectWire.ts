@@ -141,15 +141,22 @@ export const nameOf = (wire: DialectWire, value: number | undefined): Headers.He
 const writer = new Msgpack.Writer()
 
 /**
- * A final reply or a partial as the coordinator sends it to a client: `[h, rid]` and the body as
- * its own frame (multipart), or `[h, rid, body]` in one frame, the body's bytes copied as they are.
+ * A final reply or a partial as the coordinator sends it to a client, its identity first: `[h,
+ * rid]` and the body as its own frame (multipart), or `[h, rid, body]` in one frame, the body's
+ * bytes copied as they are.
  *
  * @internal
  */
-export const toClient = (wire: DialectWire, header: number, clientRequestId: number, body: Uint8Array): Array<Uint8Array> =>
+export const toClient = (
+  wire: DialectWire,
+  client: Uint8Array,
+  header: number,
+  clientRequestId: number,
+  body: Uint8Array
+): Array<Uint8Array> =>
   wire.single
-    ? [writer.reset().arrayHeader(3).number(header).number(clientRequestId).raw(body).finish()]
-    : [writer.reset().arrayHeader(2).number(header).number(clientRequestId).finish(), body]
+    ? [client, writer.reset().arrayHeader(3).number(header).number(clientRequestId).raw(body).finish()]
+    : [client, writer.reset().arrayHeader(2).number(header).number(clientRequestId).finish(), body]
 
 /**
  * An engine step's finished requests as its engine sends them: `[21, [[id, needs_detokenize],
@@ -269,8 +276,9 @@ export const batchElements = (body: Uint8Array): Array<Uint8Array> | string => {
   let p = array.start
   try {
     for (let i = 0; i < array.count; i++) {
+      const t = body[p]
+      if (t !== undefined && !((t >= 0x80 && t <= 0x8f) || t === 0xde || t === 0xdf)) return `element ${i} of the batch is not a map`
       const end = MsgpackScan.skip(body, p)
-      if (MsgpackScan.mapHeader(body, p) === undefined) return `element ${i} of the batch is not a map`
       out[i] = body.subarray(p, end)
       p = end
     }
@@ -289,6 +297,17 @@ const KEY_REQUEST_ID = Msgpack.encode("request_id")
  * @internal
  */
 export const requestIdOf = (map: Uint8Array): number | undefined => {
+  // Megatron's layout: a fixmap whose first key is `request_id` and its value a positive fixint
+  // or uint 8/16/32, read where it lies (what every partial and reply of a stream goes through).
+  const k = KEY_REQUEST_ID.length
+  if (map[0]! >= 0x80 && map[0]! <= 0x8f && map.length > k + 5 && MsgpackScan.bytesEqual(map, 1, 1 + k, KEY_REQUEST_ID)) {
+    const p = 1 + k
+    const t = map[p]!
+    if (t <= 0x7f) return t
+    if (t === 0xcc) return map[p + 1]!
+    if (t === 0xcd) return (map[p + 1]! << 8) | map[p + 2]!
+    if (t === 0xce) return ((map[p + 1]! << 24) >>> 0) + ((map[p + 2]! << 16) | (map[p + 3]! << 8) | map[p + 4]!)
+  }
   let found
   try {
     // Its first key in Megatron's replies: the other 35 are not read.

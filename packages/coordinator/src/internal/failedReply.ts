@@ -43,5 +43,5 @@ export const sendFailed = (
 ): void => {
   const body = failedReply(requestId, why, wire.records)
   const reply = wire.records ? DialectWire.asRecord(body) : body
-  toClients.send("reply", request, [request.client, ...DialectWire.toClient(wire, wire.ENGINE_REPLY, request.clientRequestId, reply)])
+  toClients.send("reply", request, DialectWire.toClient(wire, request.client, wire.ENGINE_REPLY, request.clientRequestId, reply))
 }

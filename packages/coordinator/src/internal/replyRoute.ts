@@ -119,13 +119,12 @@ export const engineBatch = (route: ReplyRoute, identity: Buffer, body: Uint8Arra
         route.reject("unknownRequest", identity, `ENGINE_REPLY_PARTIAL for request ${requestId}, which is not in flight`)
         continue
       }
-      const frames = DialectWire.toClient(wire, wire.ENGINE_REPLY_PARTIAL!, request.clientRequestId, element)
-      route.toClients.send("partial", request, [request.client, ...frames])
+      route.toClients.send("partial", request, DialectWire.toClient(wire, request.client, wire.ENGINE_REPLY_PARTIAL!, request.clientRequestId, element))
       continue
     }
     const request = complete(route, identity, requestId)
     if (request === undefined) continue
     const reply = DialectWire.finishReply(wire, element, route.config.tokenizer)
-    route.toClients.send("reply", request, [request.client, ...DialectWire.toClient(wire, wire.ENGINE_REPLY, request.clientRequestId, reply)])
+    route.toClients.send("reply", request, DialectWire.toClient(wire, request.client, wire.ENGINE_REPLY, request.clientRequestId, reply))
   }
 }
