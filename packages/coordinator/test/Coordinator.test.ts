@@ -66,6 +66,32 @@ describe("Coordinator", () => {
       expect((yield* coordinator.snapshot).running).toBe(false)
     }).pipe(Effect.scoped, TestSupport.withRegistry))
 
+  it.live("a request aborted while it waits for a first engine is answered FAILED, not left owed", () =>
+    Effect.gen(function*() {
+      const network = new MemorySocket.Network()
+      const coordinator = yield* Coordinator.make({ address: "inproc://coordinator", protocol: "main", tokenizer, network })
+      const client = yield* InferenceClient.make({ address: coordinator.address, protocol: "main" }).pipe(
+        Effect.provide(Transport.layerMemory(network))
+      )
+      const submitted = yield* client.submitWithId(tokens, { num_tokens_to_generate: 3 })
+      yield* coordinator.waitFor((s) => s.backlog === 1)
+      // The request stays pending here: the coordinator's answer reaches it.
+      yield* client.sendAbort(submitted.requestId)
+      const reply = (yield* submitted.reply) as Record<string, any>
+      expect(reply.status).toBe("FAILED")
+      expect(reply.events.map((e: { type: string; payload: unknown }) => [e.type, e.payload])).toEqual([
+        ["FAIL", "aborted before an engine took it"]
+      ])
+      expect(yield* coordinator.snapshot).toMatchObject({ backlog: 0, inFlight: 0, counters: { abortsDropped: 0 } })
+      // Before this answer, closing a client of a Megatron dialect waited for it for its whole
+      // drainTimeout: the engine that comes later sees nothing of the request.
+      yield* TestEngine.make({ coordinatorAddress: coordinator.address, protocol: "main", network, stepMs: 0 })
+      const [engine] = (yield* coordinator.awaitEngines(1)).engines
+      expect((yield* client.submit(tokens, { num_tokens_to_generate: 2 })).generated_tokens).toEqual(Generation.tokens(tokens, 2))
+      expect(engine!.receivedTotal).toBe(0)
+      expect((yield* coordinator.snapshot).engines[0]!.receivedTotal).toBe(1)
+    }).pipe(Effect.scoped, TestSupport.withRegistry))
+
   it.live("bad options and an address it cannot bind fail typed, before anything is bound", () =>
     Effect.gen(function*() {
       const base = { address: "tcp://127.0.0.1:0", protocol: "main" as const, tokenizer }

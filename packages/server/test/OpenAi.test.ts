@@ -4,17 +4,26 @@
  * own classes, and aborting (an `AbortController` mid-stream, a client giving up on a plain
  * request): exactly one ABORT on the wire each and nothing left in flight. The prompt and chat
  * paths run with the real Qwen3 tokenizer and its chat template.
+ *
+ * One suite, two set-ups: the server over a coordinator (`--coordinator`: the test cluster's,
+ * reached over a socket), and the server as the coordinator (`--engines-listen`: the engines
+ * dial the server's own process).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import OpenAI from "openai"
-import { eventually, isolated, serve } from "./support/Serve.ts"
+import { eventually, isolated, serve, serveHosting, type Setup } from "./support/Serve.ts"
 
 const sdk = (baseURL: string, apiKey = "unused") => new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20_000 })
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
-describe("the openai SDK against the server", () => {
+const setups: ReadonlyArray<readonly [string, Setup]> = [
+  ["over a coordinator", serve],
+  ["as the coordinator", serveHosting]
+]
+
+describe.each(setups)("the openai SDK against the server %s", (_name, serve) => {
   it.live("chat and completions, plain and streamed, with Qwen3's tokenizer and chat template", () =>
     Effect.gen(function*() {
       const { baseURL, tokenizer } = yield* serve({ tokenizer: "qwen3" })

@@ -35,7 +35,7 @@ export class TokenizerUnusable extends Data.TaggedError("TokenizerUnusable")<{
  * end-of-document tokens (the tokenizer's eos ids) dropped unless the request asked to keep the
  * stop sequence, special tokens skipped; a text prompt encoded as the engines encode it.
  */
-const coordinatorTokenizer = (tokenizer: Tokenizer.Service): CoordinatorTokenizer.CoordinatorTokenizer => ({
+export const coordinatorTokenizer = (tokenizer: Tokenizer.Service): CoordinatorTokenizer.CoordinatorTokenizer => ({
   tokenize: (text) => tokenizer.encode(text),
   detokenize: (ids, options) => {
     let end = ids.length

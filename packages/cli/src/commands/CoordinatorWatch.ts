@@ -42,8 +42,15 @@ export const watchState = (coordinator: Watched): Effect.Effect<never> =>
     }
   })
 
-/** Prints each engine that registers or leaves, by identity. */
-export const watchRegistrations = (coordinator: Watched): Effect.Effect<never> =>
+/**
+ * Prints each engine that registers or leaves, by identity (with `say`: standard output by
+ * default), then calls `after` with the engines registered now.
+ */
+export const watchRegistrations = (
+  coordinator: Watched,
+  say: (line: string) => Effect.Effect<void> = Output.line,
+  after: (registered: ReadonlyArray<string>) => Effect.Effect<void> = () => Effect.void
+): Effect.Effect<never> =>
   Effect.gen(function*() {
     let seen = new Set<string>()
     for (;;) {
@@ -52,8 +59,9 @@ export const watchRegistrations = (coordinator: Watched): Effect.Effect<never> =
         s.engines.length !== before.size || s.engines.some((e) => !before.has(e.identity))
       )
       const now = new Set(next.engines.map((e) => e.identity))
-      for (const identity of now) if (!before.has(identity)) yield* Output.line(`engine ${identity} registered`)
-      for (const identity of before) if (!now.has(identity)) yield* Output.line(`engine ${identity} gone`)
+      for (const identity of now) if (!before.has(identity)) yield* say(`engine ${identity} registered`)
+      for (const identity of before) if (!now.has(identity)) yield* say(`engine ${identity} gone`)
       seen = now
+      yield* after(next.engines.map((e) => e.identity))
     }
   })

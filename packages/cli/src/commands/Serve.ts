@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import { ClientConfig, Disaggregated, Fleet, FleetConfig, InferenceClient } from "@mcore-effect/client"
+import { Coordinator } from "@mcore-effect/coordinator"
 import { type Dialect, DialectCatalog } from "@mcore-effect/protocol"
 import { Server, ServerConfig, Workers } from "@mcore-effect/server"
 import { TestCluster, WordTokenizer } from "@mcore-effect/testkit"
@@ -30,6 +31,7 @@ import * as HttpUrl from "../HttpUrl.ts"
 import * as Output from "../Output.ts"
 import * as SettingFlags from "../SettingFlags.ts"
 import { integer } from "../Values.ts"
+import * as ServeEngines from "./ServeEngines.ts"
 
 /**
  * The embedded word tokenizer's context length: its config says 2^20 (no real limit), and the
@@ -64,6 +66,7 @@ const flags = {
     Flag.atLeast(0)
   ),
   ...SettingFlags.flags(Disaggregated.settings),
+  ...ServeEngines.flags,
   tokenizer: Flag.String("tokenizer").pipe(
     Flag.withMetavar("directory"),
     Flag.withDescription("The model's Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json)"),
@@ -139,6 +142,8 @@ const dialectOf = (options: Parsed): Effect.Effect<Dialect.Name, CliError.Valida
     onNone: () =>
       options.embedded
         ? Effect.succeed("reference" as const)
+        : Option.isSome(options.enginesListen)
+        ? Effect.fail(new CliError.ValidationError({ message: `${Flags.missingProtocol} (needed with --engines-listen: the dialect the engines speak)` }))
         : isDisaggregated(options)
         ? Effect.fail(new CliError.ValidationError({ message: `${Flags.missingProtocol} (needed with --prefill-coordinator)` }))
         : Option.isNone(options.coordinator)
@@ -150,11 +155,21 @@ const dialectOf = (options: Parsed): Effect.Effect<Dialect.Name, CliError.Valida
 const isDisaggregated = (options: Parsed): boolean =>
   options.prefillCoordinator.length > 0 || options.decodeCoordinator.length > 0
 
-/** Where requests go: one coordinator, or a prefill pool and a decode pool. */
-type Target = string | { readonly prefill: ReadonlyArray<string>; readonly decode: ReadonlyArray<string> }
+/**
+ * Where requests go: one coordinator (or several, comma-joined: a fleet), a prefill pool and a
+ * decode pool, or engines dialing a coordinator in this process.
+ */
+type Target =
+  | string
+  | { readonly prefill: ReadonlyArray<string>; readonly decode: ReadonlyArray<string> }
+  | { readonly hosted: ServeEngines.Hosted }
 
 const describeTarget = (target: Target): string =>
-  typeof target === "string" ? target : `prefill ${target.prefill.join(", ")} / decode ${target.decode.join(", ")}`
+  typeof target === "string"
+    ? target
+    : "hosted" in target
+    ? ServeEngines.describe(target.hosted)
+    : `prefill ${target.prefill.join(", ")} / decode ${target.decode.join(", ")}`
 
 /** Any failure to start (the port taken, no coordinator, a bad tokenizer directory) as one line. */
 const failed = (error: { readonly message: string }): ServeFailed =>
@@ -183,6 +198,36 @@ const backend = (options: Parsed, protocol: Dialect.Name) =>
         embedded: false
       }
     }
+    if (Option.isSome(options.enginesListen)) {
+      if (Option.isSome(options.coordinator) || options.embedded) {
+        return yield* usage("--engines-listen replaces --coordinator and --embedded: the server is the coordinator")
+      }
+      if (options.workers > 1) {
+        return yield* usage(
+          "--workers above 1 cannot go with --engines-listen: an engine has one coordinator, and each server process " +
+            "would be another (for several server processes, run mcore coordinator --external-engines and give each --coordinator)"
+        )
+      }
+      if (Option.isNone(options.tokenizer)) return yield* usage("--tokenizer DIR is required with --engines-listen")
+      const hosted: ServeEngines.Hosted = {
+        listen: options.enginesListen.value,
+        expected: Option.getOrElse(options.externalEngines, () => 1),
+        policy: Option.getOrUndefined(options.policy),
+        allowFrom: Option.getOrUndefined(options.allowFrom)
+      }
+      return {
+        coordinator: { hosted } as Target,
+        tokenizer: options.tokenizer.value,
+        model: Path.basename(Path.resolve(options.tokenizer.value)),
+        embedded: false
+      }
+    }
+    const hostedOnly = [
+      ["--external-engines", Option.isSome(options.externalEngines)],
+      ["--policy", Option.isSome(options.policy)],
+      ["--allow-from", Option.isSome(options.allowFrom)]
+    ] as const
+    for (const [name, given] of hostedOnly) if (given) return yield* usage(`${name} goes with --engines-listen`)
     const fromPrimary = process.env[WORKER_COORDINATOR]
     if (Workers.isWorker() && fromPrimary !== undefined) {
       return { coordinator: fromPrimary as Target, tokenizer: process.env[WORKER_TOKENIZER]!, model: "embedded", embedded: process.env[WORKER_EMBEDDED] === "1" }
@@ -223,6 +268,18 @@ const serveHere = (
     // primary). Several coordinators (comma-joined, so that workers get them from one variable):
     // a fleet, which the server takes as its `InferenceClient` (its `/health` is 200 while one
     // is up; `/metrics` has each coordinator's).
+    if (typeof coordinator !== "string" && "hosted" in coordinator) {
+      const context = yield* Layer.build(
+        Server.layer(serverOptions(options, model, embedded)).pipe(
+          Layer.provideMerge(ServeEngines.layer(coordinator.hosted, protocol, tokenizer, settings))
+        )
+      )
+      const running = Context.get(context, Coordinator.Coordinator)
+      // The address bound (its port when 0 was asked).
+      const bound: Target = { hosted: { ...coordinator.hosted, listen: running.address } }
+      yield* started(options, protocol, bound, model, embedded, Context.get(context, HttpServer.HttpServer).address)
+      return yield* ServeEngines.announce(running, coordinator.hosted.expected)
+    }
     const client = typeof coordinator !== "string"
       // The text layer and the server run on it unchanged; /metrics gains its hand-off figures.
       ? Disaggregated.layer({
@@ -239,19 +296,26 @@ const serveHere = (
         Layer.provide(Layer.merge(client, Tokenizer.layer(tokenizer)))
       )
     )
-    const url = HttpUrl.of(
-      Context.get(context, HttpServer.HttpServer).address,
-      Option.getOrElse(options.host, () => ServerConfig.defaults.host)
-    )
-    if (Workers.isWorker()) {
-      yield* Workers.reportListening(url)
-    } else {
-      yield* Output.line(url)
-      yield* Output.errorLine(
-        `serving ${serverOptions(options, model, embedded).model} over ${describeTarget(coordinator)} (protocol ${protocol}); stop with Ctrl-C`
-      )
-    }
+    yield* started(options, protocol, coordinator, model, embedded, Context.get(context, HttpServer.HttpServer).address)
     return yield* Effect.never
+  })
+
+/** The server's URL on the first line of standard output (a worker's to its primary), and what it serves. */
+const started = (
+  options: Parsed,
+  protocol: Dialect.Name,
+  coordinator: Target,
+  model: string,
+  embedded: boolean,
+  address: HttpServer.HttpServer["Service"]["address"]
+) =>
+  Effect.gen(function*() {
+    const url = HttpUrl.of(address, Option.getOrElse(options.host, () => ServerConfig.defaults.host))
+    if (Workers.isWorker()) return yield* Workers.reportListening(url)
+    yield* Output.line(url)
+    yield* Output.errorLine(
+      `serving ${serverOptions(options, model, embedded).model} over ${describeTarget(coordinator)} (protocol ${protocol}); stop with Ctrl-C`
+    )
   })
 
 /**

@@ -163,10 +163,18 @@ export const abort = (s: CoordinatorState, identity: Buffer, key: string, client
   const requestId = s.inFlight.idOf(key, clientRequestId)
   const request = requestId === undefined ? undefined : s.inFlight.get(requestId)
   if (request === undefined) {
-    // Not yet routed: it never reaches an engine. Otherwise unknown or finished: dropped.
-    const before = s.backlog.length
-    s.backlog = s.backlog.filter((w) => !(w.clientKey === key && w.clientRequestId === clientRequestId))
-    if (s.backlog.length === before) s.counters.abortsDropped++
+    // Not yet routed: it never reaches an engine, and is answered FAILED here, as an engine
+    // answers a request it aborts (with what it generated: nothing). A client that closes waits
+    // for the replies to what it aborted (Megatron's coordinators exit on a reply for a client
+    // gone), so one left unanswered held its close for its whole drainTimeout (30 s).
+    // Otherwise unknown or finished: dropped.
+    const held = s.backlog.findIndex((w) => w.clientKey === key && w.clientRequestId === clientRequestId)
+    if (held < 0) {
+      s.counters.abortsDropped++
+      return
+    }
+    const [w] = s.backlog.splice(held, 1)
+    sendFailed(s.wire, s.toClients, w!, s.nextRequestId++, "aborted before an engine took it")
     return
   }
   // Only decoded where the dialect has ABORT_REQUEST.

@@ -6,8 +6,9 @@
  * went on the wire (the engines' received messages).
  */
 import { type ClientConfig, InferenceClient } from "@mcore-effect/client"
+import { Coordinator, HostedClient } from "@mcore-effect/coordinator"
 import { Msgpack } from "@mcore-effect/protocol"
-import { type Continuations, TestCluster, WordTokenizer } from "@mcore-effect/testkit"
+import { type Continuations, CoordinatorTokenizer, TestCluster, TestEngine, WordTokenizer } from "@mcore-effect/testkit"
 import { Tokenizer } from "@mcore-effect/text"
 import { Context, Effect, Layer, Metric, References, type Scope } from "effect"
 import { HttpServer } from "effect/http"
@@ -66,6 +67,19 @@ export interface ServeOptions {
   readonly tokenizer?: "words" | "qwen3"
 }
 
+/** `http://127.0.0.1:PORT` of a server built into `context`. */
+const urlOf = (context: Context.Context<HttpServer.HttpServer>): Effect.Effect<string> => {
+  const address = Context.get(context, HttpServer.HttpServer).address
+  return "port" in address ? Effect.succeed(`http://127.0.0.1:${address.port}`) : Effect.die("not a TCP address")
+}
+
+/** ABORT_REQUEST messages `engines` received so far. */
+const abortsAt = (engines: ReadonlyArray<TestEngine.Handle>): Effect.Effect<number> =>
+  Effect.map(
+    Effect.forEach(engines, (engine) => engine.snapshot),
+    (snapshots) => snapshots.reduce((n, s) => n + s.received.filter((m) => m.name === "ABORT_REQUEST").length, 0)
+  )
+
 /** A cluster and the server in front of it, both in the scope. */
 export const serve = (
   options?: ServeOptions & { readonly cluster?: TestCluster.Options }
@@ -82,16 +96,50 @@ export const serveOn = (cluster: TestCluster.Handle, options?: ServeOptions): Ef
         Layer.provide(Layer.merge(client, Layer.succeed(Tokenizer.Tokenizer, tokenizer)))
       )
     )
-    const address = Context.get(context, HttpServer.HttpServer).address
-    if (!("port" in address)) return yield* Effect.die("not a TCP address")
-    const url = `http://127.0.0.1:${address.port}`
-    const aborts = Effect.map(
-      Effect.forEach(cluster.engines, (engine) => engine.snapshot),
-      (snapshots) =>
-        snapshots.reduce((n, s) => n + s.received.filter((m) => m.name === "ABORT_REQUEST").length, 0)
-    )
+    const url = yield* urlOf(context)
     const inFlight = Effect.map(cluster.coordinator.snapshot, (s) => s.inFlight)
-    return { cluster, url, baseURL: `${url}/v1`, tokenizer, aborts, inFlight } satisfies Served
+    return { cluster, url, baseURL: `${url}/v1`, tokenizer, aborts: abortsAt(cluster.engines), inFlight } satisfies Served
+  })
+
+/** What a suite run over both set-ups reads ({@link serve}'s and {@link serveHosting}'s). */
+export type Setup = (
+  options?: ServeOptions & { readonly cluster?: TestCluster.Options }
+) => Effect.Effect<Omit<Served, "cluster">, unknown, Scope.Scope>
+
+/**
+ * The server as the coordinator (`mcore serve --engines-listen`): a coordinator in its process
+ * (`HostedClient`, the coordinator package's, on 127.0.0.1 port 0) and test engines dialing it,
+ * as `cluster` would start them with {@link serve} (same engine options, same dialect).
+ */
+export const serveHosting: Setup = (options) =>
+  Effect.gen(function*() {
+    const tokenizer = yield* (options?.tokenizer === "qwen3" ? qwen3 : words)
+    const cluster = options?.cluster
+    const protocol = cluster?.protocol ?? "reference"
+    const context = yield* Layer.build(
+      Server.layer({ model: "test-model", port: 0, ...options?.server }).pipe(
+        Layer.provideMerge(Layer.merge(
+          HostedClient.layer({
+            address: "tcp://127.0.0.1:0",
+            protocol,
+            // The test engines' vocabulary, as the test cluster's coordinator has it.
+            tokenizer: CoordinatorTokenizer.vocabulary,
+            ...(options?.client === undefined ? {} : { client: options.client })
+          }),
+          Layer.succeed(Tokenizer.Tokenizer, tokenizer)
+        ))
+      )
+    )
+    const coordinator = Context.get(context, Coordinator.Coordinator)
+    const count = cluster?.engines ?? 2
+    const engines: Array<TestEngine.Handle> = []
+    for (let rank = 0; rank < count; rank++) {
+      engines.push(yield* TestEngine.make({ ...cluster?.engine, protocol, coordinatorAddress: coordinator.address, rank }))
+    }
+    yield* coordinator.awaitEngines(count)
+    const url = yield* urlOf(context)
+    const inFlight = Effect.map(coordinator.snapshot, (s) => s.inFlight)
+    return { url, baseURL: `${url}/v1`, tokenizer, aborts: abortsAt(engines), inFlight }
   })
 
 /** A SUBMIT_REQUEST as an engine received it: its prompt and its media (reference framing). */

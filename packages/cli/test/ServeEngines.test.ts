@@ -1,0 +1,107 @@
+/**
+ * `mcore serve --engines-listen` as a subprocess: the server is the coordinator. It prints its URL
+ * and then where engines dial; engines of the `main` dialect dial it and register; chat is answered
+ * plain and streamed; `mcore control` against the same address reaches the engines; a request
+ * held while no engine is there and given up by its HTTP client does not hold the shutdown; the
+ * options that cannot go with it are refused in one line each.
+ */
+import { beforeAll, describe, expect, it } from "@effect/vitest"
+import { TestEngine, WordTokenizer } from "@mcore-effect/testkit"
+import { Effect } from "effect"
+import { ensureBuilt } from "./support/Build.ts"
+import * as Mcore from "./support/Mcore.ts"
+
+beforeAll(ensureBuilt, 300_000)
+
+const chat = (url: string, body: Record<string, unknown>, signal?: AbortSignal) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "the quick fox" }], ...body }),
+      ...(signal === undefined ? {} : { signal })
+    })
+    return { status: response.status, text: await response.text() }
+  })
+
+describe("mcore serve --engines-listen", () => {
+  it.live("engines dial the server; chat plain and streamed; mcore control on the same address; SIGTERM ends it", () =>
+    Effect.gen(function*() {
+      const tokenizer = yield* WordTokenizer.directory
+      const process = yield* Mcore.start([
+        "serve", "--engines-listen", "tcp://127.0.0.1:0", "--external-engines", "2", "--protocol", "main",
+        "--tokenizer", tokenizer, "--port", "0"
+      ])
+      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      const engines = (yield* process.line("where engines dial", (l) => l.startsWith("engines "))).slice("engines ".length)
+      expect(engines).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/)
+      const ranks = []
+      for (const rank of [0, 1]) ranks.push(yield* TestEngine.make({ coordinatorAddress: engines, protocol: "main", rank, stepMs: 0 }))
+
+      const plain = yield* chat(url, { max_tokens: 4 })
+      expect(plain.status).toBe(200)
+      expect(JSON.parse(plain.text).choices[0].message.content.split(" ")).toHaveLength(4)
+      const streamed = yield* chat(url, { max_tokens: 4, stream: true })
+      const records = streamed.text.split("\n\n").filter((r) => r.startsWith("data: "))
+      expect(records.at(-1)).toBe("data: [DONE]")
+      const text = records.slice(0, -1).map((r) => JSON.parse(r.slice(6)).choices[0]?.delta?.content ?? "").join("")
+      expect(text).toBe(JSON.parse(plain.text).choices[0].message.content)
+
+      // A control signal from another process, on the address the engines dial.
+      yield* Mcore.ok(["control", "pause", "-a", engines, "--protocol", "main"])
+      yield* Mcore.ok(["control", "unpause", "-a", engines, "--protocol", "main"])
+      for (const rank of ranks) {
+        const seen = yield* Effect.gen(function*() {
+          for (let i = 0; i < 200; i++) {
+            const signals = (yield* rank.snapshot).signals
+            if (signals.includes("UNPAUSE")) return signals
+            yield* Effect.sleep("20 millis")
+          }
+          return (yield* rank.snapshot).signals
+        })
+        expect(seen).toEqual(["PAUSE", "UNPAUSE"])
+      }
+      expect((yield* chat(url, { max_tokens: 2 })).status).toBe(200)
+      expect(process.stderr()).toContain("2 engine(s) registered (mp-coord-0, mp-coord-1), serving")
+      yield* process.kill("SIGTERM")
+      expect((yield* process.exited(30_000)).code).toBe(143)
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("a request held for want of an engine and given up by its client: the shutdown does not wait for it", () =>
+    Effect.gen(function*() {
+      const tokenizer = yield* WordTokenizer.directory
+      // No engine ever dials: the coordinator holds the request. Its client gives up; the server
+      // aborts it. The coordinator answers that abort itself, else closing waited 30 s for it.
+      const process = yield* Mcore.start([
+        "serve", "--engines-listen", "tcp://127.0.0.1:0", "--protocol", "main", "--tokenizer", tokenizer, "--port", "0",
+        "--shutdown-grace", "1s"
+      ])
+      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      const given = new AbortController()
+      const request = Effect.runPromise(chat(url, { max_tokens: 2 }, given.signal)).then(() => "answered", () => "given up")
+      yield* Effect.sleep("300 millis")
+      given.abort()
+      expect(yield* Effect.promise(() => request)).toBe("given up")
+      yield* process.kill("SIGTERM")
+      // Far below the client's drainTimeout (30 s), which it waited before.
+      expect((yield* process.exited(10_000)).code).toBe(143)
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live("refused in one line: --workers above 1, with --coordinator, --policy without it; --protocol required", () =>
+    Effect.gen(function*() {
+      const tokenizer = yield* WordTokenizer.directory
+      const base = ["serve", "--engines-listen", "tcp://127.0.0.1:0", "--tokenizer", tokenizer, "--port", "0"]
+      const workers = yield* Mcore.run([...base, "--protocol", "main", "--workers", "2"])
+      expect(workers.code).toBe(1)
+      expect(workers.stderr).toMatch(/^mcore: --workers above 1 cannot go with --engines-listen: an engine has one coordinator[^\n]*\n$/)
+      const both = yield* Mcore.run([...base, "--protocol", "main", "--coordinator", "tcp://127.0.0.1:5555"])
+      expect(both.code).toBe(1)
+      expect(both.stderr).toMatch(/^mcore: --engines-listen replaces --coordinator and --embedded[^\n]*\n$/)
+      const policy = yield* Mcore.run(["serve", "--embedded", "--port", "0", "--policy", "load_balanced"])
+      expect(policy.code).toBe(1)
+      expect(policy.stderr).toMatch(/^mcore: --policy goes with --engines-listen\n$/)
+      const noProtocol = yield* Mcore.run(base, { env: { MCORE_PROTOCOL: "" } })
+      expect(noProtocol.code).toBe(2)
+      expect(noProtocol.stderr).toContain("needed with --engines-listen")
+    }).pipe(Effect.scoped), 60_000)
+})
