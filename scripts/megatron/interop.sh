@@ -27,6 +27,11 @@
 #               fail before opening a socket (exit 2 naming the dialects / a typed failure), and
 #               then the coordinator must be alive and serve 200 requests in NAME (drive_ts.mjs
 #               --only submit) correctly
+#   hosted      serve_check.mjs --hosted: `mcore serve --engines-listen`, the server as the
+#               coordinator, with REF's engine ranks (run_coordinator.py --external) dialing it:
+#               the serve phase's checks, and where NAME has ABORT_REQUEST a stream given up by
+#               its HTTP client arriving as an ABORT_REQUEST at an engine (no coordinator process
+#               of either side, so --ours changes nothing here)
 # --ours: the same phases against the project's coordinator instead of Megatron's: `mcore
 # coordinator --protocol NAME --external-engines 2` (packages/cli/dist), with REF's engine code
 # (fake_engine.py, Megatron's own engine methods) dialing it as Megatron's engines do with
@@ -47,7 +52,7 @@ PROTOCOL=""
 COORD=megatron
 ONLY="${INTEROP_ONLY:-}"
 SKIP="${INTEROP_SKIP:-}"
-PHASES_ALL="self,client,serve,no-dialect"
+PHASES_ALL="self,client,serve,no-dialect,hosted"
 while [ $# -gt 0 ]; do
   case "$1" in
     --protocol) PROTOCOL="${2:?--protocol needs a name}"; shift 2 ;;
@@ -75,7 +80,7 @@ if [ -z "$PROTOCOL" ]; then
   esac
 fi
 : "${MEGATRON_GIT:?set MEGATRON_GIT to a git dir of NVIDIA/Megatron-LM (scripts/megatron/README.md says how to get one)}"
-if wants client || wants serve || wants no-dialect || [ "$COORD" = ours ]; then
+if wants client || wants serve || wants no-dialect || wants hosted || [ "$COORD" = ours ]; then
   for built in packages/client/dist/index.js packages/cli/dist/main.js; do
     [ -f "$ROOT/$built" ] || { echo "megatron coordinator: $ROOT/$built missing (build the project: pnpm build)"; exit 2; }
   done
@@ -235,6 +240,22 @@ except ValueError:
     record client holds "$figure (media $MEDIA)"
   else
     record client short "$figure (media $MEDIA); coordinator ${ts_fate%% \[File *}"
+  fi
+fi
+
+# --- hosted: mcore serve as the coordinator (--engines-listen), REF's engine ranks dialing it (no
+# coordinator process of either side), called with the openai SDK as in serve
+if wants hosted; then
+  PYTHON="$PY" timeout 120 node "$HERE/serve_check.mjs" "$ROOT" --hosted "$S" --protocol "$PROTOCOL" >"$WORK/hosted.log" 2>&1
+  hosted_rc=$?
+  grep -E '^FAIL' "$WORK/hosted.log" | head -4
+  hosted_verdict=$(grep -E '^(holds|short): ' "$WORK/hosted.log" | tail -1)
+  [ -n "$hosted_verdict" ] || { hosted_verdict="short: no verdict (exit $hosted_rc)"; tail -5 "$WORK/hosted.log"; }
+  echo "mcore serve --engines-listen --protocol $PROTOCOL, $REF's engines dialing it: $hosted_verdict"
+  if [ $hosted_rc -eq 0 ]; then
+    record hosted holds "${hosted_verdict#holds: }"
+  else
+    record hosted short "${hosted_verdict#short: }"
   fi
 fi
 

@@ -12,19 +12,32 @@
 // without partial replies the stream is the final text in one chunk), 16 concurrent chats, a
 // prompt over --max-model-len refused with a 400 naming the field, /health, and SIGTERM ending it (exit 143).
 // Prints one line per check and `holds: N/N checks` or `short: ...`; exit 0 only when it holds.
+//
+// --hosted STAGE: `mcore serve --engines-listen` instead, the server as the coordinator, and the
+// harness's engine ranks (run_coordinator.py --external: Megatron's engine methods from the
+// staged tree STAGE) dialing the address it prints; PYTHON names the python3 to run them with.
+// One more check there, in a dialect with ABORT_REQUEST: a stream given up by its HTTP client is
+// an ABORT_REQUEST at an engine (read from the engines' stats), the server's disconnect reaching
+// Megatron's engine code.
 import { spawn } from "node:child_process"
 import { once } from "node:events"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
+import { tmpdir } from "node:os"
 import path from "node:path"
-import { pathToFileURL } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { expectedTokens } from "./harness_model.mjs"
 
 const argv = process.argv.slice(2)
-const at = argv.indexOf("--protocol")
-const protocol = at >= 0 ? argv.splice(at, 2)[1] : undefined
+const flag = (name) => {
+  const at = argv.indexOf(name)
+  return at >= 0 ? argv.splice(at, 2)[1] : undefined
+}
+const protocol = flag("--protocol")
+const stage = flag("--hosted")
 const [root, address] = argv
-if (!root || !address || !protocol) {
-  console.error("usage: node serve_check.mjs PROJECT_ROOT ADDRESS --protocol NAME")
+if (!root || !protocol || (stage === undefined) === (address === undefined)) {
+  console.error("usage: node serve_check.mjs PROJECT_ROOT (ADDRESS | --hosted STAGE) --protocol NAME")
   process.exit(2)
 }
 const serverRequire = createRequire(path.resolve(root, "packages/server/package.json"))
@@ -35,7 +48,7 @@ const MAX_MODEL_LEN = 2048
 const server = spawn(process.execPath, [
   path.resolve(root, "packages/cli/dist/main.js"),
   "serve",
-  "--coordinator", address,
+  ...(stage === undefined ? ["--coordinator", address] : ["--engines-listen", "tcp://127.0.0.1:0", "--external-engines", "2"]),
   "--protocol", protocol,
   "--tokenizer", tokenizerDir,
   "--model", "harness",
@@ -44,19 +57,44 @@ const server = spawn(process.execPath, [
 ], { stdio: ["ignore", "pipe", "pipe"] })
 let stderr = ""
 server.stderr.on("data", (chunk) => (stderr += chunk))
-const baseUrl = await new Promise((resolve, reject) => {
+/** The first `count` lines the server prints: its URL, and with --hosted where engines dial. */
+const printed = await new Promise((resolve, reject) => {
   let out = ""
+  const count = stage === undefined ? 1 : 2
   const timer = setTimeout(() => reject(new Error(`mcore serve printed no address in 20 s: ${stderr}`)), 20_000)
   server.stdout.on("data", (chunk) => {
     out += chunk
-    const line = out.split("\n")[0]
-    if (out.includes("\n") && line.startsWith("http")) {
+    const lines = out.split("\n")
+    if (lines.length > count && lines[0].startsWith("http")) {
       clearTimeout(timer)
-      resolve(line.trim())
+      resolve(lines.slice(0, count).map((l) => l.trim()))
     }
   })
   server.on("exit", (code) => reject(new Error(`mcore serve exited (${code}): ${stderr}`)))
 })
+const baseUrl = printed[0]
+
+// --hosted: the harness's engines dial the server, which serves once both have registered.
+const work = stage === undefined ? undefined : mkdtempSync(path.join(tmpdir(), "mcore-serve-hosted-"))
+const statsFile = work === undefined ? undefined : path.join(work, "engines.stats.json")
+let engines
+if (stage !== undefined) {
+  const dial = printed[1].replace(/^engines /, "")
+  engines = spawn(process.env.PYTHON ?? "python3", [
+    path.join(path.dirname(fileURLToPath(import.meta.url)), "run_coordinator.py"),
+    "--stage", stage, "--external", dial, "--engines", "2", "--step-ms", "2", "--stats", statsFile
+  ], { stdio: ["ignore", "pipe", "pipe"] })
+  let engineErr = ""
+  engines.stderr.on("data", (chunk) => (engineErr += chunk))
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the engines did not register in 30 s: ${engineErr.slice(-300)} ${stderr.slice(-300)}`)), 30_000)
+    const poll = setInterval(() => {
+      if (stderr.includes("2 engine(s) registered")) clearInterval(poll), clearTimeout(timer), resolve()
+    }, 50)
+    engines.on("exit", (code) => reject(new Error(`the engines exited (${code}): ${engineErr.slice(-300)}`)))
+  })
+  console.log(`     (engines dialing ${dial}: ${stderr.match(/2 engine\(s\) registered \(([^)]*)\)/)?.[1]})`)
+}
 const openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "unused", maxRetries: 0, timeout: 20_000 })
 
 const results = []
@@ -150,9 +188,47 @@ await attempt("/health", async () => {
   check("/health", response.status === 200, String(response.status))
 })
 
+const { DialectCatalog } = await import(pathToFileURL(path.resolve(root, "packages/protocol/dist/index.js")).href)
+// Dialects without ABORT_REQUEST (core_v0.16 to 0.19): the engine runs a request given up to its end.
+if (stage !== undefined && DialectCatalog.get(protocol).features.has("abort")) {
+  await attempt("a stream given up by its client: ABORT_REQUEST at an engine", async () => {
+    const abortsNow = () => {
+      try {
+        return JSON.parse(readFileSync(statsFile, "utf8")).engines.reduce((n, e) => n + e.abort_ids.length, 0)
+      } catch {
+        return 0
+      }
+    }
+    const before = abortsNow()
+    const controller = new AbortController()
+    const stream = await openai.chat.completions.create(
+      { model: "harness", messages, max_tokens: 1_500, stream: true },
+      { signal: controller.signal }
+    )
+    let chunks = 0
+    try {
+      for await (const _ of stream) if (++chunks === 3) controller.abort()
+    } catch {
+      // the SDK's own abort
+    }
+    let after = before
+    for (let i = 0; i < 100 && after === before; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      after = abortsNow()
+    }
+    check("a stream given up by its client: ABORT_REQUEST at an engine", after === before + 1 && chunks < 20,
+      `${after - before} ABORT_REQUEST(s) at the engines after ${chunks} chunk(s)`)
+  })
+}
+
 server.kill("SIGTERM")
 const [code] = await Promise.race([once(server, "exit"), new Promise((resolve) => setTimeout(() => resolve(["timeout"]), 15_000))])
 check("SIGTERM: the server ends (143, the CLI's convention)", code === 143, `exit ${code}; ${stderr.slice(-300)}`)
+if (engines !== undefined) {
+  engines.kill("SIGTERM")
+  await Promise.race([once(engines, "exit"), new Promise((resolve) => setTimeout(resolve, 5_000))])
+  rmSync(work, { recursive: true, force: true })
+}
 
 const passed = results.filter((r) => r.ok).length
 console.log(passed === results.length ? `holds: ${passed}/${results.length} checks` : `short: ${passed}/${results.length} checks`)
