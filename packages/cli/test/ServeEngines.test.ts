@@ -7,7 +7,7 @@
  */
 import { beforeAll, describe, expect, it } from "@effect/vitest"
 import { TestEngine, WordTokenizer } from "@mcore-effect/testkit"
-import { Effect } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { ensureBuilt } from "./support/Build.ts"
 import * as Mcore from "./support/Mcore.ts"
 
@@ -22,6 +22,17 @@ const chat = (url: string, body: Record<string, unknown>, signal?: AbortSignal) 
       ...(signal === undefined ? {} : { signal })
     })
     return { status: response.status, text: await response.text() }
+  })
+
+/** Polls `effect` until `predicate` holds (real time, at most 10 s). */
+const eventually = <A>(effect: Effect.Effect<A>, predicate: (a: A) => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 500; i++) {
+      const value = yield* effect
+      if (predicate(value)) return value
+      yield* Effect.sleep("20 millis")
+    }
+    return yield* Effect.die(new Error("timed out"))
   })
 
 describe("mcore serve --engines-listen", () => {
@@ -63,6 +74,48 @@ describe("mcore serve --engines-listen", () => {
       }
       expect((yield* chat(url, { max_tokens: 2 })).status).toBe(200)
       expect(process.stderr()).toContain("2 engine(s) registered (mp-coord-0, mp-coord-1), serving")
+      yield* process.kill("SIGTERM")
+      expect((yield* process.exited(30_000)).code).toBe(143)
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("an engine lost mid-stream: its stream ends with an error record, the other's goes on; /health says which ranks are up", () =>
+    Effect.gen(function*() {
+      const tokenizer = yield* WordTokenizer.directory
+      const process = yield* Mcore.start([
+        "serve", "--engines-listen", "tcp://127.0.0.1:0", "--external-engines", "2", "--protocol", "main",
+        "--tokenizer", tokenizer, "--port", "0"
+      ])
+      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      const engines = (yield* process.line("where engines dial", (l) => l.startsWith("engines "))).slice("engines ".length)
+      const health = Effect.promise(async () => {
+        const response = await fetch(`${url}/health`)
+        return { status: response.status, body: await response.json() as Record<string, unknown> }
+      })
+      expect(yield* health).toMatchObject({ status: 503, body: { status: "no_engines", ready: false, engines: [], engines_expected: 2 } })
+      const doomed = yield* Scope.make()
+      const lost = yield* TestEngine.make({ coordinatorAddress: engines, protocol: "main", rank: 0, stepMs: 20 }).pipe(Scope.provide(doomed))
+      const kept = yield* TestEngine.make({ coordinatorAddress: engines, protocol: "main", rank: 1, stepMs: 20 })
+      yield* eventually(health, (h) => h.status === 200)
+      expect((yield* health).body).toMatchObject({ status: "ok", ready: true, engines: ["mp-coord-0", "mp-coord-1"] })
+
+      // One stream on each engine (least loaded first), each long enough to be cut.
+      const streams = [0, 1].map(() => Effect.runPromise(chat(url, { max_tokens: 40, stream: true })))
+      yield* eventually(Effect.all([lost.snapshot, kept.snapshot]), ([a, b]) => a.active.length === 1 && b.active.length === 1)
+      yield* Scope.close(doomed, Exit.void)
+      const ended = yield* Effect.promise(() => Promise.all(streams))
+      const records = ended.map(({ text }) => text.split("\n\n").filter((r) => r.startsWith("data: ")).map((r) => r.slice(6)))
+      const cut = records.find((r) => r.at(-1)!.startsWith(`{"error"`))
+      const whole = records.find((r) => r.at(-1) === "[DONE]")
+      // The lost engine's stream: what it had streamed, then one error record, no [DONE].
+      expect(cut).toBeDefined()
+      expect(JSON.parse(cut!.at(-1)!).error.message).toContain("engine mp-coord-0 was lost (its connection closed)")
+      expect(cut!.slice(0, -1).every((r) => JSON.parse(r).object === "chat.completion.chunk")).toBe(true)
+      // The other engine's stream: to its end, 40 tokens.
+      expect(whole).toBeDefined()
+      const chunks = whole!.slice(0, -1).map((r) => JSON.parse(r))
+      expect(chunks.at(-1).choices[0].finish_reason).toBe("length")
+      expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("").trim().split(" ")).toHaveLength(40)
+      expect((yield* health).body).toMatchObject({ status: "ok", ready: true, engines: ["mp-coord-1"] })
       yield* process.kill("SIGTERM")
       expect((yield* process.exited(30_000)).code).toBe(143)
     }).pipe(Effect.scoped), 120_000)

@@ -331,6 +331,24 @@ export class DecodeRefused extends Schema.Class<DecodeRefused>("@mcore-effect/cl
 }
 
 /**
+ * The request was answered `FAILED`: by its engine (Megatron's `_handle_failed_request`), or by
+ * the coordinator (its engine was lost, it could not be routed, it was aborted before an engine
+ * took it). `why` is what the reply's `FAIL` event says, when it says. Raised by readers of the
+ * reply's text (the text layer), not by `submit`, which hands the reply over as it came.
+ *
+ * @since 0.2.0
+ */
+export class RequestFailed extends Schema.Class<RequestFailed>("@mcore-effect/client/RequestFailed")({
+  _tag: Schema.tag("RequestFailed"),
+  requestId: Schema.Number,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `request ${this.requestId} failed: ${this.why}`
+  }
+}
+
+/**
  * Every reason a client operation can fail.
  *
  * @since 0.1.0
@@ -347,6 +365,7 @@ export const ClientErrorReason = Schema.Union([
   InvalidArgument,
   InvalidAddress,
   MalformedReply,
+  RequestFailed,
   ReplyTooLarge,
   SendFailed,
   StaleConnection,

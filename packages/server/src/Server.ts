@@ -24,12 +24,14 @@ import type * as HttpServer from "effect/http/HttpServer"
 import type { ServeError } from "effect/http/HttpServerError"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as PrometheusMetrics from "effect/observability/PrometheusMetrics"
 import * as Result from "effect/Result"
 import * as Scheduler from "effect/Scheduler"
 import { createServer, type IncomingMessage, type Server as Http, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
 import * as ChatCompletions from "./internal/ChatCompletions.ts"
+import * as HealthReport from "./HealthReport.ts"
 import * as Cors from "./internal/Cors.ts"
 import * as Completions from "./internal/Completions.ts"
 import * as JsonResponse from "./internal/JsonResponse.ts"
@@ -68,15 +70,20 @@ const health = (path: "/health" | "/v1/health") => HttpRouter.route("GET", path,
   const state = yield* ServerState.ServerState
   const client = yield* InferenceClient.InferenceClient
   const closing = state.gate.isClosing
-  const ready = !closing && (yield* client.connected)
+  const connected = yield* client.connected
+  // What runs under the client, when it says (the engines of a coordinator in this process).
+  const more = yield* Effect.serviceOption(HealthReport.HealthReport)
+  const report = Option.isSome(more) ? yield* more.value.report : undefined
+  const ready = !closing && connected && (report?.ready ?? true)
   // `pid` tells which process answered (with --workers, each has its own connection); `ready`
   // is Megatron-LM's server's field.
   const body = {
-    status: ready ? "ok" : closing ? "shutting_down" : "coordinator_lost",
+    status: ready ? "ok" : closing ? "shutting_down" : !connected ? "coordinator_lost" : report!.status,
     ready,
     model: state.config.model,
     in_flight: state.gate.size,
-    pid: process.pid
+    pid: process.pid,
+    ...report?.fields
   }
   return yield* answer(state, path, Effect.succeed(JsonResponse.json(body, ready ? 200 : 503)))
 }))

@@ -1,12 +1,21 @@
 /**
  * An OpenAI-compatible HTTP server on the inference client: the server as a `Layer`
  * ({@link Server}), its options ({@link ServerConfig}), its one error type ({@link ServerError}),
- * the request bodies it takes as Schema ({@link OpenAiSchema}, {@link ResponsesRequest}), and the
- * `--workers` processes ({@link Workers}). Everything else is under `src/internal/`: not part of
+ * the request bodies it takes as Schema ({@link OpenAiSchema}, {@link ResponsesRequest}), the
+ * `--workers` processes ({@link Workers}), and what `/health` may add ({@link HealthReport}). Everything else is under `src/internal/`: not part of
  * the package's API.
  *
  * @since 0.1.0
  */
+
+/**
+ * What `/health` says beyond the server's own state, when something provides it (the engines of
+ * a coordinator in the server's process).
+ *
+ * @since 0.2.0
+ * @category services
+ */
+export * as HealthReport from "./HealthReport.ts"
 
 /**
  * The request bodies of `/v1/chat/completions` and `/v1/completions` as Schema, and the shapes of

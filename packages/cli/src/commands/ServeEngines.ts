@@ -13,8 +13,9 @@
  * @internal
  */
 import type { ClientConfig, ClientError, InferenceClient } from "@mcore-effect/client"
-import { type Coordinator, type CoordinatorError, HostedClient, Routing } from "@mcore-effect/coordinator"
+import { Coordinator, type CoordinatorError, HostedClient, Routing } from "@mcore-effect/coordinator"
 import type { Dialect } from "@mcore-effect/protocol"
+import { HealthReport } from "@mcore-effect/server"
 import { type TextError, Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -66,8 +67,27 @@ export const describe = (hosted: Hosted): string =>
   `engines dialing ${hosted.listen} (${hosted.expected} expected)`
 
 /**
- * The tokenizer (loaded once), the coordinator with it, and the server's client on the
- * coordinator: what the server runs on in this mode.
+ * `/health` in this mode: the engines registered (their identities, `mp-coord-<rank>`, so which
+ * ranks are up) and how many are expected; not ready while none is.
+ */
+const health = (expected: number) =>
+  Layer.effect(
+    HealthReport.HealthReport,
+    Effect.gen(function*() {
+      const coordinator = yield* Coordinator.Coordinator
+      return {
+        report: Effect.map(coordinator.snapshot, (snapshot) => ({
+          ready: snapshot.engines.length > 0,
+          status: "no_engines",
+          fields: { engines: snapshot.engines.map((e) => e.identity), engines_expected: expected }
+        }))
+      }
+    })
+  )
+
+/**
+ * The tokenizer (loaded once), the coordinator with it, the server's client on the coordinator,
+ * and what `/health` reports of the engines: what the server runs on in this mode.
  */
 export const layer = (
   hosted: Hosted,
@@ -75,10 +95,10 @@ export const layer = (
   tokenizerDirectory: string,
   client: Omit<ClientConfig.ClientOptions, "address" | "protocol">
 ): Layer.Layer<
-  Tokenizer.Tokenizer | Coordinator.Coordinator | InferenceClient.InferenceClient,
+  Tokenizer.Tokenizer | Coordinator.Coordinator | InferenceClient.InferenceClient | HealthReport.HealthReport,
   TextError.TextError | CoordinatorError.CoordinatorError | ClientError.ClientError
 > =>
-  Layer.provideMerge(
+  Layer.provideMerge(health(hosted.expected), Layer.provideMerge(
     Layer.unwrap(
       Effect.gen(function*() {
         const tokenizer = yield* Tokenizer.Tokenizer
@@ -95,7 +115,7 @@ export const layer = (
       })
     ),
     Tokenizer.layer(tokenizerDirectory)
-  )
+  ))
 
 /**
  * Says where the engines dial (standard output, after the server's URL: a script reads both),

@@ -27,7 +27,8 @@ export interface ReplyView {
 /**
  * The fields the text layer reads, or why the reply cannot be read: a raw reply map (the client's
  * default) is decoded here, and one whose known fields have the wrong types fails its request
- * with the client's own `MalformedReply`, as a typed reply would have.
+ * with the client's own `MalformedReply`, as a typed reply would have. A reply `FAILED` fails it
+ * with `RequestFailed`: its tokens, if any, are not an answer.
  */
 export const viewOf = (reply: InferenceClient.Reply, requestId: number | undefined): ReplyView | ClientError.ClientError => {
   // core_v0.16 replies with the request's record: its requests merged (one per checkpoint).
@@ -37,6 +38,12 @@ export const viewOf = (reply: InferenceClient.Reply, requestId: number | undefin
     return ClientError.clientError(new ClientError.MalformedReply({ requestId: requestId ?? -1, why: typed.failure.message }))
   }
   const r = typed.success
+  if (r.status === "FAILED") {
+    // The reason is the FAIL event's payload (Megatron's engines and our coordinator write one).
+    const fail = r.events?.find((event) => event["type"] === "FAIL")?.["payload"]
+    const why = typeof fail === "string" ? fail : "the reply says FAILED and gives no reason"
+    return ClientError.clientError(new ClientError.RequestFailed({ requestId: requestId ?? -1, why }))
+  }
   return {
     coordinatorRequestId: r.request_id,
     generatedTokens: r.generated_tokens ?? [],
