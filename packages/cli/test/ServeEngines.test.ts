@@ -35,16 +35,22 @@ const eventually = <A>(effect: Effect.Effect<A>, predicate: (a: A) => boolean) =
     return yield* Effect.die(new Error("timed out"))
   })
 
+/** `mcore serve --engines-listen` on loopback, 2 engines of main expected: its URL and where engines dial. */
+const serveHosting = Effect.gen(function*() {
+  const tokenizer = yield* WordTokenizer.directory
+  const process = yield* Mcore.start([
+    "serve", "--engines-listen", "tcp://127.0.0.1:0", "--external-engines", "2", "--protocol", "main",
+    "--tokenizer", tokenizer, "--port", "0"
+  ])
+  const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+  const engines = (yield* process.line("where engines dial", (l) => l.startsWith("engines "))).slice("engines ".length)
+  return { engines, process, url }
+})
+
 describe("mcore serve --engines-listen", () => {
   it.live("engines dial the server; chat plain and streamed; mcore control on the same address; SIGTERM ends it", () =>
     Effect.gen(function*() {
-      const tokenizer = yield* WordTokenizer.directory
-      const process = yield* Mcore.start([
-        "serve", "--engines-listen", "tcp://127.0.0.1:0", "--external-engines", "2", "--protocol", "main",
-        "--tokenizer", tokenizer, "--port", "0"
-      ])
-      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
-      const engines = (yield* process.line("where engines dial", (l) => l.startsWith("engines "))).slice("engines ".length)
+      const { engines, process, url } = yield* serveHosting
       expect(engines).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/)
       const ranks = []
       for (const rank of [0, 1]) ranks.push(yield* TestEngine.make({ coordinatorAddress: engines, protocol: "main", rank, stepMs: 0 }))
@@ -80,13 +86,7 @@ describe("mcore serve --engines-listen", () => {
 
   it.live("an engine lost mid-stream: its stream ends with an error record, the other's goes on; /health says which ranks are up", () =>
     Effect.gen(function*() {
-      const tokenizer = yield* WordTokenizer.directory
-      const process = yield* Mcore.start([
-        "serve", "--engines-listen", "tcp://127.0.0.1:0", "--external-engines", "2", "--protocol", "main",
-        "--tokenizer", tokenizer, "--port", "0"
-      ])
-      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
-      const engines = (yield* process.line("where engines dial", (l) => l.startsWith("engines "))).slice("engines ".length)
+      const { engines, process, url } = yield* serveHosting
       const health = Effect.promise(async () => {
         const response = await fetch(`${url}/health`)
         return { status: response.status, body: await response.json() as Record<string, unknown> }
