@@ -28,10 +28,11 @@
 #               then the coordinator must be alive and serve 200 requests in NAME (drive_ts.mjs
 #               --only submit) correctly
 #   hosted      serve_check.mjs --hosted: `mcore serve --engines-listen`, the server as the
-#               coordinator, with REF's engine ranks (run_coordinator.py --external) dialing it:
-#               the serve phase's checks, and where NAME has ABORT_REQUEST a stream given up by
-#               its HTTP client arriving as an ABORT_REQUEST at an engine (no coordinator process
-#               of either side, so --ours changes nothing here)
+#               coordinator, with REF's engine ranks (run_coordinator.py --external, a process
+#               per rank) dialing it: the serve phase's checks; where NAME has ABORT_REQUEST a
+#               stream given up by its HTTP client arriving as an ABORT_REQUEST at an engine;
+#               with Megatron's engine methods (main, PR 6497) rank 0 SIGKILLed mid-stream (no
+#               coordinator process of either side, so --ours changes nothing here)
 # --ours: the same phases against the project's coordinator instead of Megatron's: `mcore
 # coordinator --protocol NAME --external-engines 2` (packages/cli/dist), with REF's engine code
 # (fake_engine.py, Megatron's own engine methods) dialing it as Megatron's engines do with

@@ -5,6 +5,7 @@
                      [--policy load_balanced|longest_prefix|first_prefix_block|prefix_caching]
                      [--block-size T] [--prefix-caching on|off] [--step-ms MS] [--max-requests R]
                      [--host 127.0.0.1] [--stats FILE] [--register-delay-ms MS] [--external ADDR]
+                     [--first-rank R]
 
 DIR is what stage.sh printed. The coordinator runs as dynamic_engine.py's
 start_listening_to_data_parallel_coordinator launches it: in a `spawn` process, target
@@ -78,7 +79,7 @@ def make_engines(args, address, legacy, Engine, CodepointTokenizer, prefix_cachi
         Engine(i, address, tokenizer=CodepointTokenizer(), step_seconds=args.step_ms / 1000.0,
                max_requests=args.max_requests, block_size_tokens=args.block_size,
                enable_prefix_caching=prefix_caching, agent=f"harness-{address.rsplit(':', 1)[-1]}")
-        for i in range(args.engines)
+        for i in range(args.first_rank, args.first_rank + args.engines)
     ]
 
 
@@ -153,6 +154,9 @@ def main():
     ap.add_argument("--port", type=int, default=0, help="0: a random free port")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--engines", type=int, default=2)
+    ap.add_argument("--first-rank", type=int, default=0,
+                    help="with --external: the ranks are FIRST..FIRST+N-1 (mp-coord-FIRST...), so that "
+                         "ranks in several processes can dial one coordinator (and one be killed)")
     ap.add_argument("--policy", default="load_balanced",
                     choices=["load_balanced", "longest_prefix", "first_prefix_block", "prefix_caching"])
     ap.add_argument("--block-size", type=int, default=16)
@@ -169,6 +173,8 @@ def main():
     ap.add_argument("--external", default=None, metavar="ADDR",
                     help="start no coordinator: the engines dial ADDR (a coordinator waiting for engines)")
     args = ap.parse_args()
+    if args.first_rank != 0 and not args.external:
+        ap.error("--first-rank goes with --external (Megatron's coordinator numbers its own engines)")
 
     stage = os.path.abspath(args.stage)
     with open(os.path.join(stage, ".ref_kind")) as f:

@@ -16,9 +16,12 @@
 // --hosted STAGE: `mcore serve --engines-listen` instead, the server as the coordinator, and the
 // harness's engine ranks (run_coordinator.py --external: Megatron's engine methods from the
 // staged tree STAGE) dialing the address it prints; PYTHON names the python3 to run them with.
-// One more check there, in a dialect with ABORT_REQUEST: a stream given up by its HTTP client is
-// an ABORT_REQUEST at an engine (read from the engines' stats), the server's disconnect reaching
-// Megatron's engine code.
+// Each engine rank runs in a process of its own. Two more checks there: in a dialect with
+// ABORT_REQUEST, a stream given up by its HTTP client is an ABORT_REQUEST at an engine (read from
+// the engines' stats), the server's disconnect reaching Megatron's engine code; and (Megatron's
+// own engine methods, main and PR 6497) rank 0's process SIGKILLed while a stream runs on each
+// rank: its stream ends with OpenAI's error record naming the lost engine, rank 1's runs to its
+// end exactly, /health lists rank 1 alone, and a chat after it is answered.
 import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -74,24 +77,29 @@ const printed = await new Promise((resolve, reject) => {
 })
 const baseUrl = printed[0]
 
-// --hosted: the harness's engines dial the server, which serves once both have registered.
+// --hosted: the harness's engine ranks dial the server, each rank in a process of its own (so
+// that one can be SIGKILLed); the server serves once both have registered.
 const work = stage === undefined ? undefined : mkdtempSync(path.join(tmpdir(), "mcore-serve-hosted-"))
-const statsFile = work === undefined ? undefined : path.join(work, "engines.stats.json")
-let engines
+const statsOf = (rank) => path.join(work, `rank${rank}.stats.json`)
+const ranks = []
 if (stage !== undefined) {
   const dial = printed[1].replace(/^engines /, "")
-  engines = spawn(process.env.PYTHON ?? "python3", [
-    path.join(path.dirname(fileURLToPath(import.meta.url)), "run_coordinator.py"),
-    "--stage", stage, "--external", dial, "--engines", "2", "--step-ms", "2", "--stats", statsFile
-  ], { stdio: ["ignore", "pipe", "pipe"] })
   let engineErr = ""
-  engines.stderr.on("data", (chunk) => (engineErr += chunk))
+  for (const rank of [0, 1]) {
+    const ranked = spawn(process.env.PYTHON ?? "python3", [
+      path.join(path.dirname(fileURLToPath(import.meta.url)), "run_coordinator.py"),
+      "--stage", stage, "--external", dial, "--engines", "1", "--first-rank", String(rank), "--step-ms", "2",
+      "--stats", statsOf(rank)
+    ], { stdio: ["ignore", "pipe", "pipe"] })
+    ranked.stderr.on("data", (chunk) => (engineErr += chunk))
+    ranks.push(ranked)
+  }
   await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the engines did not register in 30 s: ${engineErr.slice(-300)} ${stderr.slice(-300)}`)), 30_000)
     const poll = setInterval(() => {
       if (stderr.includes("2 engine(s) registered")) clearInterval(poll), clearTimeout(timer), resolve()
     }, 50)
-    engines.on("exit", (code) => reject(new Error(`the engines exited (${code}): ${engineErr.slice(-300)}`)))
+    for (const ranked of ranks) ranked.on("exit", (code) => reject(new Error(`an engine rank exited (${code}): ${engineErr.slice(-300)}`)))
   })
   console.log(`     (engines dialing ${dial}: ${stderr.match(/2 engine\(s\) registered \(([^)]*)\)/)?.[1]})`)
 }
@@ -194,7 +202,7 @@ if (stage !== undefined && DialectCatalog.get(protocol).features.has("abort")) {
   await attempt("a stream given up by its client: ABORT_REQUEST at an engine", async () => {
     const abortsNow = () => {
       try {
-        return JSON.parse(readFileSync(statsFile, "utf8")).engines.reduce((n, e) => n + e.abort_ids.length, 0)
+        return [0, 1].reduce((n, rank) => n + JSON.parse(readFileSync(statsOf(rank), "utf8")).engines[0].abort_ids.length, 0)
       } catch {
         return 0
       }
@@ -221,14 +229,77 @@ if (stage !== undefined && DialectCatalog.get(protocol).features.has("abort")) {
   })
 }
 
+// The releases' engine ranks (legacy_engine.py, the harness's own) answer a request whole at their
+// next step: nothing is in flight long enough to be cut there.
+const legacy = stage !== undefined && readFileSync(path.join(stage, ".ref_kind"), "utf8").trim() === "legacy"
+if (legacy) console.log("     (no SIGKILL check: the releases' engine ranks answer a request whole at their next step)")
+if (stage !== undefined && !legacy) {
+  await attempt("rank 0 SIGKILLed mid-request: its stream ends with an error, rank 1's runs to its end, /health says rank 1", async () => {
+    const name = "rank 0 SIGKILLed mid-request: its stream ends with an error, rank 1's runs to its end, /health says rank 1"
+    const TOKENS = 400
+    const want = await expectedText({ messages }, TOKENS)
+    /** SUBMIT_REQUESTs a rank has received (fake_engine.py's stats count them; legacy_engine.py's list them). */
+    const submitsAt = (rank) => {
+      try {
+        const e = JSON.parse(readFileSync(statsOf(rank), "utf8")).engines[0]
+        return e.recv?.SUBMIT_REQUEST ?? e.received?.filter((n) => n === "SUBMIT_REQUEST").length ?? 0
+      } catch {
+        return 0
+      }
+    }
+    const before = [submitsAt(0), submitsAt(1)]
+    // Two streams at once, one on each rank (the coordinator routes by load), each read as raw
+    // server-sent events to see the record it ends with; or, cut before anything was written
+    // (dialects without partial replies write everything at the end), an error status.
+    const read = async () => {
+      const response = await fetch(`${baseUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "harness", messages, max_tokens: TOKENS, stream: true })
+      })
+      const text = await response.text()
+      if (response.status !== 200) return { error: JSON.parse(text).error.message }
+      const records = text.split("\n\n").filter((r) => r.startsWith("data: ")).map((r) => r.slice(6))
+      const last = records.at(-1)
+      if (last?.startsWith(`{"error"`)) return { error: JSON.parse(last).error.message }
+      return last === "[DONE]"
+        ? { text: records.slice(0, -1).map((r) => JSON.parse(r).choices[0]?.delta?.content ?? "").join("") }
+        : { error: `no end record (${records.length} records)` }
+    }
+    const streams = [read(), read()]
+    // Killed once both ranks hold their request.
+    for (let i = 0; i < 200 && !(submitsAt(0) > before[0] && submitsAt(1) > before[1]); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    ranks[0].kill("SIGKILL")
+    const ended = await Promise.all(streams)
+    const why = ended.find((e) => e.error !== undefined)?.error
+    const text = ended.find((e) => e.text !== undefined)?.text
+    // The server hears of the loss from the coordinator in its process: at once on our ROUTER.
+    let health
+    for (let i = 0; i < 100; i++) {
+      health = await (await fetch(`${baseUrl}/health`)).json()
+      if (health.engines?.length === 1) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const after = await openai.chat.completions.create({ model: "harness", messages, max_tokens: 8 })
+    check(name,
+      why?.includes("engine mp-coord-0 was lost") && text === want && JSON.stringify(health.engines) === `["mp-coord-1"]` &&
+        after.choices[0].message.content === chatText,
+      `error record: ${why}; the other stream ${text === want ? "exact" : JSON.stringify(text?.slice(0, 80))}; ` +
+        `/health engines ${JSON.stringify(health.engines)}; a chat after: ${JSON.stringify(after.choices[0].message.content)}`)
+  })
+}
+
 server.kill("SIGTERM")
 const [code] = await Promise.race([once(server, "exit"), new Promise((resolve) => setTimeout(() => resolve(["timeout"]), 15_000))])
 check("SIGTERM: the server ends (143, the CLI's convention)", code === 143, `exit ${code}; ${stderr.slice(-300)}`)
-if (engines !== undefined) {
-  engines.kill("SIGTERM")
-  await Promise.race([once(engines, "exit"), new Promise((resolve) => setTimeout(resolve, 5_000))])
-  rmSync(work, { recursive: true, force: true })
+for (const ranked of ranks) {
+  if (ranked.exitCode !== null || ranked.signalCode !== null) continue
+  ranked.kill("SIGTERM")
+  await Promise.race([once(ranked, "exit"), new Promise((resolve) => setTimeout(resolve, 5_000))])
 }
+if (work !== undefined) rmSync(work, { recursive: true, force: true })
 
 const passed = results.filter((r) => r.ok).length
 console.log(passed === results.length ? `holds: ${passed}/${results.length} checks` : `short: ${passed}/${results.length} checks`)
