@@ -16,7 +16,9 @@ const all: Record<string, () => Promise<unknown>> = {
   server: () => import("../packages/server/bench/server.bench.ts").then((m) => m.run()),
   toolArguments: () => import("../packages/server/bench/toolArguments.bench.ts").then((m) => m.run()),
   // Beside Megatron-LM's coordinator: needs MEGATRON_GIT and Python with pyzmq (else one line).
-  coordinator: () => import("../packages/coordinator/bench/coordinator.bench.ts").then((m) => m.run())
+  coordinator: () => import("../packages/coordinator/bench/coordinator.bench.ts").then((m) => m.run()),
+  // mcore serve as the coordinator beside mcore serve over Megatron-LM's (the same needs).
+  hosted: () => import("../packages/coordinator/bench/hosted.bench.ts").then((m) => m.run())
 }
 // Long runs rather than comparisons: only when named (`pnpm bench soak`).
 const named: Record<string, () => Promise<unknown>> = {

@@ -28,7 +28,7 @@
 import { InferenceClient } from "@mcore-effect/client"
 import { Timing } from "@mcore-effect/testkit"
 import { Effect, Stream } from "effect"
-import { existsSync, rmSync } from "node:fs"
+import { rmSync } from "node:fs"
 import * as Subjects from "./subjects.ts"
 
 const { median } = Timing
@@ -173,26 +173,17 @@ const report = (stepMs: number, megatron: ReadonlyArray<Figures>, ours: Readonly
 }
 
 export const run = async (): Promise<void> => {
-  const megatronGit = process.env.MEGATRON_GIT
-  const python = Subjects.findPython()
-  const missing = megatronGit === undefined
-    ? "MEGATRON_GIT is not set (a Megatron-LM git dir, see scripts/megatron/README.md)"
-    : !existsSync(megatronGit)
-    ? `MEGATRON_GIT=${megatronGit} does not exist`
-    : python === undefined
-    ? "no python3 with numpy, msgpack and pyzmq"
-    : !existsSync("/proc/self/stat")
-    ? "no /proc to read a process's CPU from"
-    : undefined
-  if (missing !== undefined) {
-    console.log(`coordinator bench: skipped: ${missing}`)
+  const found = Subjects.needs()
+  if (typeof found === "string") {
+    console.log(`coordinator bench: skipped: ${found}`)
     return
   }
+  const { megatronGit, python } = found
   const ref = process.env.MEGATRON_REF ?? "refs/heads/main"
-  const staged = Subjects.stage(megatronGit!, ref)
+  const staged = Subjects.stage(megatronGit, ref)
   const tokenizerDir = Subjects.codepointTokenizer()
   try {
-    await compare(ref, python!, staged, tokenizerDir)
+    await compare(ref, python, staged, tokenizerDir)
   } finally {
     rmSync(staged.dir, { recursive: true, force: true })
     rmSync(tokenizerDir, { recursive: true, force: true })

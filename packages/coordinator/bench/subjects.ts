@@ -10,7 +10,7 @@
  * ticks; ours reports its own through `--metrics-port`, to the microsecond).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -37,6 +37,23 @@ export const findPython = (): string | undefined =>
   [process.env.PYTHON, "/usr/bin/python3", "python3"].find((candidate) =>
     candidate !== undefined && spawnSync(candidate, ["-c", "import numpy, msgpack, zmq"], { stdio: "ignore" }).status === 0
   )
+
+/** What a bench beside Megatron-LM needs from the machine: the git dir, the python and `/proc`. */
+export interface Needs {
+  readonly megatronGit: string
+  readonly python: string
+}
+
+/** The machine's {@link Needs}, or the one line that says which is missing. */
+export const needs = (): Needs | string => {
+  const megatronGit = process.env.MEGATRON_GIT
+  if (megatronGit === undefined || megatronGit === "") return "MEGATRON_GIT is not set (a Megatron-LM git dir, see scripts/megatron/README.md)"
+  if (!existsSync(megatronGit)) return `MEGATRON_GIT=${megatronGit} does not exist`
+  const python = findPython()
+  if (python === undefined) return "no python3 with numpy, msgpack and pyzmq"
+  if (!existsSync("/proc/self/stat")) return "no /proc to read a process's CPU from"
+  return { megatronGit, python }
+}
 
 /** Stages `ref` of the Megatron-LM git dir: the stage's path and the commit. */
 export const stage = (megatronGit: string, ref: string): { readonly dir: string; readonly commit: string } => {
@@ -99,6 +116,8 @@ export interface Running {
    * (`process_cpu_seconds_total`, microseconds), Megatron's from `/proc` (10 ms ticks).
    */
   readonly coordinatorCpu: () => Promise<number>
+  /** The coordinator's process. */
+  readonly coordinatorPid: number
   /** The engines' process (two threads of one Python process). */
   readonly enginesPid: number
   readonly stop: () => Promise<void>
@@ -124,6 +143,7 @@ export const megatron = async (setup: Setup): Promise<Running> => {
     return {
       address: address!,
       coordinatorCpu: () => Promise.resolve(cpuSeconds(Number(pid))),
+      coordinatorPid: Number(pid),
       enginesPid: harness.process.pid!,
       stop: () => harness.stop()
     }
@@ -170,6 +190,7 @@ export const ours = async (setup: Setup, extraArgs: ReadonlyArray<string> = []):
         const text = await (await fetch(metrics!)).text()
         return Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)![1])
       },
+      coordinatorPid: coordinator.process.pid!,
       enginesPid: engines.process.pid!,
       stop: async () => {
         await enginesChild.stop()
