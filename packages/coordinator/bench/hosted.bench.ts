@@ -14,7 +14,9 @@
  *   requests/s and frontend CPU per request;
  * - **streams**: 32 streams of 64 tokens at a time: streamed tokens/s and frontend CPU per
  *   streamed token;
- * - **time to first token**: one stream at a time, p50 of the first content chunk.
+ * - **time to first token**: one stream at a time, p50 of the first content chunk; alone (what
+ *   Megatron's engine loop's idle sleep of 20 ms sets), and beside 4 long streams that keep the
+ *   engines stepping.
  *
  * Needs `MEGATRON_GIT`, Python 3 with numpy, msgpack and pyzmq, and `/proc` (as `pnpm bench
  * coordinator`); without them it says so in one line. `--quick`: one round, shorter loads.
@@ -35,6 +37,7 @@ const CONNECTIONS = 32
 const REQUEST_TOKENS = 4
 const STREAM_TOKENS = 64
 const FIRST_TOKENS = QUICK ? 30 : 100
+const BUSY_STREAMS = 4
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url))
 const CLI = join(ROOT, "packages", "cli", "dist", "main.js")
@@ -180,8 +183,19 @@ const load = async (frontend: Frontend, body: string, seconds: number) => {
   return { requests, tokens, elapsed, cpu: frontend.cpu() - cpu0, enginesCpu: frontend.enginesCpu() - engines0 }
 }
 
-/** One stream at a time: the p50 of the time to its first content chunk (µs). */
-const firstToken = async (frontend: Frontend): Promise<number> => {
+/**
+ * One stream at a time: the p50 of the time to its first content chunk (µs). `busy`: meanwhile
+ * `BUSY_STREAMS` long streams keep the engines stepping, so that their idle sleep (20 ms) is not
+ * what is measured.
+ */
+const firstToken = async (frontend: Frontend, busy: boolean): Promise<number> => {
+  let running = busy
+  const background = busy
+    ? Array.from({ length: BUSY_STREAMS }, async () => {
+      while (running) await drain(await post(frontend.url, chat(true, 256)))
+    })
+    : []
+  if (busy) await new Promise((resolve) => setTimeout(resolve, 500))
   const times: Array<number> = []
   for (let i = 0; i < FIRST_TOKENS; i++) {
     const t0 = performance.now()
@@ -200,6 +214,8 @@ const firstToken = async (frontend: Frontend): Promise<number> => {
       }
     }
   }
+  running = false
+  await Promise.all(background)
   return median(times)
 }
 
@@ -211,6 +227,7 @@ interface Figures {
   readonly tokensPerSecond: number
   readonly cpuPerToken: number
   readonly ttft: number
+  readonly ttftBusy: number
 }
 
 const measure = async (frontend: Frontend): Promise<Figures> => {
@@ -226,7 +243,8 @@ const measure = async (frontend: Frontend): Promise<Figures> => {
     cpuPerRequest: (requests.cpu / requests.requests) * 1e6,
     tokensPerSecond: tokens / streams.elapsed,
     cpuPerToken: (streams.cpu / tokens) * 1e6,
-    ttft: await firstToken(frontend)
+    ttft: await firstToken(frontend, false),
+    ttftBusy: await firstToken(frontend, true)
   }
 }
 
@@ -267,7 +285,8 @@ const compare = async (setup: Subjects.Setup) => {
         figures[name].push(measured)
         console.log(
           `  round ${round + 1}, ${name}: ${fmt(measured.requestsPerSecond)} req/s at ${fmt(measured.cpuPerRequest, 1)} µs/request, ` +
-            `${fmt(measured.tokensPerSecond)} tokens/s at ${fmt(measured.cpuPerToken, 2)} µs/token, TTFT p50 ${fmt(measured.ttft)} µs`
+            `${fmt(measured.tokensPerSecond)} tokens/s at ${fmt(measured.cpuPerToken, 2)} µs/token, TTFT p50 ${fmt(measured.ttft)} µs ` +
+            `(busy ${fmt(measured.ttftBusy)} µs)`
         )
       } finally {
         await frontend.stop()
@@ -290,6 +309,7 @@ const report = (figures: { readonly megatron: ReadonlyArray<Figures>; readonly h
   row(`streamed tokens/s (${CONNECTIONS} streams of ${STREAM_TOKENS} at a time)`, (f) => f.tokensPerSecond)
   row("frontend CPU per streamed token (µs)", (f) => f.cpuPerToken, 2)
   row("time to first token p50, one stream at a time (µs)", (f) => f.ttft)
+  row(`time to first token p50, one at a time beside ${BUSY_STREAMS} long streams (µs)`, (f) => f.ttftBusy)
   for (const [name, of] of [["over Megatron's", figures.megatron], ["as the coordinator", figures.hosted]] as const) {
     const cores = (pick: (f: Figures) => number) => median(of.map(pick)).toFixed(2)
     console.log(`\nrequests' load, ${name}: cores busy: frontend ${cores((f) => f.cores.frontend)}, engines ${cores((f) => f.cores.engines)}`)
