@@ -12,16 +12,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import OpenAI from "openai"
-import { eventually, isolated, serve, serveHosting, type Setup } from "./support/Serve.ts"
+import { eventually, isolated, setups } from "./support/Serve.ts"
 
 const sdk = (baseURL: string, apiKey = "unused") => new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 20_000 })
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
-
-const setups: ReadonlyArray<readonly [string, Setup]> = [
-  ["over a coordinator", serve],
-  ["as the coordinator", serveHosting]
-]
 
 describe.each(setups)("the openai SDK against the server %s", (_name, serve) => {
   it.live("chat and completions, plain and streamed, with Qwen3's tokenizer and chat template", () =>

@@ -2,14 +2,15 @@
  * Tool calls and reasoning through the official `openai` SDK, with the real Qwen3 tokenizer and
  * chat template: the test engines answer chosen continuations (the testkit's `Continuations`),
  * keyed by what the rendered prompt holds, so a continuation is only given when the template
- * rendered the tools, the tool results or `enable_thinking` as asked. Plain and streamed; bad
- * tool fields refused with OpenAI's error shape and nothing sent.
+ * rendered the tools, the tool results or `enable_thinking` as asked. Plain and streamed, with
+ * the server over a coordinator and as the coordinator; bad tool fields refused with OpenAI's
+ * error shape and nothing sent.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { TestCluster } from "@mcore-effect/testkit"
 import { Effect } from "effect"
 import OpenAI from "openai"
-import { isolated, qwen3, script, sdk, serve, weatherTool } from "./support/Serve.ts"
+import { isolated, qwen3, script, sdk, serve, type Setup, setups, weatherTool } from "./support/Serve.ts"
 
 const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
 
@@ -18,20 +19,26 @@ const tools = [weatherTool]
 const thinking = "\nThe user wants the weather; I will call the tool.\n"
 const callText = `<think>${thinking}</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>`
 
-const served = Effect.gen(function*() {
-  const tokenizer = yield* qwen3
-  const continuations = script(tokenizer, [
-    [["<tool_response>", "18 degrees"], "It is 18 degrees in Paris."],
-    [["\"get_weather\"", "weather in Paris"], callText],
-    [["<think>\n\n</think>", "capital of France"], "Paris."],
-    [["capital of France"], "<think>\nEasy.\n</think>\n\nParis."]
-  ])
-  return yield* serve({
-    tokenizer: "qwen3",
-    server: { toolCallParser: "hermes", reasoningParser: "qwen3" },
-    cluster: { engine: { continuations, defaultTokensToGenerate: 512 } }
-  })
-})
+/** The server's options and the scripted engines', for either set-up. */
+const options = Effect.map(qwen3, (tokenizer) => ({
+  tokenizer: "qwen3" as const,
+  server: { toolCallParser: "hermes" as const, reasoningParser: "qwen3" as const },
+  cluster: {
+    engine: {
+      continuations: script(tokenizer, [
+        [["<tool_response>", "18 degrees"], "It is 18 degrees in Paris."],
+        [["\"get_weather\"", "weather in Paris"], callText],
+        [["<think>\n\n</think>", "capital of France"], "Paris."],
+        [["capital of France"], "<think>\nEasy.\n</think>\n\nParis."]
+      ]),
+      defaultTokensToGenerate: 512
+    }
+  }
+}))
+
+/** The server over the test cluster (its handle kept), or as the coordinator. */
+const served = Effect.flatMap(options, (o) => serve(o))
+const servedBy = (setup: Setup) => Effect.flatMap(options, (o) => setup(o))
 
 /** Requests with fields the SDK's types do not have (`chat_template_kwargs`), not streamed. */
 const create = (openai: OpenAI, body: Record<string, unknown>) =>
@@ -41,10 +48,10 @@ const create = (openai: OpenAI, body: Record<string, unknown>) =>
 const submits = (cluster: TestCluster.Handle) =>
   Effect.map(Effect.forEach(cluster.engines, (e) => e.snapshot), (s) => s.reduce((n, x) => n + x.received.filter((m) => m.name === "SUBMIT_REQUEST").length, 0))
 
-describe("tool calls and reasoning through the openai SDK", () => {
+describe.each(setups)("tool calls and reasoning through the openai SDK, the server %s", (_name, setup) => {
   it.live("a tool call and its reasoning, plain and streamed; the tool's result rendered back", () =>
     Effect.gen(function*() {
-      const { baseURL } = yield* served
+      const { baseURL } = yield* servedBy(setup)
       const openai = sdk(baseURL)
       const messages: Array<OpenAI.Chat.Completions.ChatCompletionMessageParam> = [{ role: "user", content: "What is the weather in Paris?" }]
       const chat = yield* promise(() => openai.chat.completions.create({ model: "test-model", messages, tools }))
@@ -104,7 +111,7 @@ describe("tool calls and reasoning through the openai SDK", () => {
 
   it.live("reasoning_content without tools; enable_thinking off through chat_template_kwargs", () =>
     Effect.gen(function*() {
-      const { baseURL } = yield* served
+      const { baseURL } = yield* servedBy(setup)
       const openai = sdk(baseURL)
       const messages: Array<OpenAI.Chat.Completions.ChatCompletionMessageParam> = [{ role: "user", content: "The capital of France?" }]
       const on = yield* promise(() => openai.chat.completions.create({ model: "test-model", messages }))
@@ -118,6 +125,9 @@ describe("tool calls and reasoning through the openai SDK", () => {
       expect(effort.choices[0]!.message.content).toBe("Paris.")
     }).pipe(isolated), 60_000)
 
+})
+
+describe("tool fields through the openai SDK", () => {
   it.live("bad tool fields: OpenAI's error, naming the field, and nothing sent", () =>
     Effect.gen(function*() {
       const { baseURL, cluster } = yield* served

@@ -142,6 +142,12 @@ export const serveHosting: Setup = (options) =>
     return { url, baseURL: `${url}/v1`, tokenizer, aborts: abortsAt(engines), inFlight }
   })
 
+/** The two set-ups a suite runs over, by name: the server over a coordinator, and as the coordinator. */
+export const setups: ReadonlyArray<readonly [string, Setup]> = [
+  ["over a coordinator", serve],
+  ["as the coordinator", serveHosting]
+]
+
 /** A SUBMIT_REQUEST as an engine received it: its prompt and its media (reference framing). */
 export interface Submission {
   readonly prompt: ReadonlyArray<number> | string
