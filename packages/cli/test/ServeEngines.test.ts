@@ -80,6 +80,16 @@ describe("mcore serve --engines-listen", () => {
       }
       expect((yield* chat(url, { max_tokens: 2 })).status).toBe(200)
       expect(process.stderr()).toContain("2 engine(s) registered (mp-coord-0, mp-coord-1), serving")
+      // /metrics: the server's own, then its coordinator's page and the process's figures.
+      const metrics = yield* Effect.promise(() => fetch(`${url}/metrics`).then((r) => r.text()))
+      expect(metrics).toMatch(/^mcore_server_requests_total\{[^}]*route="\/v1\/chat\/completions"[^}]*status="200"[^}]*\} 3$/m)
+      expect(metrics).toMatch(/^mcore_coordinator_engines 2$/m)
+      expect(metrics).toMatch(/^mcore_coordinator_requests_routed_total 3$/m)
+      expect(metrics).toMatch(/^mcore_coordinator_state\{state="RUNNING"\} 1$/m)
+      expect(metrics).toMatch(/^process_cpu_seconds_total \d/m)
+      // One family, one TYPE line: the pages do not repeat a name.
+      const types = metrics.split("\n").filter((l) => l.startsWith("# TYPE ")).map((l) => l.split(" ")[2])
+      expect(new Set(types).size).toBe(types.length)
       yield* process.kill("SIGTERM")
       expect((yield* process.exited(30_000)).code).toBe(143)
     }).pipe(Effect.scoped), 120_000)

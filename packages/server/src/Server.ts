@@ -31,6 +31,7 @@ import * as Scheduler from "effect/Scheduler"
 import { createServer, type IncomingMessage, type Server as Http, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
 import * as ChatCompletions from "./internal/ChatCompletions.ts"
+import * as ExtraMetrics from "./ExtraMetrics.ts"
 import * as HealthReport from "./HealthReport.ts"
 import * as Cors from "./internal/Cors.ts"
 import * as Completions from "./internal/Completions.ts"
@@ -94,7 +95,9 @@ const versionRoute = (state: ServerState.State) =>
 
 const metrics = HttpRouter.route("GET", "/metrics", Effect.gen(function*() {
   const state = yield* ServerState.ServerState
-  const text = yield* PrometheusMetrics.format()
+  const more = yield* Effect.serviceOption(ExtraMetrics.ExtraMetrics)
+  const own = yield* PrometheusMetrics.format()
+  const text = Option.isSome(more) ? own + (own.endsWith("\n") || own === "" ? "" : "\n") + (yield* more.value.text) : own
   return yield* answer(
     state,
     "/metrics",

@@ -2,11 +2,21 @@
  * An OpenAI-compatible HTTP server on the inference client: the server as a `Layer`
  * ({@link Server}), its options ({@link ServerConfig}), its one error type ({@link ServerError}),
  * the request bodies it takes as Schema ({@link OpenAiSchema}, {@link ResponsesRequest}), the
- * `--workers` processes ({@link Workers}), and what `/health` may add ({@link HealthReport}). Everything else is under `src/internal/`: not part of
+ * `--workers` processes ({@link Workers}), and what `/health` and `/metrics` may add
+ * ({@link HealthReport}, {@link ExtraMetrics}). Everything else is under `src/internal/`: not part of
  * the package's API.
  *
  * @since 0.1.0
  */
+
+/**
+ * Prometheus text `/metrics` serves after the server's own, when something provides it (the
+ * coordinator in the server's process).
+ *
+ * @since 0.2.0
+ * @category services
+ */
+export * as ExtraMetrics from "./ExtraMetrics.ts"
 
 /**
  * What `/health` says beyond the server's own state, when something provides it (the engines of

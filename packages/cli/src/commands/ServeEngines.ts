@@ -13,9 +13,9 @@
  * @internal
  */
 import type { ClientConfig, ClientError, InferenceClient } from "@mcore-effect/client"
-import { Coordinator, type CoordinatorError, HostedClient, Routing } from "@mcore-effect/coordinator"
+import { Coordinator, type CoordinatorError, CoordinatorMetrics, HostedClient, Routing } from "@mcore-effect/coordinator"
 import type { Dialect } from "@mcore-effect/protocol"
-import { HealthReport } from "@mcore-effect/server"
+import { ExtraMetrics, HealthReport } from "@mcore-effect/server"
 import { type TextError, Tokenizer } from "@mcore-effect/text"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -85,9 +85,19 @@ const health = (expected: number) =>
     })
   )
 
+/** `/metrics` in this mode: the coordinator's page and the process's figures after the server's. */
+const metrics = Layer.effect(
+  ExtraMetrics.ExtraMetrics,
+  Effect.gen(function*() {
+    const coordinator = yield* Coordinator.Coordinator
+    return { text: Effect.map(coordinator.snapshot, (snapshot) => CoordinatorMetrics.prometheus(snapshot) + CoordinatorMetrics.processText()) }
+  })
+)
+
 /**
  * The tokenizer (loaded once), the coordinator with it, the server's client on the coordinator,
- * and what `/health` reports of the engines: what the server runs on in this mode.
+ * and what `/health` and `/metrics` report of the coordinator: what the server runs on in this
+ * mode.
  */
 export const layer = (
   hosted: Hosted,
@@ -95,10 +105,10 @@ export const layer = (
   tokenizerDirectory: string,
   client: Omit<ClientConfig.ClientOptions, "address" | "protocol">
 ): Layer.Layer<
-  Tokenizer.Tokenizer | Coordinator.Coordinator | InferenceClient.InferenceClient | HealthReport.HealthReport,
+  Tokenizer.Tokenizer | Coordinator.Coordinator | InferenceClient.InferenceClient | HealthReport.HealthReport | ExtraMetrics.ExtraMetrics,
   TextError.TextError | CoordinatorError.CoordinatorError | ClientError.ClientError
 > =>
-  Layer.provideMerge(health(hosted.expected), Layer.provideMerge(
+  Layer.provideMerge(Layer.merge(health(hosted.expected), metrics), Layer.provideMerge(
     Layer.unwrap(
       Effect.gen(function*() {
         const tokenizer = yield* Tokenizer.Tokenizer
