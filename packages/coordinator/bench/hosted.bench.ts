@@ -15,8 +15,8 @@
  * - **streams**: 32 streams of 64 tokens at a time: streamed tokens/s and frontend CPU per
  *   streamed token;
  * - **time to first token**: one stream at a time, p50 of the first content chunk; alone (what
- *   Megatron's engine loop's idle sleep of 20 ms sets), and beside 4 long streams that keep the
- *   engines stepping.
+ *   Megatron's engine loop's idle sleep of 20 ms sets), and beside 4 streams of 20,000 tokens
+ *   that keep the engines stepping.
  *
  * Needs `MEGATRON_GIT`, Python 3 with numpy, msgpack and pyzmq, and `/proc` (as `pnpm bench
  * coordinator`); without them it says so in one line. `--quick`: one round, shorter loads.
@@ -38,6 +38,7 @@ const REQUEST_TOKENS = 4
 const STREAM_TOKENS = 64
 const FIRST_TOKENS = QUICK ? 30 : 100
 const BUSY_STREAMS = 4
+const BUSY_TOKENS = 20_000
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url))
 const CLI = join(ROOT, "packages", "cli", "dist", "main.js")
@@ -186,13 +187,15 @@ const load = async (frontend: Frontend, body: string, seconds: number) => {
 /**
  * One stream at a time: the p50 of the time to its first content chunk (µs). `busy`: meanwhile
  * `BUSY_STREAMS` long streams keep the engines stepping, so that their idle sleep (20 ms) is not
- * what is measured.
+ * what is measured. Long enough not to end while the probes run: with streams of 256 tokens,
+ * restarted as they ended, the engines went idle between them and the times were bimodal in
+ * both set-ups (p10 4 ms, p50 16-22 ms, p90 26-31 ms).
  */
 const firstToken = async (frontend: Frontend, busy: boolean): Promise<number> => {
   let running = busy
   const background = busy
     ? Array.from({ length: BUSY_STREAMS }, async () => {
-      while (running) await drain(await post(frontend.url, chat(true, 256)))
+      while (running) await drain(await post(frontend.url, chat(true, BUSY_TOKENS)))
     })
     : []
   if (busy) await new Promise((resolve) => setTimeout(resolve, 500))
