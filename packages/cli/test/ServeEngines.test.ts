@@ -35,12 +35,12 @@ const eventually = <A>(effect: Effect.Effect<A>, predicate: (a: A) => boolean) =
     return yield* Effect.die(new Error("timed out"))
   })
 
-/** `mcore serve --engines-listen` on loopback, 2 engines of main expected: its URL and where engines dial. */
-const serveHosting = Effect.gen(function*() {
+/** `mcore serve --engines-listen` on loopback, 2 engines of main expected (and `more` flags): its URL and where engines dial. */
+const serveHosting = (more: ReadonlyArray<string> = []) => Effect.gen(function*() {
   const tokenizer = yield* WordTokenizer.directory
   const process = yield* Mcore.start([
     "serve", "--engines-listen", "tcp://127.0.0.1:0", "--external-engines", "2", "--protocol", "main",
-    "--tokenizer", tokenizer, "--port", "0"
+    "--tokenizer", tokenizer, "--port", "0", ...more
   ])
   const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
   const engines = (yield* process.line("where engines dial", (l) => l.startsWith("engines "))).slice("engines ".length)
@@ -50,7 +50,7 @@ const serveHosting = Effect.gen(function*() {
 describe("mcore serve --engines-listen", () => {
   it.live("engines dial the server; chat plain and streamed; mcore control on the same address; SIGTERM ends it", () =>
     Effect.gen(function*() {
-      const { engines, process, url } = yield* serveHosting
+      const { engines, process, url } = yield* serveHosting()
       expect(engines).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/)
       const ranks = []
       for (const rank of [0, 1]) ranks.push(yield* TestEngine.make({ coordinatorAddress: engines, protocol: "main", rank, stepMs: 0 }))
@@ -96,7 +96,7 @@ describe("mcore serve --engines-listen", () => {
 
   it.live("an engine lost mid-stream: its stream ends with an error record, the other's goes on; /health says which ranks are up", () =>
     Effect.gen(function*() {
-      const { engines, process, url } = yield* serveHosting
+      const { engines, process, url } = yield* serveHosting()
       const health = Effect.promise(async () => {
         const response = await fetch(`${url}/health`)
         return { status: response.status, body: await response.json() as Record<string, unknown> }
@@ -132,14 +132,9 @@ describe("mcore serve --engines-listen", () => {
 
   it.live("a request held for want of an engine and given up by its client: the shutdown does not wait for it", () =>
     Effect.gen(function*() {
-      const tokenizer = yield* WordTokenizer.directory
       // No engine ever dials: the coordinator holds the request. Its client gives up; the server
       // aborts it. The coordinator answers that abort itself, else closing waited 30 s for it.
-      const process = yield* Mcore.start([
-        "serve", "--engines-listen", "tcp://127.0.0.1:0", "--protocol", "main", "--tokenizer", tokenizer, "--port", "0",
-        "--shutdown-grace", "1s"
-      ])
-      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      const { process, url } = yield* serveHosting(["--shutdown-grace", "1s"])
       const given = new AbortController()
       const request = Effect.runPromise(chat(url, { max_tokens: 2 }, given.signal)).then(() => "answered", () => "given up")
       yield* Effect.sleep("300 millis")

@@ -66,7 +66,6 @@ const EMPTY: Array<never> = []
  * @since 0.2.0
  */
 export const sent: Promise<void> = Promise.resolve()
-const FrameSocketSent = sent
 
 /**
  * Options of {@link Writer}.
@@ -240,9 +239,9 @@ export class Writer<Tag = undefined> {
    * refusal. A send that throws (the socket is busy after all) queues the message instead.
    */
   private sendNow(message: Message, tag: Tag): boolean {
-    let sent: Promise<void>
+    let outcome: Promise<void>
     try {
-      sent = this.socket.send(message as Array<Uint8Array>)
+      outcome = this.socket.send(message as Array<Uint8Array>)
     } catch {
       // Busy: the socket deferred the previous send after all. The loop takes over once it is out.
       this.queued.push(message)
@@ -256,9 +255,9 @@ export class Writer<Tag = undefined> {
       previous.then(this.resumeAfterBusy, this.resumeAfterBusy)
       return false
     }
-    this.lastSent = sent
-    if (sent === FrameSocketSent) return true
-    sent.then(undefined, (cause) => {
+    this.lastSent = outcome
+    if (outcome === sent) return true
+    outcome.then(undefined, (cause) => {
       if (this.closed) return
       this.failed++
       this.onError(cause, message, tag)
