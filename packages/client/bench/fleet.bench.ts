@@ -14,9 +14,14 @@
  *   at least 2x better than `round-robin`'s;
  * - spread: 1,000 distinct 512-token prompts placed by `prefix`; the most any coordinator got
  *   over the mean (target <= 1.25);
+ * - short chats (issue 44): 40 conversations x 6 turns of 20-40 tokens, all at once, through
+ *   `prefix`, `prefix` with a routing key per conversation, and `least-loaded`: the mean share of
+ *   a conversation's turns on its most-used coordinator (target >= 0.95 for `prefix`, 1.0 with
+ *   keys), the user's time between turns 0-19 ms;
  * - routing CPU per request for a 2,048-token prompt: the fleet's placement (the router, the
  *   failover wrapper) over 4 members against calling one member's client directly, both over
- *   a client that answers at once, so the difference is the routing alone (target <= 5 us);
+ *   a client that answers at once, so the difference is the routing alone (target <= 5 us),
+ *   with short prompts' keys held (so every prompt looks for them);
  * - a SIGKILL: four coordinators in processes of their own on loopback, one killed in the
  *   middle of a burst: the time from the kill until the last request that was on it is
  *   answered elsewhere, and the requests lost (target 0).
@@ -159,6 +164,47 @@ const spread = Effect.gen(function*() {
 }).pipe(Effect.scoped)
 
 /**
+ * Short chats through a fleet over 4 test coordinators (in this process, in-memory transport,
+ * 1 ms engine steps), 0-19 ms between a reply and the next turn: the mean share of a
+ * conversation's turns on its most-used coordinator.
+ */
+const shortChats = (routing: Fleet.RoutingPolicy, keyed: boolean) =>
+  Effect.gen(function*() {
+    const network = new MemorySocket.Network()
+    const cluster = yield* TestFleet.make({
+      coordinators: W.COORDINATORS,
+      engines: W.ENGINES,
+      protocol: "main",
+      network,
+      engine: { stepMs: W.STEP_MS }
+    })
+    const fleet = yield* Fleet.make({ coordinators: cluster.addresses, protocol: "main", routing }).pipe(
+      Effect.provide(Transport.layerMemory(network))
+    )
+    const shares = yield* Effect.forEach(
+      Array.from({ length: W.SHORT_CHATS }, (_, c) => c),
+      (c) =>
+        Effect.gen(function*() {
+          const counts = new Array<number>(W.COORDINATORS).fill(0)
+          for (let t = 0; t < W.SHORT_TURNS; t++) {
+            const submitted = yield* fleet.client.submitWithId(
+              W.shortChatPrompt(c, t),
+              { num_tokens_to_generate: W.SHORT_ANSWER_TOKENS },
+              keyed ? { routingKey: `chat-${c}` } : undefined
+            )
+            counts[fleet.memberOf(submitted.requestId)!]!++
+            yield* submitted.reply
+            // The user reads and types: 0-19 ms, so that turns do not arrive in lockstep.
+            yield* Effect.sleep(`${(c * 37 + t * 11) % 20} millis`)
+          }
+          return Math.max(...counts) / W.SHORT_TURNS
+        }),
+      { concurrency: "unbounded" }
+    )
+    return shares.reduce((a, b) => a + b, 0) / shares.length
+  }).pipe(Effect.scoped)
+
+/**
  * CPU per request of the fleet's placement over 4 members, against calling one member's client
  * directly; both over a client whose `submit` answers at once (what is measured is the routing).
  */
@@ -186,12 +232,14 @@ const routingCpu = (rounds: number, requests: number) => {
   })
   const placement: Placement = {
     members,
-    pick: (prompt, excluded) => members[router.pick(prompt, members, excluded)],
+    pick: (prompt, key, excluded) => members[router.pick(prompt, members, excluded, key)],
     noMember: () => {
       throw new Error("unreachable")
     },
     closed: () => false
   }
+  // A fleet that serves chats holds short prompts' keys: every prompt then looks for them.
+  for (let c = 0; c < 1000; c++) router.pick(W.shortChatPrompt(c, 0), members, undefined)
   const cpu = (f: (prompt: ReadonlyArray<number>) => void) => {
     const before = process.cpuUsage()
     for (let i = 0; i < requests; i++) f(prompts[i % prompts.length]!)
@@ -199,7 +247,7 @@ const routingCpu = (rounds: number, requests: number) => {
     return (used.user + used.system) / requests
   }
   const direct = (prompt: ReadonlyArray<number>) => Effect.runSync(client.submit(prompt))
-  const routed = (prompt: ReadonlyArray<number>) => Effect.runSync(placed(placement, prompt, (m) => m.client!.submit(prompt)))
+  const routed = (prompt: ReadonlyArray<number>) => Effect.runSync(placed(placement, prompt, undefined, (m) => m.client!.submit(prompt)))
   const deltas: Array<number> = []
   for (let r = 0; r < rounds; r++) {
     // Alternating, so that noise from the machine falls on both alike.
@@ -269,6 +317,11 @@ export const run = async (): Promise<void> => {
   log(`round-robin / prefix TTFT p50: ${(of("round-robin").ttftP50 / of("prefix").ttftP50).toFixed(2)}x (target >= 2)`)
   const placedSpread = await quiet(spread)
   log(`spread of 1,000 distinct 512-token prompts: ${placedSpread.counts.join(" / ")}, max / mean ${placedSpread.ratio.toFixed(3)} (target <= 1.25)`)
+  for (const [routing, keyed] of [["prefix", false], ["prefix", true], ["least-loaded", false], ["round-robin", false]] as const) {
+    const share = await quiet(shortChats(routing, keyed))
+    log(`short chats (${W.SHORT_CHATS} x ${W.SHORT_TURNS} turns of 20-40 tokens) through ${routing}${keyed ? " with a routing key each" : ""}: ` +
+      `mean share of a chat's turns on its most-used coordinator ${share.toFixed(3)}`)
+  }
   const cpu = routingCpu(quick ? 6 : 20, quick ? 20_000 : 100_000)
   log(`routing CPU per request (2,048-token prompt, 4 coordinators) over one client: ${cpu.toFixed(2)} us (target <= 5)`)
   const killed = await quiet(sigkill(quick ? 200 : 800))

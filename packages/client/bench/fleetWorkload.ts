@@ -52,6 +52,26 @@ export const turnPrompt = (conversation: number, turn: number): Array<number> =>
   return prompt
 }
 
+/**
+ * Issue 44's short chats: 40 conversations x 6 turns, no system prompt, each turn a user message
+ * of 20-40 tokens after a chat template's 3-token opening (the same in every conversation), each
+ * earlier turn followed by its 16-token answer.
+ */
+export const SHORT_CHATS = 40
+export const SHORT_TURNS = 6
+export const SHORT_ANSWER_TOKENS = 16
+const OPENING = [151644, 872, 198]
+
+/** The prompt of `turn` (0-based) of short chat `conversation`. */
+export const shortChatPrompt = (conversation: number, turn: number): Array<number> => {
+  const prompt = [...OPENING]
+  for (let t = 0; t <= turn; t++) {
+    prompt.push(...tokens(6_000_000 + conversation * 64 + t, 20 + ((conversation * 7 + t * 13) % 21)))
+    if (t < turn) prompt.push(...tokens(7_000_000 + conversation * 64 + t, SHORT_ANSWER_TOKENS))
+  }
+  return prompt
+}
+
 /** `count` distinct prompts of `length` tokens. */
 export const distinctPrompts = (count: number, length: number): Array<Array<number>> =>
   Array.from({ length: count }, (_, i) => tokens(5_000_000 + i, length))

@@ -36,6 +36,13 @@ export interface SubmitOptions {
   readonly offloadParams?: unknown
   /** A deadline for this request, overriding the client's `requestTimeout`. */
   readonly timeout?: Duration.Input | undefined
+  /**
+   * A fleet's routing key (a session, a conversation, a user): with the `prefix` policy, requests
+   * that carry the same key go to the same coordinator, the first in the key's rendezvous order
+   * within the load bound, in every process over the same coordinators. Empty is none. One
+   * client ignores it: it has one coordinator.
+   */
+  readonly routingKey?: string | undefined
 }
 
 /**

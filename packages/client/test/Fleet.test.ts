@@ -78,6 +78,52 @@ describe("Fleet", () => {
       expect(counts.filter((n) => n > 0).length).toBe(4)
     }).pipe(withRegistry))
 
+  it.live("short chats: every turn of a conversation that starts under one block goes where its first turn went", () =>
+    Effect.gen(function*() {
+      const { fleet } = yield* fleetSetup(3, { cluster: { engine: { stepMs: 2 } } })
+      const opening = [151644, 872, 198]
+      const chat = (c: number) =>
+        Effect.gen(function*() {
+          let prompt = [...opening, ...promptOf(c, c, 1, 0).slice(0, 20 + (c % 7))]
+          const members: Array<number | undefined> = []
+          for (let t = 0; t < 5; t++) {
+            const submitted = yield* fleet.client.submitWithId(prompt, { num_tokens_to_generate: 6 })
+            members.push(fleet.memberOf(submitted.requestId))
+            const reply = yield* submitted.reply
+            expect(reply.generated_tokens).toEqual(Generation.tokens(prompt, 6))
+            prompt = [...prompt, ...(reply.generated_tokens as ReadonlyArray<number>), ...promptOf(100 + c, t, 1, 0).slice(0, 20 + ((c + t) % 20))]
+          }
+          return members
+        })
+      const placements = yield* Effect.forEach(Array.from({ length: 12 }, (_, c) => c), chat, { concurrency: "unbounded" })
+      for (const members of placements) expect(new Set(members).size).toBe(1)
+      // The first turns went to the least loaded: all three took conversations.
+      expect(new Set(placements.map((m) => m[0])).size).toBe(3)
+    }).pipe(withRegistry))
+
+  it.live("a routing key: the same coordinator from two fleets sharing nothing, whatever the prompt; keys spread", () =>
+    Effect.gen(function*() {
+      const { clusters, fleet, network } = yield* fleetSetup(3)
+      const { Fleet: FleetModule, Transport } = yield* Effect.promise(() => import("../src/index.ts"))
+      const other = yield* FleetModule.make({ coordinators: clusters.map((c) => c.address), protocol: "reference" }).pipe(
+        Effect.provide(Transport.layerMemory(network))
+      )
+      const where = new Set<number | undefined>()
+      for (let k = 0; k < 30; k++) {
+        const routingKey = `conversation-${k}`
+        const a = yield* fleet.client.submitWithId(promptOf(k, 0, 2, 0), { num_tokens_to_generate: 1 }, { routingKey })
+        const b = yield* other.client.submitWithId(promptOf(500 + k, 1, 1, 0), { num_tokens_to_generate: 1 }, { routingKey })
+        yield* a.reply
+        yield* b.reply
+        expect(other.memberOf(b.requestId)).toBe(fleet.memberOf(a.requestId))
+        where.add(fleet.memberOf(a.requestId))
+      }
+      expect(where.size).toBe(3)
+      // Not a string: refused, nothing sent.
+      const refused = yield* Effect.flip(fleet.client.submit([1, 2, 3], undefined, { routingKey: 7 as unknown as string }))
+      expect(refused.reason._tag).toBe("InvalidArgument")
+    }).pipe(withRegistry))
+
   it.live("least-loaded and round-robin spread one prefix over every coordinator", () =>
     Effect.gen(function*() {
       for (const routing of ["least-loaded", "round-robin"] as const) {

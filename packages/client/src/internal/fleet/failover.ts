@@ -24,7 +24,7 @@ import * as Stream from "effect/Stream"
 import type { ClientError } from "../../ClientError.ts"
 import type { PromptInput, Started, Submitted } from "../../ClientService.ts"
 import type { Reply, StreamEvent } from "../../Reply.ts"
-import { checkRequestId } from "../arguments.ts"
+import { checkRequestId, invalidArgument } from "../arguments.ts"
 import { Renamed } from "../started.ts"
 import * as Ids from "./ids.ts"
 import type { FleetMember } from "./member.ts"
@@ -39,8 +39,11 @@ export const MOVED_KEPT = 65_536
 /** What the request wrappers need of the fleet. */
 export interface Placement {
   readonly members: ReadonlyArray<FleetMember>
-  /** The member the router picks for `prompt`, skipping `excluded`; `undefined` when none may take it. */
-  readonly pick: (prompt: PromptInput, excluded: ReadonlyArray<boolean> | undefined) => FleetMember | undefined
+  /**
+   * The member the router picks for `prompt` and the caller's routing `key`, skipping `excluded`;
+   * `undefined` when none may take it.
+   */
+  readonly pick: (prompt: PromptInput, key: string | undefined, excluded: ReadonlyArray<boolean> | undefined) => FleetMember | undefined
   /** The failure when no member may take a request. */
   readonly noMember: () => ClientError
   /** True once the fleet's scope is closing: nothing is submitted again then. */
@@ -58,7 +61,7 @@ const without = (placement: Placement, excluded: ReadonlyArray<boolean> | undefi
 }
 
 /**
- * The placement loop, for an effect or a stream (`F`): the member picked for `prompt` (skipping
+ * The placement loop, for an effect or a stream (`F`): the member picked for `prompt` and `key` (skipping
  * `excluded`) is given to `attempt` with the request counted there, and `again` places it anew
  * without that member, counting the loss, for `attempt` to call when the member lost it. No
  * member that may take it: `fail` with the fleet's failure. Called when the request runs (the
@@ -67,16 +70,20 @@ const without = (placement: Placement, excluded: ReadonlyArray<boolean> | undefi
 const placeWith = <F>(
   placement: Placement,
   prompt: PromptInput,
+  key: string | undefined,
   fail: (error: ClientError) => F,
   attempt: (member: FleetMember, again: () => F) => F,
   excluded?: ReadonlyArray<boolean>
 ): F => {
-  const member = placement.pick(prompt, excluded)
+  if (key !== undefined && typeof key !== "string") {
+    return fail(invalidArgument("routingKey", `expected a string, got ${typeof key}`))
+  }
+  const member = placement.pick(prompt, key, excluded)
   if (member === undefined) return fail(placement.noMember())
   member.requests++
   return attempt(member, () => {
     member.lostRequest()
-    return placeWith(placement, prompt, fail, attempt, without(placement, excluded, member))
+    return placeWith(placement, prompt, key, fail, attempt, without(placement, excluded, member))
   })
 }
 
@@ -87,6 +94,7 @@ const placeWith = <F>(
 export const placed = <A>(
   placement: Placement,
   prompt: PromptInput,
+  key: string | undefined,
   op: (member: FleetMember) => Effect.Effect<A, ClientError>,
   excluded?: ReadonlyArray<boolean>
 ): Effect.Effect<A, ClientError> =>
@@ -94,6 +102,7 @@ export const placed = <A>(
     placeWith(
       placement,
       prompt,
+      key,
       Effect.fail,
       (member, again: () => Effect.Effect<A, ClientError>) => Effect.catchIf(op(member), lostWithMember(placement), again),
       excluded
@@ -104,12 +113,13 @@ export const placed = <A>(
 export const placedStream = (
   placement: Placement,
   prompt: PromptInput,
+  key: string | undefined,
   op: (member: FleetMember) => Stream.Stream<StreamEvent, ClientError>
 ): Stream.Stream<StreamEvent, ClientError> =>
   Stream.suspend(() => {
     let emitted = false
     const lost = lostWithMember(placement)
-    return placeWith(placement, prompt, Stream.fail, (member, again: () => Stream.Stream<StreamEvent, ClientError>) =>
+    return placeWith(placement, prompt, key, Stream.fail, (member, again: () => Stream.Stream<StreamEvent, ClientError>) =>
       op(member).pipe(
         Stream.map((event) => {
           emitted = true
@@ -143,15 +153,19 @@ export class FleetIds {
    * `submitWithId` over the fleet: `op` on the member picked, its reply failing over (`op` again
    * elsewhere) when the member lost it; the fleet id keeps naming the request.
    */
-  submitWithId(prompt: PromptInput, op: (member: FleetMember) => Effect.Effect<Submitted, ClientError>): Effect.Effect<Submitted, ClientError> {
+  submitWithId(
+    prompt: PromptInput,
+    key: string | undefined,
+    op: (member: FleetMember) => Effect.Effect<Submitted, ClientError>
+  ): Effect.Effect<Submitted, ClientError> {
     const n = this.placement.members.length
-    return placed(this.placement, prompt, (member) => {
+    return placed(this.placement, prompt, key, (member) => {
       const generation = member.generation
       return Effect.flatMap(op(member), (submitted) => {
         const fleetId = Ids.encodeRequest(member.index, submitted.requestId, generation, n)
         const failedOver = Effect.catchIf(submitted.reply, lostWithMember(this.placement), () => {
           member.lostRequest()
-          return this.resubmit(fleetId, prompt, op, without(this.placement, undefined, member))
+          return this.resubmit(fleetId, prompt, key, op, without(this.placement, undefined, member))
         })
         return Effect.map(Effect.cached(failedOver), (reply): Submitted => ({ requestId: fleetId, reply }))
       })
@@ -162,12 +176,14 @@ export class FleetIds {
   private resubmit(
     fleetId: number,
     prompt: PromptInput,
+    key: string | undefined,
     op: (member: FleetMember) => Effect.Effect<Submitted, ClientError>,
     excluded: ReadonlyArray<boolean>
   ): Effect.Effect<Reply, ClientError> {
     return placed(
       this.placement,
       prompt,
+      key,
       (member) => {
         const generation = member.generation
         return Effect.flatMap(op(member), (submitted) => {
@@ -185,10 +201,14 @@ export class FleetIds {
    * `start` over the fleet: placed like any other request but never submitted again (a started
    * request is the caller's to end, see `Service.start`); its fleet id names its member.
    */
-  start(prompt: PromptInput, op: (member: FleetMember) => Effect.Effect<Started, ClientError>): Effect.Effect<Started, ClientError> {
+  start(
+    prompt: PromptInput,
+    key: string | undefined,
+    op: (member: FleetMember) => Effect.Effect<Started, ClientError>
+  ): Effect.Effect<Started, ClientError> {
     const n = this.placement.members.length
     return Effect.suspend(() =>
-      placeWith(this.placement, prompt, Effect.fail, (member) => {
+      placeWith(this.placement, prompt, key, Effect.fail, (member) => {
         const generation = member.generation
         return Effect.map(op(member), (started) => new Renamed(Ids.encodeRequest(member.index, started.requestId, generation, n), started))
       })

@@ -17,6 +17,11 @@
  * (about four characters a token in English BPE vocabularies): text that shares a prefix shares
  * keys, as tokens would.
  *
+ * A prompt shorter than a block has no block key. {@link shortKeys} names its prefixes of every
+ * length instead, each token read (there are fewer than a block's): what lets the next turn of a
+ * conversation that started short find where it went (`Router`). {@link keyOfString} makes a
+ * caller's routing key (a session, a user) a key of the same kind.
+ *
  * @internal
  */
 import type { Prompt } from "@mcore-effect/protocol"
@@ -76,6 +81,57 @@ const keysOfText = (text: string, blockSize: number, keys: Float64Array): number
     keys[block] = (a >>> 0) * 0x100000 + (b >>> 12)
   }
   return blocks
+}
+
+/** The short keys' lanes: another function than the block keys', so the two never name the same prefix. */
+const SHORT_A = 0x27d4eb2f
+const SHORT_B = 0x165667b1
+
+/** The units {@link routingKeys} reads of `prompt`: tokens, or UTF-16 code units of a text (0 for what is not a prompt). */
+export const unitsOf = (prompt: Prompt.Prompt): number =>
+  typeof prompt === "string" ? prompt.length : Array.isArray(prompt) || ArrayBuffer.isView(prompt) ? (prompt as ArrayLike<number>).length : 0
+
+/**
+ * Writes the keys of `prompt`'s first `count` prefixes into `into`: `into[p - 1]` names its first
+ * `p` units, every one of them read. `count` is at most the prompt's units and `into.length`.
+ */
+export const shortKeys = (prompt: Prompt.Prompt, count: number, into: Float64Array): void => {
+  let a = SHORT_A | 0
+  let b = SHORT_B | 0
+  if (typeof prompt === "string") {
+    for (let p = 0; p < count; p++) {
+      const x = prompt.charCodeAt(p)
+      a = Math.imul(a ^ x, 0x5bd1e995)
+      a ^= a >>> 13
+      b = Math.imul(b + x, 0x27d4eb2d) ^ (b >>> 15)
+      into[p] = (a >>> 0) * 0x100000 + (b >>> 12)
+    }
+    return
+  }
+  const tokens = prompt as ArrayLike<number>
+  for (let p = 0; p < count; p++) {
+    const x = tokens[p]! | 0
+    a = Math.imul(a ^ x, 0x5bd1e995)
+    a ^= a >>> 13
+    b = Math.imul(b + x, 0x27d4eb2d) ^ (b >>> 15)
+    into[p] = (a >>> 0) * 0x100000 + (b >>> 12)
+  }
+}
+
+/** A caller's routing key (a session id, a user) as a key {@link rendezvousScore} ranks members by. */
+export const keyOfString = (text: string): number => {
+  let a = LANE_A | 0
+  let b = LANE_B | 0
+  for (let i = 0; i < text.length; i++) {
+    const x = text.charCodeAt(i)
+    a = Math.imul(a ^ x, 0x5bd1e995)
+    a ^= a >>> 13
+    b = Math.imul(b + x, 0x27d4eb2d) ^ (b >>> 15)
+  }
+  // A last mix, so that keys differing only in their last character differ in every bit of `a`.
+  a = Math.imul(a ^ (a >>> 16), 0x85ebca6b)
+  a ^= a >>> 13
+  return (a >>> 0) * 0x100000 + (b >>> 12)
 }
 
 /**

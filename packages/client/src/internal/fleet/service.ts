@@ -82,8 +82,8 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
   const lostError = () => clientError(new CoordinatorLost({ address: fleet.coordinators.join(",") }))
   const placement: Placement = {
     members,
-    pick: (prompt, excluded) => {
-      let index = router.pick(prompt, members, excluded)
+    pick: (prompt, key, excluded) => {
+      let index = router.pick(prompt, members, excluded, key)
       // Every joined member stalled: a stall is a guess, a lost link is not; the least loaded
       // joined one then.
       if (index < 0) {
@@ -129,13 +129,13 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
     return Stream.map(Stream.fromIterable(requests), (request, index) => [index, request] as const)
   }
   const submitOne = (request: BatchRequest) =>
-    ids.submitWithId(request.prompt, (member) => member.client!.submitWithId(request.prompt, request.samplingParams, request))
+    ids.submitWithId(request.prompt, request.routingKey, (member) => member.client!.submitWithId(request.prompt, request.samplingParams, request))
 
   const service: Service = {
     submit: (prompt, samplingParams, options) =>
-      placed(placement, prompt, (member) => member.client!.submit(prompt, samplingParams, options)),
+      placed(placement, prompt, options?.routingKey, (member) => member.client!.submit(prompt, samplingParams, options)),
     submitWithId: (prompt, samplingParams, options) =>
-      ids.submitWithId(prompt, (member) => member.client!.submitWithId(prompt, samplingParams, options)),
+      ids.submitWithId(prompt, options?.routingKey, (member) => member.client!.submitWithId(prompt, samplingParams, options)),
     submitAll: (requests, options) =>
       Stream.mapEffect(
         batch(requests, options),
@@ -156,12 +156,12 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
         { concurrency: options?.concurrency ?? "unbounded", unordered: true }
       ),
     stream: (prompt, samplingParams, options) =>
-      placedStream(placement, prompt, (member) => member.client!.stream(prompt, samplingParams, options)),
+      placedStream(placement, prompt, options?.routingKey, (member) => member.client!.stream(prompt, samplingParams, options)),
     submitWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
-      placed(placement, prompt, (member) => member.client!.submitWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
+      placed(placement, prompt, undefined, (member) => member.client!.submitWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
     streamWithKvHandoff: (prompt, samplingParams, kvMeta, srcBlockIds, options) =>
-      placedStream(placement, prompt, (member) => member.client!.streamWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
-    start: (request) => ids.start(request.prompt, (member) => member.client!.start(request)),
+      placedStream(placement, prompt, undefined, (member) => member.client!.streamWithKvHandoff(prompt, samplingParams, kvMeta, srcBlockIds, options)),
+    start: (request) => ids.start(request.prompt, request.routingKey, (member) => member.client!.start(request)),
     sendAbort: (requestId) => ids.sendAbort(requestId),
     releaseKvHandoff: (handoffId, options) => {
       // A handoff id names the member whose engine pinned the KV (see `Fleet.handoffId`).
