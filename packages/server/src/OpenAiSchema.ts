@@ -136,7 +136,10 @@ const sampling = {
   presence_penalty: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: -2, maximum: 2 }))),
   frequency_penalty: optionalNullable(Schema.Finite.check(Schema.isBetween({ minimum: -2, maximum: 2 }))),
   logit_bias: optionalNullable(Schema.Record(Schema.String, Schema.Finite)),
-  // `user`, `metadata`, `store`... are accepted and ignored before the decode (IgnoredFields).
+  // Routing keys over several coordinators (internal/RoutingKey): strings, or null for none.
+  prompt_cache_key: optionalNullable(Schema.String),
+  user: optionalNullable(Schema.String),
+  // `metadata`, `store`... are accepted and ignored before the decode (IgnoredFields).
   // vLLM's extension parameters (`VllmParams` reads them).
   ...vllmFields
 }

@@ -56,8 +56,11 @@ export const ResponsesRequest = Schema.Struct({
   context_management: optionalNullable(Schema.Unknown),
   moderation: optionalNullable(Schema.Unknown),
   // Repeated in the response, as vLLM does; it changes nothing else. The other fields that change
-  // nothing (`user`, `store: false`, `service_tier`, ...) are `IgnoredFields`' (see `Responses`).
-  metadata: optionalNullable(Schema.Record(Schema.String, Schema.String))
+  // nothing (`store: false`, `service_tier`, ...) are `IgnoredFields`' (see `Responses`).
+  metadata: optionalNullable(Schema.Record(Schema.String, Schema.String)),
+  // Routing keys over several coordinators (internal/RoutingKey), repeated in the response.
+  prompt_cache_key: optionalNullable(Schema.String),
+  user: optionalNullable(Schema.String)
 })
 
 /**

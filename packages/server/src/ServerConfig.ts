@@ -62,6 +62,22 @@ export const settings = {
     resolve: (key: Redacted.Redacted<string> | string | undefined) =>
       Result.succeed(key === undefined || key === "" ? undefined : typeof key === "string" ? Redacted.make(key) : key)
   }),
+  /**
+   * A request header whose value is the request's routing key when the body has neither
+   * `prompt_cache_key` nor `user` (see the server README's "Routing keys"): a session or
+   * conversation id a gateway adds. Over several coordinators, requests with one key go to one
+   * coordinator, in every server over the same coordinators.
+   */
+  sessionHeader: Setting.custom({
+    description: "A request header whose value routes the request when the body has no prompt_cache_key or user",
+    flag: { name: "session-header", metavar: "name" },
+    resolve: (name: string | undefined) =>
+      name === undefined
+        ? Result.succeed(undefined)
+        : typeof name === "string" && /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)
+        ? Result.succeed(name.toLowerCase())
+        : Result.fail(`expected an HTTP header name, got ${JSON.stringify(name)}`)
+  }),
   /** Largest request body accepted, in bytes (413 above it). Default 4 MiB. */
   maxBodyBytes: Setting.integer({
     description: "Largest request body, in bytes",
@@ -208,6 +224,8 @@ export interface Resolved {
   readonly host: string
   readonly port: number
   readonly apiKey: Redacted.Redacted<string> | undefined
+  /** Lower-cased, as Node gives header names. */
+  readonly sessionHeader: string | undefined
   readonly maxBodyBytes: number
   readonly maxConcurrentRequests: number
   readonly requestTimeoutMillis: number
@@ -275,6 +293,7 @@ export const resolve = (options: ServerOptions): Result.Result<Resolved, Setting
       host: o.host,
       port: o.port,
       apiKey: o.apiKey,
+      sessionHeader: o.sessionHeader,
       maxBodyBytes: o.maxBodyBytes,
       maxConcurrentRequests: o.maxConcurrentRequests,
       requestTimeoutMillis: o.requestTimeout,

@@ -23,12 +23,10 @@ const messages = [{ role: "user" as const, content: "the quick brown fox" }]
 /** What vLLM's clients send beside the fields the server acts on (all change nothing). */
 const ignorable = {
   request_id: "req-42",
-  user: "user-7",
   metadata: { team: "search" },
   store: false,
   service_tier: "auto",
   safety_identifier: "hashed-user",
-  prompt_cache_key: "conversation-9",
   verbosity: "low",
   include_reasoning: true,
   echo: false,
@@ -54,20 +52,20 @@ describe("a drop-in for vLLM's clients", () => {
       expect(response.headers.get("x-ignored-fields")).toBe(Object.keys(ignorable).join(", "))
       // Streamed too, and completions (their own list: `echo` is theirs).
       const stream = yield* promise(() =>
-        openai.chat.completions.create({ model: "test-model", messages, max_tokens: 3, stream: true, user: "u", store: null } as never)
+        openai.chat.completions.create({ model: "test-model", messages, max_tokens: 3, stream: true, metadata: {}, store: null } as never)
           .withResponse()
       )
-      expect(stream.response.headers.get("x-ignored-fields")).toBe("user, store")
+      expect(stream.response.headers.get("x-ignored-fields")).toBe("metadata, store")
       yield* promise(async () => {
         for await (const _ of stream.data as unknown as AsyncIterable<unknown>) {
           // drained
         }
       })
       const completion = yield* promise(() =>
-        openai.completions.create({ model: "test-model", prompt: "the fox", max_tokens: 2, echo: true, user: "u", cache_salt: null } as never)
+        openai.completions.create({ model: "test-model", prompt: "the fox", max_tokens: 2, echo: true, metadata: {}, cache_salt: null } as never)
           .withResponse()
       )
-      expect(completion.response.headers.get("x-ignored-fields")).toBe("user, cache_salt")
+      expect(completion.response.headers.get("x-ignored-fields")).toBe("metadata, cache_salt")
       // A body with no such field has no header.
       const plain = yield* promise(() => openai.chat.completions.create({ model: "test-model", messages, max_tokens: 2 }).withResponse())
       expect(plain.response.headers.get("x-ignored-fields")).toBeNull()
@@ -75,7 +73,7 @@ describe("a drop-in for vLLM's clients", () => {
       const metrics = (yield* request(`${url}/metrics`)).text
       const count = (field: string) =>
         Number(new RegExp(`mcore_server_ignored_fields_total\\{field="${field}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0)
-      expect(count("user")).toBe(3)
+      expect(count("metadata")).toBe(3)
       expect(count("store")).toBe(2)
       expect(count("cache_salt")).toBe(2)
       expect(count("request_id")).toBe(1)
@@ -129,7 +127,7 @@ describe("a drop-in for vLLM's clients", () => {
       expect(names[0]).toBe("x__Set-Cookie__stolen_1")
       expect(names[1]).toBe("_".repeat(64))
       expect(names.at(-1)).toBe("...")
-      expect(IgnoredFields.label("user")).toBe("user")
+      expect(IgnoredFields.label("metadata")).toBe("metadata")
       expect(IgnoredFields.label(name)).toBe("other")
       expect(IgnoredFields.label("text_format", IgnoredFields.policy([], [["text_format", (v) => v === null, "why"]]))).toBe("text_format")
       // Still serving.

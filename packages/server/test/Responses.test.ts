@@ -232,8 +232,9 @@ describe("the Responses API through the openai SDK", () => {
           priority: 0
         } as OpenAI.Responses.ResponseCreateParamsNonStreaming).withResponse()
       )
-      expect(accepted.data).toMatchObject({ store: false, metadata: { team: "a" }, status: "incomplete" })
-      expect(accepted.response.headers.get("x-ignored-fields")).toBe("store, user, safety_identifier, prompt_cache_key, service_tier, priority")
+      // The routing keys are taken (and repeated), not ignored.
+      expect(accepted.data).toMatchObject({ store: false, metadata: { team: "a" }, status: "incomplete", user: "u", prompt_cache_key: "k" })
+      expect(accepted.response.headers.get("x-ignored-fields")).toBe("store, safety_identifier, service_tier, priority")
       const metrics = yield* request(`${baseURL.slice(0, -"/v1".length)}/metrics`)
       expect(metrics.text).toMatch(/mcore_server_ignored_fields_total\{[^}]*field="priority"[^}]*\} 1/)
       expect(yield* submits(cluster)).toBe(before + 1)

@@ -276,8 +276,8 @@ export const make = (
         skipSpecialTokens: opts?.skipSpecialTokens ?? true,
         budget,
         submit: opts?.multiModalData == null
-          ? { timeout: opts?.timeout }
-          : { timeout: opts.timeout, multiModalData: opts.multiModalData }
+          ? { timeout: opts?.timeout, routingKey: opts?.routingKey }
+          : { timeout: opts.timeout, multiModalData: opts.multiModalData, routingKey: opts.routingKey }
       }
     }
 

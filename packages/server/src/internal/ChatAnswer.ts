@@ -23,6 +23,7 @@ import type { Handler } from "./Handler.ts"
 import type * as OpenAiSchema from "../OpenAiSchema.ts"
 import * as Plan from "./Plan.ts"
 import * as Respond from "./Respond.ts"
+import * as RoutingKey from "./RoutingKey.ts"
 import * as Sampling from "./Sampling.ts"
 import { badRequest, type ServerError } from "../ServerError.ts"
 import * as VllmParams from "./VllmParams.ts"
@@ -115,7 +116,7 @@ export const answer = <R extends ChatFields>(
           const tokens = ContextLength.tokensToGenerate(state.maxModelLen, [ids.length], maxTokens, () => names)
           if (Result.isFailure(tokens)) return Effect.fail(tokens.failure)
           const prompts = [{ ids, text: "" }]
-          return Respond.respond(handler, Plan.make(sampling, vllm, tokens.success, prompts, multiModalData, answer))
+          return Respond.respond(handler, Plan.make(sampling, vllm, tokens.success, prompts, multiModalData, answer, RoutingKey.of(handler)))
         }
       })
     if (images.length === 0) return respond(undefined)

@@ -37,7 +37,8 @@ const options = (shared: Shared, plan: Plan): TextGeneration.GenerateOptions => 
   topLogProbs: plan.logprobs,
   promptLogProbs: plan.promptLogprobs,
   timeout: shared.state.config.requestTimeoutMillis,
-  multiModalData: plan.media
+  multiModalData: plan.media,
+  routingKey: plan.routingKey
 })
 
 const finishReason = (reason: TextGeneration.FinishReason): FinishReason => reason === "aborted" ? "abort" : reason

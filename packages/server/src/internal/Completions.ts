@@ -20,6 +20,7 @@ import * as Plan from "./Plan.ts"
 import * as OpenAiSchema from "../OpenAiSchema.ts"
 import { readRequest, tokenizePrompt, tokenPrompt } from "./Prompts.ts"
 import { respond } from "./Respond.ts"
+import * as RoutingKey from "./RoutingKey.ts"
 import * as Sampling from "./Sampling.ts"
 import * as VllmParams from "./VllmParams.ts"
 import { badRequest, type ServerError } from "../ServerError.ts"
@@ -93,5 +94,5 @@ export const handle = (
   }))
   if (Result.isFailure(tokens)) return Effect.fail(tokens.failure)
   const answer: Plan.CompletionAnswer = { _tag: "Completion", tokenizer, logprobs, echo }
-  return respond(handler, Plan.make(sampling.success, vllm.success, tokens.success, all, undefined, answer))
+  return respond(handler, Plan.make(sampling.success, vllm.success, tokens.success, all, undefined, answer, RoutingKey.of(handler)))
 }

@@ -37,9 +37,9 @@ const nullOrEmptyObject: Neutral = (v) =>
  * (`store` only when not `true`: nothing is stored, so a client asking for it must know).
  *
  * - `request_id` (vLLM's; the response's id comes from the `x-request-id` header here),
- * - `user`, `metadata`, `safety_identifier` (labels for the caller's own records),
- * - `store` (false or null), `service_tier`, `prompt_cache_key`, `prompt_cache_retention`
- *   (OpenAI's billing, storage and cache routing),
+ * - `metadata`, `safety_identifier` (labels for the caller's own records),
+ * - `store` (false or null), `service_tier`, `prompt_cache_retention` (OpenAI's billing and
+ *   storage),
  * - `verbosity` (OpenAI's; vLLM's protocol has no such field, so vLLM's answer never depends on it).
  *
  * @since 0.1.0
@@ -49,12 +49,10 @@ export const ignorable: ReadonlyMap<string, { readonly refused?: (value: unknown
   { readonly refused?: (value: unknown) => string | undefined }
 >([
   ["request_id", {}],
-  ["user", {}],
   ["metadata", {}],
   ["store", { refused: (v) => v === true ? "nothing is stored by this server (only false or null)" : undefined }],
   ["service_tier", {}],
   ["safety_identifier", {}],
-  ["prompt_cache_key", {}],
   ["prompt_cache_retention", {}],
   ["verbosity", {}]
 ])
@@ -171,7 +169,7 @@ const MAX_NAME_LENGTH = 64
  * ```ts
  * import * as IgnoredFields from "./IgnoredFields.ts"
  *
- * IgnoredFields.headerValue(["user", "x\r\nSet-Cookie: a"]) // "user, x__Set-Cookie__a"
+ * IgnoredFields.headerValue(["metadata", "x\r\nSet-Cookie: a"]) // "metadata, x__Set-Cookie__a"
  * ```
  *
  * @since 0.1.0
@@ -265,8 +263,8 @@ export const report = (
  *
  * const policy = IgnoredFields.policy(["model", "input"], IgnoredFields.chatFields)
  * // in a handler: const body = IgnoredFields.sift(policy, state, request, rawBody)
- * const split = IgnoredFields.split(policy, { input: "hi", user: "u1", cache_salt: null })
- * if (Result.isSuccess(split)) split.success.ignored // ["user", "cache_salt"]
+ * const split = IgnoredFields.split(policy, { input: "hi", metadata: {}, cache_salt: null })
+ * if (Result.isSuccess(split)) split.success.ignored // ["metadata", "cache_salt"]
  * ```
  *
  * @since 0.1.0

@@ -147,12 +147,14 @@ export interface Plan {
   readonly includeStopString: boolean
   /** vLLM's `return_token_ids`: a plain choice carries its `token_ids` and `prompt_token_ids`. */
   readonly returnTokenIds: boolean
+  /** Where its requests go over several coordinators (`RoutingKey`), if it says. */
+  readonly routingKey: string | undefined
 }
 
 /**
  * The plan of a request from its parts, each read and checked before: its sampling fields, its
- * vLLM fields, the tokens each choice may generate (`ContextLength`), its prompts, media and
- * answer.
+ * vLLM fields, the tokens each choice may generate (`ContextLength`), its prompts, media,
+ * answer and routing key.
  *
  * @since 0.2.0
  */
@@ -162,7 +164,8 @@ export const make = (
   maxTokens: number | null,
   prompts: ReadonlyArray<Prompt>,
   media: Media.MultiModalData | undefined,
-  answer: Answer
+  answer: Answer,
+  routingKey: string | undefined
 ): Plan => {
   const { logprobs, promptLogprobs, stop } = sampling
   const samplingParams: { -readonly [K in keyof SamplingParams.SamplingParamsInput]: SamplingParams.SamplingParamsInput[K] } = {
@@ -186,6 +189,7 @@ export const make = (
     media,
     answer,
     includeStopString: vllm.includeStopString,
-    returnTokenIds: vllm.returnTokenIds
+    returnTokenIds: vllm.returnTokenIds,
+    routingKey
   }
 }

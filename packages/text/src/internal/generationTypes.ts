@@ -75,6 +75,11 @@ export interface GenerateOptions {
    * client refuses it (`UnsupportedByDialect`) where the dialect cannot carry media.
    */
   readonly multiModalData?: Media.MultiModalData | null | undefined
+  /**
+   * Where the request goes over several coordinators (the client's `SubmitOptions.routingKey`:
+   * one key, one coordinator); one coordinator ignores it.
+   */
+  readonly routingKey?: string | undefined
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * What `POST /v1/responses` answers: the response object (OpenAI's `Response`, as vLLM fills it:
- * the request's settings repeated, but those it ignores (`user`, `prompt_cache_key`, ..., listed
- * in `x-ignored-fields`); `store: false` since nothing is stored), its output items (a
+ * the request's settings repeated, `prompt_cache_key` and `user` (its routing keys) among them,
+ * but those it ignores (`safety_identifier`, ..., listed in `x-ignored-fields`); `store: false`
+ * since nothing is stored), its output items (a
  * `reasoning` item when the reasoning parser found reasoning, a `message` with the text, a
  * `function_call` per call the tool-call parser found), and its usage (`input_tokens`,
  * `output_tokens`, `total_tokens`, cached and reasoning tokens in the details).
@@ -187,7 +188,7 @@ export const response = (
   parallel_tool_calls: request.parallel_tool_calls ?? true,
   previous_response_id: null,
   prompt: null,
-  prompt_cache_key: null,
+  prompt_cache_key: request.prompt_cache_key ?? null,
   reasoning: { effort: request.reasoning?.effort ?? null, summary: null },
   safety_identifier: null,
   service_tier: "default",
@@ -201,6 +202,6 @@ export const response = (
   top_p: request.top_p ?? 1,
   truncation: "disabled",
   usage: used,
-  user: null,
+  user: request.user ?? null,
   metadata: request.metadata ?? {}
 })
