@@ -11,6 +11,12 @@
 // Phases:
 //   all-up  a burst of chats and completions (a quarter of each streamed), all concurrent:
 //           every answer exact; how many each coordinator's engines received
+//   chats   (issue 44) 40 chats x 6 turns, all at once, no system prompt, each turn a user
+//           message of 20-40 tokens after the answer to the last: every answer exact; where each
+//           turn went (the engines' stats record each prompt's seed and length): the mean share
+//           of a chat's turns on its most-used coordinator >= 0.95; then the same with a
+//           `prompt_cache_key` per chat: 1.0; then 120 distinct chats' first turns at once: no
+//           coordinator over 1.25x the mean
 //   kill    a longer burst; once coordinator INDEX's engines hold requests, and MS (200) later
 //           (its streams under way), its coordinator process is SIGKILLed: every unstreamed request must be answered exactly (by the
 //           survivors: re-submitted there if it had produced nothing); a stream may end with an
@@ -26,12 +32,13 @@
 // when it holds.
 import path from "node:path"
 import { pathToFileURL } from "node:url"
-import { expectedTokens } from "./harness_model.mjs"
+import { expectedTokens, promptSeed } from "./harness_model.mjs"
 import {
   expectedText,
   makeRequest,
   openaiFor,
   pidAlive,
+  post,
   readStats,
   run,
   serverCommand,
@@ -98,6 +105,90 @@ const summary = { server: command.kind, coordinators: coordinators.length, routi
   console.log(`phase all-up: ${show(t)}; engines' SUBMIT_REQUEST per coordinator: ${spread.join(", ")}`)
   for (const d of [...firstDetails(results, "wrong"), ...firstDetails(results, "error")]) problem(`all-up ${d}`)
   summary.allUp = { ...t, perCoordinator: spread }
+}
+
+// --- chats (issue 44) ----------------------------------------------------------------------------
+{
+  const CHATS = 40
+  const TURNS = 6
+  const ANSWER = 8
+  /** Each engine's recorded prompts ([seed, length]) of coordinator `file`. */
+  const promptsOf = (file) => (readStats(file)?.engines ?? []).map((e) => e.prompts ?? [])
+  /** A user message of 20-40 characters (one token each here), distinct per chat, turn and run. */
+  const userText = (run, c, t) => {
+    const words = ["engine", "route", "block", "cache", "prefix", "token", "queue", "batch", "rank", "step"]
+    let text = `${run}${c}.${t}`
+    for (let k = 0; text.length < 20 + ((c * 7 + t * 13) % 21); k++) text += ` ${words[(c * 3 + t * 5 + k) % words.length]}`
+    return text.slice(0, 20 + ((c * 7 + t * 13) % 21))
+  }
+  const chatRun = async (run, keyed) => {
+    const before = statsFiles.map((f) => promptsOf(f).map((p) => p.length))
+    const turns = []
+    const outcomes = { exact: 0, wrong: 0, error: 0 }
+    await Promise.all(Array.from({ length: CHATS }, async (_, c) => {
+      const messages = []
+      for (let t = 0; t < TURNS; t++) {
+        messages.push({ role: "user", content: userText(run, c, t) })
+        const { body: tokenized } = await post(server.baseUrl, "/tokenize", { model: "harness", messages })
+        const ids = tokenized.tokens
+        const { body: detok } = await post(server.baseUrl, "/detokenize", { model: "harness", tokens: expectedTokens(ids, ANSWER) })
+        let content = ""
+        try {
+          const reply = await openai.chat.completions.create({
+            model: "harness",
+            messages,
+            max_tokens: ANSWER,
+            ...(keyed ? { prompt_cache_key: `${run}-chat-${c}` } : {})
+          })
+          content = reply.choices[0].message.content
+          if (content === detok.prompt) outcomes.exact++
+          else (outcomes.wrong++, problem(`chats ${run} chat ${c} turn ${t}: ${JSON.stringify(content)} != ${JSON.stringify(detok.prompt)}`))
+        } catch (e) {
+          outcomes.error++
+          problem(`chats ${run} chat ${c} turn ${t}: ${String(e).slice(0, 160)}`)
+        }
+        turns.push({ c, t, key: `${promptSeed(ids)}:${ids.length}` })
+        messages.push({ role: "assistant", content })
+      }
+    }))
+    await sleep(300) // the stats files are rewritten as the engines go
+    const where = new Map()
+    statsFiles.forEach((f, i) => {
+      for (const [seed, length] of promptsOf(f).flatMap((p, e) => p.slice(before[i][e] ?? 0))) {
+        const key = `${seed}:${length}`
+        where.set(key, where.has(key) && where.get(key) !== i ? -1 : i)
+      }
+    })
+    let unplaced = 0
+    const shares = Array.from({ length: CHATS }, (_, c) => {
+      const counts = new Array(coordinators.length).fill(0)
+      for (const turn of turns.filter((x) => x.c === c)) {
+        const i = where.get(turn.key)
+        if (i === undefined || i < 0) unplaced++
+        else counts[i]++
+      }
+      return Math.max(...counts) / TURNS
+    })
+    const mean = shares.reduce((a, b) => a + b, 0) / shares.length
+    const onOne = shares.filter((x) => x === 1).length
+    return { ...outcomes, mean, onOne, unplaced }
+  }
+  const plain = await chatRun("a", false)
+  console.log(`phase chats: ${CHATS} chats x ${TURNS} turns, no key: ${plain.exact}/${CHATS * TURNS} exact; mean share of a chat's turns on its most-used coordinator ${plain.mean.toFixed(3)} (${plain.onOne} of ${CHATS} on one); turns not found in the engines' stats ${plain.unplaced}`)
+  if (plain.mean < 0.95) problem(`chats: mean share ${plain.mean.toFixed(3)} < 0.95`)
+  const keyed = await chatRun("b", true)
+  console.log(`phase chats: the same with a prompt_cache_key each: ${keyed.exact}/${CHATS * TURNS} exact; mean share ${keyed.mean.toFixed(3)} (${keyed.onOne} of ${CHATS} on one); not found ${keyed.unplaced}`)
+  if (keyed.mean < 1) problem(`chats: with prompt_cache_key, mean share ${keyed.mean.toFixed(3)} < 1`)
+  if (plain.unplaced + keyed.unplaced > 0) problem(`chats: ${plain.unplaced + keyed.unplaced} turn(s) not found in the engines' stats`)
+  const before = statsFiles.map(submitsOf)
+  await Promise.all(Array.from({ length: 120 }, (_, c) =>
+    openai.chat.completions.create({ model: "harness", messages: [{ role: "user", content: userText("d", c, 0) }], max_tokens: ANSWER })))
+  await sleep(300)
+  const spread = statsFiles.map((f, i) => submitsOf(f) - before[i])
+  const ratio = Math.max(...spread) / (spread.reduce((a, b) => a + b, 0) / spread.length)
+  console.log(`phase chats: 120 distinct first turns at once: SUBMIT_REQUEST per coordinator ${spread.join(", ")}, max / mean ${ratio.toFixed(3)}`)
+  if (ratio > 1.25) problem(`chats: distinct prompts' max / mean load ${ratio.toFixed(3)} > 1.25`)
+  summary.chats = { plain, keyed, distinct: { perCoordinator: spread, ratio } }
 }
 
 // --- kill ----------------------------------------------------------------------------------------

@@ -51,7 +51,8 @@ export const openaiFor = async (root, baseUrl) => {
   return new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "unused", maxRetries: 0, timeout: 60_000 })
 }
 
-const post = async (baseUrl, route, body) => {
+/** POSTs JSON to the server; resolves with the status and the parsed body. */
+export const post = async (baseUrl, route, body) => {
   const response = await fetch(`${baseUrl}${route}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
   return { status: response.status, body: await response.json() }
 }
