@@ -228,6 +228,7 @@ const routingCpu = (rounds: number, requests: number) => {
     blockSizeTokens: 64,
     maxBlocks: 256,
     loadFactor: 1.25,
+    loadSlack: 0,
     tableCapacity: 65_536
   })
   const placement: Placement = {

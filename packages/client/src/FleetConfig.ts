@@ -39,7 +39,7 @@ export const settings = {
   }),
   routingMaxBlocks: Setting.integer({ description: "Blocks of a prompt the prefix router reads, at most", default: 256, min: 1 }),
   loadFactor: Setting.custom<number, number>({
-    description: "The load bound: a coordinator takes a request while its in flight + 1 <= ceil(loadFactor * (all + 1) / up)",
+    description: "The load bound: a coordinator takes a request while its in flight + 1 <= ceil(loadFactor * (all + 1) / up) + loadSlack",
     default: 1.25,
     defaultText: "1.25",
     resolve: (n) =>
@@ -48,6 +48,11 @@ export const settings = {
         : typeof n === "number" && Number.isFinite(n) && n >= 1
         ? Result.succeed(n)
         : Result.fail(`expected a number >= 1, got ${String(n)}`)
+  }),
+  loadSlack: Setting.integer({
+    description: "Requests a coordinator may hold beyond the load bound: below it, imbalance is not load",
+    default: 4,
+    min: 0
   }),
   routingTableKeys: Setting.integer({ description: "Prefix keys the router remembers (about 80 bytes each)", default: 65_536, min: 1 }),
   stallTimeout: Setting.duration({

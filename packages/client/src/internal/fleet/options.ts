@@ -21,6 +21,7 @@ export interface ResolvedFleet {
   readonly routingBlockTokens: number
   readonly routingMaxBlocks: number
   readonly loadFactor: number
+  readonly loadSlack: number
   readonly routingTableKeys: number
   readonly stallTimeoutMillis: number
   readonly rejoinBackoffMillis: number
@@ -73,6 +74,7 @@ export const resolveFleet = (
     routingBlockTokens: f.routingBlockTokens,
     routingMaxBlocks: f.routingMaxBlocks,
     loadFactor: f.loadFactor,
+    loadSlack: f.loadSlack,
     routingTableKeys: f.routingTableKeys,
     stallTimeoutMillis: f.stallTimeout,
     rejoinBackoffMillis: f.rejoinBackoff,

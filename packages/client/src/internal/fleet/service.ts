@@ -77,6 +77,7 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
     blockSizeTokens: fleet.routingBlockTokens,
     maxBlocks: fleet.routingMaxBlocks,
     loadFactor: fleet.loadFactor,
+    loadSlack: fleet.loadSlack,
     tableCapacity: fleet.routingTableKeys
   })
   const lostError = () => clientError(new CoordinatorLost({ address: fleet.coordinators.join(",") }))
