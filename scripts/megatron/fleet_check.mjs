@@ -15,8 +15,9 @@
 //           message of 20-40 tokens after the answer to the last: every answer exact; where each
 //           turn went (the engines' stats record each prompt's seed and length): the mean share
 //           of a chat's turns on its most-used coordinator >= 0.95; then the same with a
-//           `prompt_cache_key` per chat: 1.0; then 120 distinct chats' first turns at once: no
-//           coordinator over 1.25x the mean
+//           `prompt_cache_key` per chat, its turns taking turns between this server and a second
+//           one over the same coordinators (sharing nothing): 1.0; then 120 distinct chats'
+//           first turns at once: no coordinator over 1.25x the mean
 //   kill    a longer burst; once coordinator INDEX's engines hold requests, and MS (200) later
 //           (its streams under way), its coordinator process is SIGKILLed: every unstreamed request must be answered exactly (by the
 //           survivors: re-submitted there if it had produced nothing); a stream may end with an
@@ -121,6 +122,9 @@ const summary = { server: command.kind, coordinators: coordinators.length, routi
     for (let k = 0; text.length < 20 + ((c * 7 + t * 13) % 21); k++) text += ` ${words[(c * 3 + t * 5 + k) % words.length]}`
     return text.slice(0, 20 + ((c * 7 + t * 13) % 21))
   }
+  // A second server over the same coordinators: keyed turns alternate between the two.
+  const second = await startServer(command)
+  const openaiSecond = await openaiFor(root, second.baseUrl)
   const chatRun = async (run, keyed) => {
     const before = statsFiles.map((f) => promptsOf(f).map((p) => p.length))
     const turns = []
@@ -134,7 +138,7 @@ const summary = { server: command.kind, coordinators: coordinators.length, routi
         const { body: detok } = await post(server.baseUrl, "/detokenize", { model: "harness", tokens: expectedTokens(ids, ANSWER) })
         let content = ""
         try {
-          const reply = await openai.chat.completions.create({
+          const reply = await (keyed && t % 2 === 1 ? openaiSecond : openai).chat.completions.create({
             model: "harness",
             messages,
             max_tokens: ANSWER,
@@ -177,7 +181,8 @@ const summary = { server: command.kind, coordinators: coordinators.length, routi
   console.log(`phase chats: ${CHATS} chats x ${TURNS} turns, no key: ${plain.exact}/${CHATS * TURNS} exact; mean share of a chat's turns on its most-used coordinator ${plain.mean.toFixed(3)} (${plain.onOne} of ${CHATS} on one); turns not found in the engines' stats ${plain.unplaced}`)
   if (plain.mean < 0.95) problem(`chats: mean share ${plain.mean.toFixed(3)} < 0.95`)
   const keyed = await chatRun("b", true)
-  console.log(`phase chats: the same with a prompt_cache_key each: ${keyed.exact}/${CHATS * TURNS} exact; mean share ${keyed.mean.toFixed(3)} (${keyed.onOne} of ${CHATS} on one); not found ${keyed.unplaced}`)
+  console.log(`phase chats: the same with a prompt_cache_key each, turns alternating between two servers: ${keyed.exact}/${CHATS * TURNS} exact; mean share ${keyed.mean.toFixed(3)} (${keyed.onOne} of ${CHATS} on one); not found ${keyed.unplaced}`)
+  second.process.kill("SIGTERM")
   if (keyed.mean < 1) problem(`chats: with prompt_cache_key, mean share ${keyed.mean.toFixed(3)} < 1`)
   if (plain.unplaced + keyed.unplaced > 0) problem(`chats: ${plain.unplaced + keyed.unplaced} turn(s) not found in the engines' stats`)
   const before = statsFiles.map(submitsOf)
