@@ -63,6 +63,23 @@ describe("mcore serve", () => {
       expect(ended.stdout).toBe(`${url}\n`)
     }), 120_000)
 
+  it.live("--drain-delay: after SIGTERM /ready is 503 while requests are still answered, then the process ends (143)", () =>
+    Effect.gen(function*() {
+      const process = yield* Mcore.start(["serve", "--embedded", "--port", "0", "--step-ms", "0", "--drain-delay", "800ms"])
+      const url = yield* process.line("the URL", (l) => l.startsWith("http://"))
+      expect((yield* Effect.promise(() => fetch(`${url}/ready`))).status).toBe(200)
+      const signalled = Date.now()
+      yield* process.kill("SIGTERM")
+      yield* Effect.sleep("200 millis")
+      const ready = yield* Effect.promise(() => fetch(`${url}/ready`))
+      expect(ready.status).toBe(503)
+      expect(ready.headers.get("retry-after")).toBe("1")
+      expect((yield* completion(url)).status).toBe(200)
+      const ended = yield* process.exited()
+      expect(ended.code).toBe(143)
+      expect(Date.now() - signalled).toBeGreaterThanOrEqual(800)
+    }), 120_000)
+
   it.live("--max-model-len sets the context length; --allowed-origins the CORS origins; the media flags", () =>
     Effect.gen(function*() {
       const process = yield* Mcore.start([

@@ -43,7 +43,7 @@ process.on("disconnect", () => process.exit(0))
 
 const serveHere = Effect.gen(function*() {
   const context = yield* Layer.build(
-    Server.layer({ model: "bench", port: 0, maxConcurrentRequests: 1_000_000, shutdownGracePeriod: 0 }).pipe(
+    Server.layer({ model: "bench", port: 0, maxConcurrentRequests: 1_000_000, drainDelay: 0, shutdownGracePeriod: 0 }).pipe(
       Layer.provide(Layer.merge(client, Tokenizer.layer(qwen3Directory)))
     )
   )

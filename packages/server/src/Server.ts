@@ -4,11 +4,12 @@
  *
  * - `POST /v1/chat/completions`, `POST /v1/completions`, `POST /v1/responses` (streamed as
  *   server-sent events or not),
- * - `GET /v1/models`, `GET /v1/models/:model`, `GET /health` (and `/v1/health`), `GET /version`,
- *   `GET /metrics` (Prometheus text).
+ * - `GET /v1/models`, `GET /v1/models/:model`, `GET /health` (and `/v1/health`), `GET /ready`,
+ *   `GET /version`, `GET /metrics` (Prometheus text).
  *
- * Release order, when the layer's scope closes (SIGTERM, Ctrl-C): new generation requests are
- * refused with 503 at once; the listener stops accepting connections and idle keep-alive
+ * Release order, when the layer's scope closes (SIGTERM, Ctrl-C): first the drain (`drainDelay`,
+ * default 5 s: `/ready` and `/health` answer 503 while every request is still served); then new
+ * generation requests are refused with 503; the listener stops accepting connections and idle keep-alive
  * connections close; responses in flight get the grace period to finish; what is still running
  * after it is interrupted, which aborts its requests on the coordinator (one ABORT each); then the
  * client (provided from outside, so released after the server) closes.
@@ -66,27 +67,50 @@ const model = (state: ServerState.State) =>
         : Effect.fail(serverError(new ModelNotFound({ model: name, served: state.config.model })))
     }))
 
-/** `/health`, and `/v1/health` where Megatron-LM's server (and its benchmarks) look for it. */
-const health = (path: "/health" | "/v1/health") => HttpRouter.route("GET", path, Effect.gen(function*() {
+/**
+ * Whether the server should be sent requests, and if not why: shutting down (new requests
+ * refused), draining (still serving, for `drainDelay`, so that a load balancer stops sending
+ * first), the coordinator lost, or what runs under the client says (no engines registered).
+ */
+const readiness = Effect.gen(function*() {
   const state = yield* ServerState.ServerState
   const client = yield* InferenceClient.InferenceClient
-  const closing = state.gate.isClosing
   const connected = yield* client.connected
   // What runs under the client, when it says (the engines of a coordinator in this process).
   const more = yield* Effect.serviceOption(HealthReport.HealthReport)
   const report = Option.isSome(more) ? yield* more.value.report : undefined
-  const ready = !closing && connected && (report?.ready ?? true)
+  const status = state.gate.isClosing
+    ? "shutting_down"
+    : state.gate.isDraining
+    ? "draining"
+    : !connected
+    ? "coordinator_lost"
+    : report?.ready === false
+    ? report.status
+    : "ok"
+  return { state, status, ready: status === "ok", report }
+})
+
+/** `/health`, and `/v1/health` where Megatron-LM's server (and its benchmarks) look for it. */
+const health = (path: "/health" | "/v1/health") => HttpRouter.route("GET", path, Effect.gen(function*() {
+  const { ready, report, state, status } = yield* readiness
   // `pid` tells which process answered (with --workers, each has its own connection); `ready`
   // is Megatron-LM's server's field.
   const body = {
-    status: ready ? "ok" : closing ? "shutting_down" : !connected ? "coordinator_lost" : report!.status,
+    status,
     ready,
     model: state.config.model,
     in_flight: state.gate.size,
     pid: process.pid,
     ...report?.fields
   }
-  return yield* answer(state, path, Effect.succeed(JsonResponse.json(body, ready ? 200 : 503)))
+  return yield* answer(state, path, Effect.succeed(JsonResponse.withStatus(body, ready ? 200 : 503)))
+}))
+
+/** `/ready`: readiness alone, for a load balancer's probe (no API key, as `/health`). */
+const ready = HttpRouter.route("GET", "/ready", Effect.gen(function*() {
+  const { ready, state, status } = yield* readiness
+  return yield* answer(state, "/ready", Effect.succeed(JsonResponse.withStatus({ status, ready }, ready ? 200 : 503)))
 }))
 
 /** vLLM's `GET /version`. */
@@ -134,6 +158,7 @@ const routes = HttpRouter.addAll(Effect.map(
     model(state),
     health("/health"),
     health("/v1/health"),
+    ready,
     versionRoute(state),
     metrics,
     notFound(state)
@@ -215,7 +240,7 @@ export const layer = (
       Effect.service(ServerState.ServerState),
       (state) =>
         Effect.addFinalizer(() =>
-          Effect.sync(() => {
+          Effect.andThen(drain(state), Effect.sync(() => {
             state.gate.close()
             const node = server
             if (node === undefined) return
@@ -228,7 +253,7 @@ export const layer = (
             const sweep = setInterval(closeIdle, 50)
             sweep.unref()
             node.once("close", () => clearInterval(sweep))
-          })
+          }))
         )
     )
   )
@@ -239,6 +264,20 @@ export const layer = (
     Layer.provideMerge(textLayer(options.chatTemplate))
   )
 }
+
+/**
+ * The drain: readiness says 503 (`draining`) while every request is still served, for
+ * `drainDelay`, then the shutdown proper begins. Without it, a server behind a load balancer
+ * refuses requests the balancer still sends it between SIGTERM and its next probe.
+ */
+const drain = (state: ServerState.State): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const millis = state.config.drainDelayMillis
+    if (!(millis > 0)) return Effect.void
+    state.gate.drain()
+    state.metrics.log(Effect.logInfo(`draining: /ready and /health answer 503 for ${millis} ms while requests are still served`))
+    return Effect.sleep(millis)
+  })
 
 /**
  * Effect's default scheduler with one task queue for every fiber it runs, where the default

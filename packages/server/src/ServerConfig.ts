@@ -100,6 +100,17 @@ export const settings = {
     positive: true,
     flag: "request-timeout"
   }),
+  /**
+   * On shutdown, how long `/ready` and `/health` answer 503 while every request is still served,
+   * before the shutdown proper (new requests refused): time for a load balancer to stop sending
+   * here. Default 5 s; 0: the shutdown starts at once.
+   */
+  drainDelay: Setting.duration({
+    description: "On SIGTERM or Ctrl-C, how long /ready answers 503 while requests are still served, before the shutdown",
+    default: Duration.seconds(5),
+    env: "MCORE_DRAIN_DELAY",
+    flag: "drain-delay"
+  }),
   /** On shutdown, how long streams in flight may take to finish before they are aborted. Default 10 s. */
   shutdownGracePeriod: Setting.duration({
     description: "On SIGTERM or Ctrl-C, how long streams in flight may take to finish",
@@ -229,6 +240,7 @@ export interface Resolved {
   readonly maxBodyBytes: number
   readonly maxConcurrentRequests: number
   readonly requestTimeoutMillis: number
+  readonly drainDelayMillis: number
   readonly shutdownGraceMillis: number
   readonly toolCallParser: ToolCallParser.ToolCallParser | undefined
   readonly reasoningParser: ReasoningParser.ReasoningParser | undefined
@@ -250,6 +262,7 @@ const declared = Setting.defaults(settings)
 export const defaults = {
   ...declared,
   requestTimeoutMillis: Duration.toMillis(declared.requestTimeout),
+  drainDelayMillis: Duration.toMillis(declared.drainDelay),
   shutdownGraceMillis: Duration.toMillis(declared.shutdownGracePeriod),
   mediaFetchTimeoutMillis: Duration.toMillis(declared.mediaFetchTimeout)
 }
@@ -297,6 +310,7 @@ export const resolve = (options: ServerOptions): Result.Result<Resolved, Setting
       maxBodyBytes: o.maxBodyBytes,
       maxConcurrentRequests: o.maxConcurrentRequests,
       requestTimeoutMillis: o.requestTimeout,
+      drainDelayMillis: o.drainDelay,
       shutdownGraceMillis: o.shutdownGracePeriod,
       toolCallParser: o.toolCallParser,
       reasoningParser: o.reasoningParser,

@@ -53,7 +53,7 @@ export interface ForkOptions {
   readonly count: number
   /** Extra environment of every worker. */
   readonly env?: Readonly<Record<string, string>> | undefined
-  /** How long workers get to shut down gracefully before they are killed. */
+  /** How long workers get to shut down gracefully (their drain and grace period) before they are killed. */
   readonly graceMillis: number
   /** Called with a line to report (a worker exited unexpectedly and was replaced). */
   readonly warn: (line: string) => void

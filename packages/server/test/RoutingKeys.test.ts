@@ -26,7 +26,7 @@ const serveFleet = Effect.gen(function*() {
   const testFleet = yield* TestFleet.make({ coordinators: 3, engines: 1, protocol: "main" })
   const tokenizer = yield* words
   const context = yield* Layer.build(
-    Server.layer({ model: "test-model", port: 0, sessionHeader: SESSION_HEADER.toUpperCase() }).pipe(
+    Server.layer({ model: "test-model", port: 0, drainDelay: 0, sessionHeader: SESSION_HEADER.toUpperCase() }).pipe(
       Layer.provide(Layer.merge(
         Fleet.layer({ coordinators: testFleet.addresses, protocol: "main" }),
         Layer.succeed(Tokenizer.Tokenizer, tokenizer)

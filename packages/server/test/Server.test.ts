@@ -341,6 +341,43 @@ describe("graceful shutdown", () => {
       expect(yield* aborts).toBe(0)
     }).pipe(isolated))
 
+  it.live("the drain: /ready and /health answer 503 with Retry-After while every request is still served; then the shutdown", () =>
+    Effect.gen(function*() {
+      const cluster = yield* TestCluster.make({ engines: 1, engine: { stepMs: 5 } })
+      const scope = yield* Scope.make()
+      const { url } = yield* serveOn(cluster, { server: { drainDelay: "600 millis" } }).pipe(Scope.provide(scope))
+      const before = yield* request(`${url}/ready`)
+      expect(before.status).toBe(200)
+      expect(before.json()).toEqual({ status: "ok", ready: true })
+      const stream = yield* startStream(url, 30)
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* Effect.sleep("100 millis")
+      const ready = yield* Effect.promise(() => fetch(`${url}/ready`))
+      expect(ready.status).toBe(503)
+      expect(ready.headers.get("retry-after")).toBe("1")
+      expect(yield* Effect.promise(() => ready.json())).toEqual({ status: "draining", ready: false })
+      const health = yield* Effect.promise(() => fetch(`${url}/health`))
+      expect(health.status).toBe(503)
+      expect(health.headers.get("retry-after")).toBe("1")
+      expect(((yield* Effect.promise(() => health.json())) as { status: string }).status).toBe("draining")
+      // Still serving: a new request is answered in full, and so is the stream begun before.
+      const served = yield* post(`${url}/v1/completions`, { prompt, max_tokens: 3 })
+      expect(served.status).toBe(200)
+      expect(served.json().choices[0].text).toBe(expected(3))
+      const text = yield* readAll(stream)
+      expect(records(text).slice(0, -1).map((d) => JSON.parse(d).choices[0].text).join("")).toBe(expected(30))
+      // After the drain: refused (503 while the listener closes, then no connection).
+      yield* Effect.sleep("600 millis")
+      const after = yield* Effect.promise(() =>
+        fetch(`${url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt }) }).then(
+          (r) => r.status,
+          () => "connection refused"
+        )
+      )
+      expect([503, "connection refused"]).toContain(after)
+      yield* Fiber.join(closing)
+    }).pipe(isolated))
+
   it.live("a stream still running after the grace period is aborted: one ABORT", () =>
     Effect.gen(function*() {
       const cluster = yield* TestCluster.make({ engines: 1, engine: { stepMs: 20 } })

@@ -339,9 +339,10 @@ export const command = Command.make(
     if (options.workers === 1 || Workers.isWorker()) {
       return yield* serveHere(options, protocol, coordinator, tokenizer, model, embedded).pipe(Effect.mapError(failed))
     }
+    // A worker drains, then has its grace period: both before the primary kills it.
     const graceMillis = Duration.toMillis(
       Duration.fromInputUnsafe(Option.getOrElse(options.shutdownGracePeriod, () => ServerConfig.defaults.shutdownGracePeriod))
-    )
+    ) + Duration.toMillis(Duration.fromInputUnsafe(Option.getOrElse(options.drainDelay, () => ServerConfig.defaults.drainDelay)))
     // A disaggregated worker reads its coordinators off the same flags as its primary.
     const env: Record<string, string> = typeof coordinator === "string"
       ? { [WORKER_COORDINATOR]: coordinator, [WORKER_TOKENIZER]: tokenizer, [WORKER_EMBEDDED]: embedded ? "1" : "0" }

@@ -59,7 +59,8 @@ export const start = (
       Effect.sync(() =>
         spawn(process.execPath, [main, ...args], {
           stdio: ["ignore", "pipe", "pipe"],
-          env: { ...process.env, ...options?.env }
+          // No drain on SIGTERM (5 s by default) unless a test asks for one.
+          env: { ...process.env, MCORE_DRAIN_DELAY: "0", ...options?.env }
         })
       ),
       (child) =>

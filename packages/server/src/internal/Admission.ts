@@ -174,6 +174,7 @@ export const readJson = (
 export class Gate {
   private inFlight = 0
   private closing = false
+  private draining = false
   private readonly overloaded: ServerError
   private readonly shuttingDown = serverError(new Unavailable({ why: "the server is shutting down" }))
 
@@ -186,9 +187,19 @@ export class Gate {
     return this.inFlight
   }
 
-  /** True once shutdown started. */
+  /** True once shutdown started: new requests are refused. */
   get isClosing(): boolean {
     return this.closing
+  }
+
+  /** True from the start of the drain: readiness says 503, requests are still taken. */
+  get isDraining(): boolean {
+    return this.draining
+  }
+
+  /** From now on, readiness says 503; requests are still taken until {@link close}. */
+  drain(): void {
+    this.draining = true
   }
 
   /** Takes a place, or says why not. Give it back with {@link leave}. */

@@ -26,6 +26,17 @@ export const json = (value: unknown, status = 200): HttpServerResponse.HttpServe
   HttpServerResponse.text(JSON.stringify(value), { status, contentType })
 
 /**
+ * A JSON body with its status, `Retry-After` on a 503 (every 503 the server gives carries one:
+ * a client or a load balancer retries, elsewhere or here, after a second).
+ *
+ * @since 0.2.0
+ */
+export const withStatus = (value: unknown, status: number): HttpServerResponse.HttpServerResponse =>
+  status === 503
+    ? HttpServerResponse.text(JSON.stringify(value), { status, contentType, headers: { "retry-after": "1" } })
+    : json(value, status)
+
+/**
  * The response for a failed request: its status, OpenAI's error body, and `Retry-After` when
  * waiting helps (429, 503).
  *

@@ -92,7 +92,7 @@ export const serveOn = (cluster: TestCluster.Handle, options?: ServeOptions): Ef
     const tokenizer = yield* (options?.tokenizer === "qwen3" ? qwen3 : words)
     const client = InferenceClient.layer({ address: cluster.address, protocol: cluster.protocol, ...options?.client })
     const context = yield* Layer.build(
-      Server.layer({ model: "test-model", port: 0, ...options?.server }).pipe(
+      Server.layer({ model: "test-model", port: 0, drainDelay: 0, ...options?.server }).pipe(
         Layer.provide(Layer.merge(client, Layer.succeed(Tokenizer.Tokenizer, tokenizer)))
       )
     )
@@ -117,7 +117,7 @@ export const serveHosting: Setup = (options) =>
     const cluster = options?.cluster
     const protocol = cluster?.protocol ?? "reference"
     const context = yield* Layer.build(
-      Server.layer({ model: "test-model", port: 0, ...options?.server }).pipe(
+      Server.layer({ model: "test-model", port: 0, drainDelay: 0, ...options?.server }).pipe(
         Layer.provideMerge(Layer.merge(
           HostedClient.layer({
             address: "tcp://127.0.0.1:0",
