@@ -349,6 +349,23 @@ export class RequestFailed extends Schema.Class<RequestFailed>("@mcore-effect/cl
 }
 
 /**
+ * A fleet's coordinators could not be read from where they come from (`Membership`): the file is
+ * unreadable, malformed or lists none; the DNS name does not resolve or has no address. At the
+ * start only: later, the last good set is kept and the problem logged.
+ *
+ * @since 0.2.0
+ */
+export class MembershipUnavailable extends Schema.Class<MembershipUnavailable>("@mcore-effect/client/MembershipUnavailable")({
+  _tag: Schema.tag("MembershipUnavailable"),
+  source: Schema.String,
+  why: Schema.String
+}) {
+  get message(): string {
+    return `no coordinators from ${this.source}: ${this.why}`
+  }
+}
+
+/**
  * Every reason a client operation can fail.
  *
  * @since 0.1.0
@@ -372,7 +389,8 @@ export const ClientErrorReason = Schema.Union([
   PrefillRefused,
   HandoffMetadataMissing,
   HandoffMetadataMalformed,
-  DecodeRefused
+  DecodeRefused,
+  MembershipUnavailable
 ])
 
 /**
