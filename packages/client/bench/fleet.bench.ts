@@ -233,6 +233,7 @@ const routingCpu = (rounds: number, requests: number) => {
   })
   const placement: Placement = {
     members,
+    slots: members.length,
     pick: (prompt, key, excluded) => members[router.pick(prompt, members, excluded, key)],
     noMember: () => {
       throw new Error("unreachable")

@@ -37,7 +37,7 @@ import type { ClientError } from "./ClientError.ts"
 import type { ReplyFor, Service } from "./ClientService.ts"
 import { InferenceClient } from "./InferenceClient.ts"
 import type { ControlResult, Signal } from "./internal/fleet/control.ts"
-import type { Status } from "./internal/fleet/member.ts"
+import type { FleetMember, Status } from "./internal/fleet/member.ts"
 import type { Policy } from "./internal/fleet/router.ts"
 import { makeFleet } from "./internal/fleet/service.ts"
 
@@ -110,7 +110,10 @@ export interface Member<R extends import("./Reply.ts").Reply = import("./Reply.t
 export interface FleetService<R extends import("./Reply.ts").Reply = import("./Reply.ts").Reply> {
   /** The fleet as one `InferenceClient` (what {@link layer} provides as `InferenceClient`). */
   readonly client: Service<R>
-  /** The coordinators, in the order of `coordinators`. */
+  /**
+   * The coordinators now, by index (in the order of `coordinators` for a fixed fleet; with a
+   * `membership`, those that joined since in the places they took, and none that left).
+   */
   readonly members: ReadonlyArray<Member<R>>
   /** The index of the coordinator that holds the request a fleet id names, or `undefined` for a value no fleet id has. */
   readonly memberOf: (fleetId: number) => number | undefined
@@ -162,22 +165,31 @@ export const make = <const O extends FleetOptions>(
 ): Effect.Effect<FleetService<ReplyFor<O & { readonly address: string }>>, ClientError, Scope.Scope> =>
   Effect.gen(function*() {
     const handle = yield* makeFleet(options)
-    const service: FleetService = {
-      client: handle.service,
-      members: handle.members.map((member): Member => ({
+    const asMember = (member: FleetMember): Member => ({
+      index: member.index,
+      address: member.address,
+      client: Effect.sync(() => member.client),
+      stats: Effect.sync(() => ({
         index: member.index,
         address: member.address,
-        client: Effect.sync(() => member.client),
-        stats: Effect.sync(() => ({
-          index: member.index,
-          address: member.address,
-          status: member.status,
-          inFlight: member.load,
-          requests: member.requests,
-          resubmitted: member.resubmitted,
-          joins: member.joins
-        }))
-      })),
+        status: member.status,
+        inFlight: member.load,
+        requests: member.requests,
+        resubmitted: member.resubmitted,
+        joins: member.joins
+      }))
+    })
+    // One view per member object: a place taken by a new member gets a new view.
+    const views = new WeakMap<FleetMember, Member>()
+    const service: FleetService = {
+      client: handle.service,
+      get members() {
+        return handle.members.filter((member) => !member.retiring).map((member) => {
+          let view = views.get(member)
+          if (view === undefined) views.set(member, view = asMember(member))
+          return view
+        })
+      },
       memberOf: (fleetId) => handle.memberOf(fleetId)?.index,
       handoffId: handle.handoffId,
       control: handle.control

@@ -8,6 +8,7 @@
  */
 import type * as Config from "effect/Config"
 import * as Result from "effect/Result"
+import type * as Stream from "effect/Stream"
 import type * as ClientConfig from "./ClientConfig.ts"
 import * as Setting from "./Setting.ts"
 
@@ -68,7 +69,12 @@ export const settings = {
     infinite: "refused",
     flag: "rejoin-backoff"
   }),
-  rejoinBackoffMax: Setting.duration({ description: "The longest wait between dials", default: "30 seconds", infinite: "refused" })
+  rejoinBackoffMax: Setting.duration({ description: "The longest wait between dials", default: "30 seconds", infinite: "refused" }),
+  maxCoordinators: Setting.integer({
+    description: "With a membership that changes: the most coordinators the fleet holds at once (retiring ones included)",
+    default: 64,
+    min: 1
+  })
 }
 
 /**
@@ -91,6 +97,13 @@ export interface FleetSettings extends Setting.Options<typeof settings> {}
 export interface FleetOptions extends Omit<ClientConfig.ClientOptions, "address">, FleetSettings {
   /** The coordinators' addresses, each one once. */
   readonly coordinators: ReadonlyArray<string>
+  /**
+   * Later sets of coordinators (a `Membership`'s `changes`, say): each is the whole set. One
+   * added joins and takes requests once joined; one removed takes no new request and is closed
+   * once what it holds has ended. An empty set, or one with an address the transport refuses, is
+   * logged and skipped. At most `maxCoordinators` at once.
+   */
+  readonly membership?: Stream.Stream<ReadonlyArray<string>> | undefined
 }
 
 /**

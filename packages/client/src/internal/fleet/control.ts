@@ -55,12 +55,15 @@ export class Control {
 
   constructor(private readonly members: ReadonlyArray<FleetMember>, private readonly resumeUnpauses: boolean) {}
 
-  /** Sends `signal` to every member at once; one result per member, in member order. */
+  /**
+   * Sends `signal` to every member at once (those leaving the fleet aside); one result per
+   * member, in member order.
+   */
   send(signal: Signal): Effect.Effect<ReadonlyArray<ControlResult>> {
     const run = (client: Service): Effect.Effect<void, ClientError> =>
       typeof signal === "string" ? client[signal]() : client.setGenerationEpoch(signal.generationEpoch)
     return Effect.map(
-      Effect.forEach(this.members, (member) => {
+      Effect.forEach(this.members.filter((member) => !member.retiring), (member) => {
         const client = member.client
         const exit = client === undefined
           ? Effect.succeed(Exit.fail(clientError(new CoordinatorLost({ address: member.address }))))

@@ -38,7 +38,10 @@ export const MOVED_KEPT = 65_536
 
 /** What the request wrappers need of the fleet. */
 export interface Placement {
+  /** The members, by index (a place may hold another member later: see `Fleet`'s membership). */
   readonly members: ReadonlyArray<FleetMember>
+  /** The places fleet ids encode (`ids.ts`): fixed for the fleet's life. */
+  readonly slots: number
   /**
    * The member the router picks for `prompt` and the caller's routing `key`, skipping `excluded`;
    * `undefined` when none may take it.
@@ -146,7 +149,7 @@ export class FleetIds {
   /** The member a fleet id names now (where it went, if it failed over), or `undefined` for an id no member can hold. */
   memberOf(fleetId: number): FleetMember | undefined {
     if (!Number.isSafeInteger(fleetId) || fleetId < 0) return undefined
-    return this.moved.get(fleetId)?.member ?? this.named(fleetId).member
+    return this.moved.get(fleetId)?.member ?? this.named(fleetId)?.member
   }
 
   /**
@@ -158,7 +161,7 @@ export class FleetIds {
     key: string | undefined,
     op: (member: FleetMember) => Effect.Effect<Submitted, ClientError>
   ): Effect.Effect<Submitted, ClientError> {
-    const n = this.placement.members.length
+    const n = this.placement.slots
     return placed(this.placement, prompt, key, (member) => {
       const generation = member.generation
       return Effect.flatMap(op(member), (submitted) => {
@@ -206,7 +209,7 @@ export class FleetIds {
     key: string | undefined,
     op: (member: FleetMember) => Effect.Effect<Started, ClientError>
   ): Effect.Effect<Started, ClientError> {
-    const n = this.placement.members.length
+    const n = this.placement.slots
     return Effect.suspend(() =>
       placeWith(this.placement, prompt, key, Effect.fail, (member) => {
         const generation = member.generation
@@ -235,14 +238,20 @@ export class FleetIds {
     const invalid = checkRequestId(fleetId)
     if (invalid !== undefined) return Effect.fail(invalid)
     const held = this.moved.get(fleetId) ?? this.named(fleetId)
+    // A place no member has held: nothing to abort.
+    if (held === undefined) return Effect.void
     const member = held.member
     if (member.client === undefined || !Ids.sameGeneration(held.generation, member.generation)) return Effect.void
     return op(member, held.localId)
   }
 
-  /** Where a fleet id that did not fail over names: the member, its id there, the join. */
-  private named(fleetId: number): Moved {
-    const named = Ids.decodeRequest(fleetId, this.placement.members.length)
-    return { member: this.placement.members[named.member]!, localId: named.localId, generation: named.generation }
+  /**
+   * Where a fleet id that did not fail over names: the member, its id there, the join; or
+   * `undefined` for a place no member holds.
+   */
+  private named(fleetId: number): Moved | undefined {
+    const named = Ids.decodeRequest(fleetId, this.placement.slots)
+    const member = this.placement.members[named.member]
+    return member === undefined ? undefined : { member, localId: named.localId, generation: named.generation }
   }
 }

@@ -29,6 +29,10 @@
  *   identity unreachable and routes the request to a real engine. Once joined, the
  *   fleet's control state (paused or suspended, the generation epoch) is applied to it before
  *   it takes requests.
+ * - **Retiring** (removed from the fleet's membership, `retire`): it takes no new request; what
+ *   it holds runs to its end (bounded by each request's deadline), then its client is closed and
+ *   its loop ends (`retired`). One that is down or dialing when retired ends at once: what it
+ *   held was already submitted again elsewhere.
  *
  * @internal
  */
@@ -37,6 +41,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
+import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import type * as ClientConfig from "../../ClientConfig.ts"
 import type { ClientError } from "../../ClientError.ts"
@@ -93,6 +98,12 @@ export class FleetMember implements Candidate {
   private metrics: Context.Context<never> | undefined = undefined
   /** Times it joined (the first included). */
   joins = 0
+  /** Removed from the membership: no new requests; closed once what it holds has ended. */
+  retiring = false
+  /** Completed by {@link retire}. */
+  private readonly retireSignal = Deferred.makeUnsafe<void>()
+  /** Completed when its loop has ended, its client closed (after {@link retire}). */
+  readonly retired = Deferred.makeUnsafe<void>()
   /** Bumped at every join: what a fleet id's generation is checked against. */
   generation = 0
 
@@ -109,7 +120,24 @@ export class FleetMember implements Candidate {
   }
 
   get routable(): boolean {
-    return this.connection !== undefined && !this.stalled()
+    return this.connection !== undefined && !this.retiring && !this.stalled()
+  }
+
+  /** Takes it out of the fleet: see the module's documentation. */
+  retire(): void {
+    this.retiring = true
+    Deferred.doneUnsafe(this.retireSignal, Exit.void)
+  }
+
+  /** Once retired, the moment it holds no request (polled: a retiring member is rare). */
+  private drained(): Effect.Effect<void> {
+    return Effect.andThen(
+      Deferred.await(this.retireSignal),
+      Effect.repeat(Effect.sync(() => (this.connection?.pending.size ?? 0) === 0), {
+        until: (empty) => empty,
+        schedule: Schedule.spaced("20 millis")
+      })
+    )
   }
 
   /** A request it held was lost with it and is submitted again elsewhere. */
@@ -149,7 +177,7 @@ export class FleetMember implements Candidate {
       member.metrics = metrics
       fleetCoordinatorUp.updateUnsafe(0, metrics)
       let failures = 0
-      for (;;) {
+      while (!member.retiring) {
         member.down = false
         const dialScope = yield* Scope.fork(scope, "sequential")
         const lost = Deferred.makeUnsafe<void>()
@@ -181,17 +209,26 @@ export class FleetMember implements Candidate {
           failures = 0
           if (member.joins > 1) config.warn(`coordinator ${member.address} rejoined the fleet`)
           Deferred.doneUnsafe(firstTry, Exit.void)
-          yield* Deferred.await(lost)
-          config.warn(`coordinator ${member.address} is down: redialing with a fresh identity`)
+          yield* Effect.raceFirst(Deferred.await(lost), member.drained())
+          if (!member.retiring) config.warn(`coordinator ${member.address} is down: redialing with a fresh identity`)
         } else {
           Deferred.doneUnsafe(firstTry, Exit.failCause(dialed.cause))
           member.down = true
           failures++
         }
         yield* Scope.close(dialScope, Exit.void)
+        if (member.retiring) break
         const backoff = Math.min(config.rejoinBackoffMaxMillis, config.rejoinBackoffMillis * 2 ** Math.max(0, failures - 1))
-        yield* Effect.sleep(backoff)
+        // A retirement ends the wait too.
+        yield* Effect.raceFirst(Effect.sleep(backoff), Deferred.await(member.retireSignal))
       }
+      // Retired: nothing of it is left open.
+      member.connection = undefined
+      member.client = undefined
+      fleetCoordinatorUp.updateUnsafe(0, metrics)
+      Deferred.doneUnsafe(firstTry, Exit.void)
+      Deferred.doneUnsafe(member.retired, Exit.void)
+      config.warn(`coordinator ${member.address} left the fleet (place ${member.index})`)
     })
   }
 }

@@ -26,6 +26,11 @@ export interface ResolvedFleet {
   readonly stallTimeoutMillis: number
   readonly rejoinBackoffMillis: number
   readonly rejoinBackoffMaxMillis: number
+  /**
+   * The places fleet ids encode (`ids.ts`): the coordinators' count for a fixed fleet,
+   * `maxCoordinators` for one whose membership changes.
+   */
+  readonly slots: number
   /** The members' client configuration, with the first coordinator's address (each member dials its own). */
   readonly client: ClientConfig.ResolvedOptions
 }
@@ -44,6 +49,7 @@ const coordinatorsProblem = (coordinators: ReadonlyArray<string>): ClientError |
 const clientOptionsOf = (options: FleetConfig.FleetOptions): Omit<ClientConfig.ClientOptions, "address"> => {
   const client: Record<string, unknown> = { ...options }
   delete client.coordinators
+  delete client.membership
   for (const name of Object.keys(FleetConfig.settings)) delete client[name]
   return client as Omit<ClientConfig.ClientOptions, "address">
 }
@@ -79,6 +85,7 @@ export const resolveFleet = (
     stallTimeoutMillis: f.stallTimeout,
     rejoinBackoffMillis: f.rejoinBackoff,
     rejoinBackoffMaxMillis: Math.max(f.rejoinBackoff, f.rejoinBackoffMax),
+    slots: options.membership === undefined ? coordinators.length : Math.max(coordinators.length, f.maxCoordinators),
     client: client.success
   })
 }

@@ -93,7 +93,8 @@ export interface RouterConfig {
  * routing key, if any (an empty one is none).
  */
 export class Router {
-  private readonly seeds: ReadonlyArray<number>
+  /** Each member's rendezvous seed, by index (`place` sets a new member's). */
+  private readonly seeds: Array<number>
   readonly table: PrefixTable
   private next = 0
   /** The keys of the prompt being routed (reused: see `routingKeys`). */
@@ -106,6 +107,11 @@ export class Router {
     this.table = new PrefixTable(config.tableCapacity)
     this.keys = new Float64Array(config.maxBlocks)
     this.shorts = new Float64Array(config.blockSizeTokens * CHARS_PER_TOKEN)
+  }
+
+  /** Member `index` is now `address` (a member added to the fleet, in a new or freed place). */
+  place(index: number, address: string): void {
+    this.seeds[index] = seedOf(address)
   }
 
   pick(

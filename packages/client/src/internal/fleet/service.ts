@@ -38,7 +38,8 @@ export interface FleetHandle {
 /** The fleet over `options`, owned by the current scope (see `Fleet.make`). */
 export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetOptions) {
   // Every option resolved once; nothing is opened for options or an address the fleet refuses.
-  const resolved = resolveFleet(options, (named(options.transport) ?? (yield* Transport)).addressProblem)
+  const transport = named(options.transport) ?? (yield* Transport)
+  const resolved = resolveFleet(options, transport.addressProblem)
   if (Result.isFailure(resolved)) return yield* Effect.fail(resolved.failure)
   const fleet = resolved.success
   const config = fleet.client
@@ -55,19 +56,17 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
   const members: Array<FleetMember> = []
   // Applied by each member as it joins; made once the members exist.
   let control!: Control
-  for (const [index, address] of fleet.coordinators.entries()) {
-    members.push(
-      new FleetMember(index, address, {
-        client: { ...config, address },
-        stallTimeoutMillis: fleet.stallTimeoutMillis,
-        rejoinBackoffMillis: fleet.rejoinBackoffMillis,
-        rejoinBackoffMaxMillis: fleet.rejoinBackoffMaxMillis,
-        rejoined: (client) => control.apply(client),
-        now: () => clock.currentTimeMillisUnsafe(),
-        warn
-      })
-    )
-  }
+  const memberAt = (index: number, address: string): FleetMember =>
+    new FleetMember(index, address, {
+      client: { ...config, address },
+      stallTimeoutMillis: fleet.stallTimeoutMillis,
+      rejoinBackoffMillis: fleet.rejoinBackoffMillis,
+      rejoinBackoffMaxMillis: fleet.rejoinBackoffMaxMillis,
+      rejoined: (client) => control.apply(client),
+      now: () => clock.currentTimeMillisUnsafe(),
+      warn
+    })
+  for (const [index, address] of fleet.coordinators.entries()) members.push(memberAt(index, address))
   // core_v0.16's resumeEngines sends RESUME then UNPAUSE (see controlSignals.ts).
   control = new Control(members, config.dialect.headers.values.PAUSE_ACK !== undefined)
 
@@ -83,13 +82,14 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
   const lostError = () => clientError(new CoordinatorLost({ address: fleet.coordinators.join(",") }))
   const placement: Placement = {
     members,
+    slots: fleet.slots,
     pick: (prompt, key, excluded) => {
       let index = router.pick(prompt, members, excluded, key)
       // Every joined member stalled: a stall is a guess, a lost link is not; the least loaded
       // joined one then.
       if (index < 0) {
         for (const m of members) {
-          if (m.client === undefined || excluded?.[m.index] === true) continue
+          if (m.client === undefined || m.retiring || excluded?.[m.index] === true) continue
           if (index < 0 || m.load < members[index]!.load) index = m.index
         }
       }
@@ -116,6 +116,49 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
   const tries = yield* Effect.forEach(firstTries, (d) => Effect.exit(Deferred.await(d)), { concurrency: "unbounded" })
   const first = tries[0]!
   if (tries.every(Exit.isFailure) && Exit.isFailure(first)) return yield* Effect.failCause(first.cause)
+
+  if (options.membership !== undefined) {
+    yield* Effect.forkIn(
+      Stream.runForEach(options.membership, (set) => Effect.sync(() => follow(set))),
+      membersScope
+    )
+  }
+
+  /**
+   * A new member set: each address not in the fleet joins (in the first place a retired member
+   * freed, else a new one, up to `slots`); each member not in it retires. A set that is empty or
+   * has an address the transport refuses changes nothing.
+   */
+  function follow(set: ReadonlyArray<string>): void {
+    const wanted = new Set(set)
+    if (wanted.size === 0) return warn("a coordinator set with no coordinator: the fleet keeps its members")
+    for (const address of wanted) {
+      const why = transport.addressProblem(address)
+      if (why !== undefined) return warn(`a coordinator set with ${JSON.stringify(address)} (${why}): the fleet keeps its members`)
+    }
+    const active = new Set<string>()
+    for (const member of members) {
+      if (member.retiring) continue
+      if (wanted.has(member.address)) active.add(member.address)
+      else member.retire()
+    }
+    for (const address of wanted) {
+      if (active.has(address)) continue
+      const free = members.findIndex((m) => m.retiring && Deferred.isDoneUnsafe(m.retired))
+      const index = free >= 0 ? free : members.length
+      if (index >= fleet.slots) {
+        warn(`coordinator ${address} not added: the fleet holds ${fleet.slots} (maxCoordinators), retiring ones included`)
+        continue
+      }
+      const member = memberAt(index, address)
+      // Ids of the member this place held name its joins, not this one's (see ids.ts).
+      if (free >= 0) member.generation = members[free]!.generation
+      members[index] = member
+      router.place(index, address)
+      warn(`coordinator ${address} joins the fleet in place ${index}`)
+      runFork(Effect.forkIn(member.run(membersScope, Deferred.makeUnsafe<void, ClientError>()), membersScope))
+    }
+  }
 
   const controlSignal = (signal: Signal) => () => Effect.flatMap(control.send(signal), firstFailure)
 
@@ -168,8 +211,9 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
       // A handoff id names the member whose engine pinned the KV (see `Fleet.handoffId`).
       const invalid = checkRequestId(handoffId)
       if (invalid !== undefined) return Effect.fail(invalid)
-      const named = Ids.decodeHandoff(handoffId, members.length)
-      const member = members[named.member]!
+      const named = Ids.decodeHandoff(handoffId, fleet.slots)
+      const member = members[named.member]
+      if (member === undefined) return Effect.fail(invalidArgument("handoffId", `${handoffId} names no coordinator of this fleet`))
       const client = member.client
       if (client === undefined) return Effect.fail(clientError(new CoordinatorLost({ address: member.address })))
       return client.releaseKvHandoff(named.engineRequestId, options)
@@ -193,7 +237,7 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
     service,
     members,
     memberOf: (fleetId) => ids.memberOf(fleetId),
-    handoffId: (member, engineRequestId) => Ids.encodeHandoff(member, engineRequestId, members.length),
+    handoffId: (member, engineRequestId) => Ids.encodeHandoff(member, engineRequestId, fleet.slots),
     control: (signal) => control.send(signal)
   }
   return handle
