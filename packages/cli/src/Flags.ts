@@ -6,7 +6,7 @@
  * @since 0.1.0
  * @internal
  */
-import { ClientConfig } from "@mcore-effect/client"
+import { ClientConfig, Membership } from "@mcore-effect/client"
 import { Dialect, Dialects } from "@mcore-effect/protocol"
 import { Loopback } from "@mcore-effect/testkit"
 import * as Config from "effect/Config"
@@ -68,7 +68,11 @@ export const addressVariable: string = SettingFlags.variable(ClientConfig.settin
  *
  * @since 0.2.0
  */
-export const addressList = (flag: Flag.Flag<string>, description: string): Flag.Flag<ReadonlyArray<string>> =>
+export const addressList = (
+  flag: Flag.Flag<string>,
+  description: string,
+  options?: { readonly dns?: boolean | undefined }
+): Flag.Flag<ReadonlyArray<string>> =>
   flag.pipe(
     Flag.withMetavar("address"),
     Flag.withDescription(description),
@@ -77,17 +81,21 @@ export const addressList = (flag: Flag.Flag<string>, description: string): Flag.
     Flag.filterMap(
       (given: ReadonlyArray<string>) => {
         const addresses = splitAddresses(given)
-        return addressesProblem(addresses) === undefined ? Option.some(addresses) : Option.none()
+        return addressesProblem(addresses, options?.dns === true) === undefined ? Option.some(addresses) : Option.none()
       },
-      (given: ReadonlyArray<string>) => addressesProblem(splitAddresses(given)) ?? ""
+      (given: ReadonlyArray<string>) => addressesProblem(splitAddresses(given), options?.dns === true) ?? ""
     )
   )
 
 const splitAddresses = (given: ReadonlyArray<string>): ReadonlyArray<string> =>
   given.flatMap((text) => text.split(",")).map((text) => text.trim()).filter((text) => text.length > 0)
 
-const addressesProblem = (addresses: ReadonlyArray<string>): string | undefined => {
+const addressesProblem = (addresses: ReadonlyArray<string>, dns: boolean): string | undefined => {
   if (addresses.length === 0) return "expected an address"
+  if (dns && addresses.some((text) => text.startsWith("dns:"))) {
+    if (addresses.length > 1) return "dns:NAME:PORT names every coordinator: give it alone"
+    return Membership.parseDns(addresses[0]!) === undefined ? "expected dns:NAME:PORT (a host name, a port from 1 to 65535)" : undefined
+  }
   for (const [i, text] of addresses.entries()) {
     const problem = ClientConfig.addressProblem(text)
     if (problem !== undefined) return addresses.length > 1 ? `${text}: ${problem}` : problem

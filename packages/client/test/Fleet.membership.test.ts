@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { MemorySocket } from "@mcore-effect/protocol"
-import { Generation, TestFleet } from "@mcore-effect/testkit"
-import { Effect, Exit, Fiber, Logger, Queue, References, Schedule, Stream } from "effect"
+import { Generation, TestFleet, TestSupport } from "@mcore-effect/testkit"
+import { Effect, Exit, Fiber, Queue, Schedule, Stream } from "effect"
 import * as fc from "fast-check"
 import { Fleet, Transport } from "../src/index.ts"
 import { withRegistry } from "./support/Cluster.ts"
@@ -90,11 +90,7 @@ describe("Fleet membership", () => {
 
   it.live("an empty set, or one with an address the transport refuses, changes nothing and is logged", () =>
     Effect.gen(function*() {
-      const logs: Array<string> = []
-      const logger = Logger.make<unknown, void>(({ message }) => {
-        logs.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
-      })
-      yield* Effect.gen(function*() {
+      yield* TestSupport.withLogs((logs) => Effect.gen(function*() {
         const { a, b, c, fleet, membersUp, sets } = yield* setup()
         yield* membersUp([a, b])
         yield* Queue.offer(sets, [])
@@ -106,10 +102,10 @@ describe("Fleet membership", () => {
         expect(logs.filter((l) => l.includes("a coordinator set with \"\" (the address is empty): the fleet keeps its members"))).toHaveLength(1)
         // Nothing left: only the one added joined.
         expect(logs.filter((l) => l.includes("left the fleet"))).toEqual([])
-        expect(logs.filter((l) => l.includes("joins the fleet"))).toEqual([`coordinator ${c} joins the fleet in place 2`])
+        expect(logs.filter((l) => l.includes("joins the fleet"))).toEqual([`Warn coordinator ${c} joins the fleet in place 2`])
         const replies = yield* Effect.forEach([1, 2, 3], (i) => fleet.client.submit(promptOf(i, i, 1, 0), { num_tokens_to_generate: 2 }))
         expect(replies).toHaveLength(3)
-      }).pipe(Effect.provide(Logger.layer([logger])), Effect.provideService(References.MinimumLogLevel, "Warn"))
+      }), "Warn")
     }).pipe(withRegistry))
 
   it.live("a coordinator removed and added again before it left: a new member beside it, which takes the requests", () =>

@@ -5,21 +5,14 @@
  * with the last good set kept, and a start without a set refused.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { TestDns } from "@mcore-effect/testkit"
-import { Effect, Fiber, Logger, Queue, References, Result, Stream } from "effect"
+import { TestDns, TestSupport } from "@mcore-effect/testkit"
+import { Effect, Fiber, Queue, Result, Stream } from "effect"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { Membership } from "../src/index.ts"
 
-/** Warnings logged by `effect`, kept instead of printed. */
-const capturingLogs = <A, E, R>(effect: (logs: Array<string>) => Effect.Effect<A, E, R>) => {
-  const logs: Array<string> = []
-  const logger = Logger.make<unknown, void>(({ message }) => {
-    logs.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
-  })
-  return effect(logs).pipe(Effect.provide(Logger.layer([logger])), Effect.provideService(References.MinimumLogLevel, "Warn"))
-}
+/** Warnings logged, kept instead of printed. */
+const capturingLogs = <A, E, R>(body: (logs: ReadonlyArray<string>) => Effect.Effect<A, E, R>) => TestSupport.withLogs(body, "Warn")
 
 /** Collects the sets a membership emits into a queue, in a fiber of the scope. */
 const collect = (changes: Stream.Stream<ReadonlyArray<string>>) =>
@@ -38,10 +31,7 @@ const until = (holds: () => boolean) =>
     }
   })
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "mcore-membership-"))),
-  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-)
+const tempDir = TestSupport.tempDirectory("mcore-membership-")
 
 describe("Membership", () => {
   it("parseList and parseDns", () => {

@@ -8,6 +8,9 @@
  */
 import { FrameSocket } from "@mcore-effect/protocol"
 import { fork } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { createServer } from "node:net"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -116,6 +119,27 @@ export const withLogs = <A, E, R>(
       Effect.provideService(References.MinimumLogLevel, minimum)
     )
   })
+
+/**
+ * A fresh directory under the system's temporary one (its name starting with `prefix`), removed
+ * with everything in it when the scope closes.
+ *
+ * @example
+ * ```ts
+ * import { TestSupport } from "@mcore-effect/testkit"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.scoped(Effect.map(TestSupport.tempDirectory("my-test-"), (dir) => `${dir}/file`))
+ * ```
+ *
+ * @category utils
+ * @since 0.2.0
+ */
+export const tempDirectory = (prefix: string): Effect.Effect<string, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))),
+    (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+  )
 
 /**
  * A hang guard: fails the test (as a defect naming `what`) when `effect` takes longer than

@@ -1,20 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Headers, Messages, Msgpack } from "@mcore-effect/protocol"
 import { Effect, Result } from "effect"
-import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
 import * as Path from "node:path"
-import { TestCluster, TestCoordinator, TestEngine, Trace, TraceRecorder } from "../src/index.ts"
+import { TestCluster, TestCoordinator, TestEngine, TestSupport, Trace, TraceRecorder } from "../src/index.ts"
 import * as RawClient from "./support/RawClient.ts"
 
 const H = Headers.values
 
 const bytes = (frames: ReadonlyArray<Uint8Array>) => frames.map((f) => Buffer.from(f).toString("hex"))
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "trace-recorder-test-"))),
-  (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-)
+const tempDir = TestSupport.tempDirectory("trace-recorder-test-")
 
 describe("TraceRecorder", () => {
   it.effect("forwards every message both ways unchanged, keeps clients with colliding ids apart, and records each one", () =>

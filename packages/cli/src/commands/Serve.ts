@@ -32,6 +32,7 @@ import * as Output from "../Output.ts"
 import * as SettingFlags from "../SettingFlags.ts"
 import { integer } from "../Values.ts"
 import * as ServeEngines from "./ServeEngines.ts"
+import * as ServeMembership from "./ServeMembership.ts"
 
 /**
  * The embedded word tokenizer's context length: its config says 2^20 (no real limit), and the
@@ -49,8 +50,11 @@ const flags = {
   // variable. Several (repeated, or comma-separated) make a fleet.
   coordinator: Flags.addressList(
     Flag.String("coordinator").pipe(Flag.withAlias("a")),
-    `${SettingFlags.help(ClientConfig.settings.address)}; several (repeated, or comma-separated) serve a fleet`
+    `${SettingFlags.help(ClientConfig.settings.address)}; several (repeated, or comma-separated) serve a fleet; ` +
+      "dns:NAME:PORT: every A and AAAA record of NAME, resolved again every --resolve-interval, the fleet following them",
+    { dns: true }
   ).pipe(Flag.optional),
+  ...ServeMembership.flags,
   prefillCoordinator: Flag.String("prefill-coordinator").pipe(
     Flag.withMetavar("address"),
     Flag.withDescription(
@@ -146,6 +150,8 @@ const dialectOf = (options: Parsed): Effect.Effect<Dialect.Name, CliError.Valida
         ? Effect.fail(new CliError.ValidationError({ message: `${Flags.missingProtocol} (needed with --engines-listen: the dialect the engines speak)` }))
         : isDisaggregated(options)
         ? Effect.fail(new CliError.ValidationError({ message: `${Flags.missingProtocol} (needed with --prefill-coordinator)` }))
+        : Option.isSome(options.coordinatorsFile)
+        ? Effect.fail(new CliError.ValidationError({ message: `${Flags.missingProtocol} (needed with --coordinators-file)` }))
         : Option.isNone(options.coordinator)
         ? usage(noCoordinator)
         : Effect.fail(new CliError.ValidationError({ message: `${Flags.missingProtocol} (needed with --coordinator)` }))
@@ -166,7 +172,7 @@ type Target =
 
 const describeTarget = (target: Target): string =>
   typeof target === "string"
-    ? target
+    ? ServeMembership.isSource(target) ? ServeMembership.describe(target) : target
     : "hosted" in target
     ? ServeEngines.describe(target.hosted)
     : `prefill ${target.prefill.join(", ")} / decode ${target.decode.join(", ")}`
@@ -193,6 +199,18 @@ const backend = (options: Parsed, protocol: Dialect.Name) =>
       const target: Target = { prefill: options.prefillCoordinator, decode: options.decodeCoordinator }
       return {
         coordinator: target,
+        tokenizer: options.tokenizer.value,
+        model: Path.basename(Path.resolve(options.tokenizer.value)),
+        embedded: false
+      }
+    }
+    if (Option.isSome(options.coordinatorsFile)) {
+      if (Option.isSome(options.coordinator) || options.embedded || Option.isSome(options.enginesListen)) {
+        return yield* usage("--coordinators-file replaces --coordinator, --embedded and --engines-listen")
+      }
+      if (Option.isNone(options.tokenizer)) return yield* usage("--tokenizer DIR is required without --embedded")
+      return {
+        coordinator: ServeMembership.fileSource(Path.resolve(options.coordinatorsFile.value)) as Target,
         tokenizer: options.tokenizer.value,
         model: Path.basename(Path.resolve(options.tokenizer.value)),
         embedded: false
@@ -288,6 +306,12 @@ const serveHere = (
         decode: coordinator.decode,
         ...SettingFlags.given(Disaggregated.settings, options)
       })
+      : ServeMembership.isSource(coordinator)
+      ? ServeMembership.layer(
+        coordinator,
+        { protocol, ...settings, ...SettingFlags.given(FleetConfig.settings, options) },
+        SettingFlags.given(ServeMembership.settings, options)
+      )
       : coordinator.includes(",")
       ? Fleet.layer({ protocol, ...settings, ...SettingFlags.given(FleetConfig.settings, options), coordinators: coordinator.split(",") })
       : InferenceClient.layer({ address: coordinator, protocol, ...settings })
