@@ -5,7 +5,7 @@
 #
 #   MEGATRON_GIT=<git dir of NVIDIA/Megatron-LM> scripts/megatron/fleet.sh REF [ROOT]
 #       [--protocol NAME] [--routing POLICY] [--coordinators N] [--step-ms MS] [--rejoin MS]
-#       [--two-servers MS]
+#       [--two-servers MS] [--members]
 #
 # ROOT: a built checkout (default this one); the server is its `mcore serve --coordinator ...`
 # when that has --routing, else lib_serve.mjs (its Fleet.layer under Server.layer). NAME
@@ -15,15 +15,18 @@
 # the bind (fleet_check.mjs's rejoin phase). --two-servers MS: instead of fleet_check.mjs,
 # fleet_rejoin.mjs: two `mcore serve` over the fleet, one coordinator killed and restarted with
 # its engines registering MS after the bind, then a burst through each (needs the CLI's fleet).
+# --members: instead of fleet_check.mjs, fleet_members.mjs (issue 45): a server over
+# --coordinators-file following the file as a coordinator is added and one removed mid-burst,
+# then a rolling restart of two servers behind a balancer that reads /ready.
 # Prints what fleet_check.mjs saw, then `fleet REF: holds|short ...`; exit 0 only if it holds,
 # 2 if the set-up is broken. KEEP=1 keeps the work dir (logs, stats).
 set -u
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REF="${1:?usage: fleet.sh REF [ROOT] [--protocol NAME] [--routing POLICY] [--coordinators N] [--step-ms MS] [--rejoin MS] [--two-servers MS]}"
+REF="${1:?usage: fleet.sh REF [ROOT] [--protocol NAME] [--routing POLICY] [--coordinators N] [--step-ms MS] [--rejoin MS] [--two-servers MS] [--members]}"
 shift
 ROOT="$(cd "$HERE/../.." && pwd)"
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then ROOT="$(cd "$1" && pwd)"; shift; fi
-PROTOCOL=main ROUTING="" N=3 STEP_MS=20 REJOIN="" TWO=""
+PROTOCOL=main ROUTING="" N=3 STEP_MS=20 REJOIN="" TWO="" MEMBERS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --protocol) PROTOCOL="$2"; shift 2 ;;
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
     --step-ms) STEP_MS="$2"; shift 2 ;;
     --rejoin) REJOIN="$2"; shift 2 ;;
     --two-servers) TWO="$2"; shift 2 ;;
+    --members) MEMBERS=1; shift ;;
     *) echo "fleet.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -80,7 +84,10 @@ for i in $(seq 0 $((N - 1))); do
 done
 echo "fleet: $REF ($COMMIT), $N coordinators x 2 engines (step $STEP_MS ms): ${ADDRS[*]}; project at $ROOT ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null))"
 join() { local IFS=,; echo "$*"; }
-if [ -n "$TWO" ]; then
+if [ -n "$MEMBERS" ]; then
+  timeout 240 node "$HERE/fleet_members.mjs" "$ROOT" --protocol "$PROTOCOL" --coordinators "$(join "${ADDRS[@]}")" \
+    --stats "$(join "${STATS[@]}")" --work "$WORK" >"$WORK/check.log" 2>&1
+elif [ -n "$TWO" ]; then
   timeout 240 node "$HERE/fleet_rejoin.mjs" "$ROOT" --protocol "$PROTOCOL" --coordinators "$(join "${ADDRS[@]}")" \
     --stats "$(join "${STATS[@]}")" --runner-pids "$(join "${PIDS[@]}")" --python "$PY" --stage "$S" --work "$WORK" \
     --register-delay-ms "$TWO" --step-ms "$STEP_MS" >"$WORK/check.log" 2>&1
