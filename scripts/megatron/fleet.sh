@@ -86,7 +86,7 @@ echo "fleet: $REF ($COMMIT), $N coordinators x 2 engines (step $STEP_MS ms): ${A
 join() { local IFS=,; echo "$*"; }
 if [ -n "$MEMBERS" ]; then
   timeout 240 node "$HERE/fleet_members.mjs" "$ROOT" --protocol "$PROTOCOL" --coordinators "$(join "${ADDRS[@]}")" \
-    --stats "$(join "${STATS[@]}")" --work "$WORK" >"$WORK/check.log" 2>&1
+    --stats "$(join "${STATS[@]}")" --work "$WORK" --python "$PY" --stage "$S" --step-ms "$STEP_MS" >"$WORK/check.log" 2>&1
 elif [ -n "$TWO" ]; then
   timeout 240 node "$HERE/fleet_rejoin.mjs" "$ROOT" --protocol "$PROTOCOL" --coordinators "$(join "${ADDRS[@]}")" \
     --stats "$(join "${STATS[@]}")" --runner-pids "$(join "${PIDS[@]}")" --python "$PY" --stage "$S" --work "$WORK" \

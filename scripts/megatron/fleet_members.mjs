@@ -2,15 +2,21 @@
 // rolling restart of `mcore serve` with nothing failed.
 //
 // Usage: node fleet_members.mjs ROOT --protocol NAME --coordinators A,B,C --stats F1,F2,F3 --work DIR
+//          [--python PY --stage DIR --step-ms MS]   (the dns phase runs with these)
 // Phases:
 //   file     `mcore serve --coordinators-file F`, F listing A and B. 90 chats and completions (a
 //            third streamed), 8 at a time; once 20 are answered, C is added to F; once 45 are,
 //            A is removed. Every answer exact (0 lost); the engines' SUBMIT_REQUESTs over the
-//            burst equal its requests (0 repeated); C's engines took some; A's engines took none
-//            after its removal beyond what they held then; the server says A left the fleet, and
+//            burst equal its requests (0 repeated); C's engines took some; the server sent A
+//            nothing after it took the removal (it says A is leaving; its own count of requests
+//            sent to A), and A's engines received what it sent; the server says A left the fleet, and
 //            300 ms later A's engines hold nothing. Closed only after its requests ended: a
 //            request cut by A's close would have been submitted again elsewhere (a SUBMIT_REQUEST
 //            more than requests) or failed.
+//   dns      (with --python and --stage) two more coordinators on one port at 127.0.0.1 and
+//            127.0.0.2, and `mcore serve --coordinator dns:coordinators.test:PORT --dns-servers`
+//            the testkit's DNS server: the name's records gain 127.0.0.2 and lose 127.0.0.1, as
+//            the file did; the same checks.
 //   rolling  two `mcore serve` over A, B, C (--drain-delay 2s), and this script as their load
 //            balancer: it sends each request to a server whose /ready is 200 (probed every
 //            100 ms). A stream of requests, 6 at a time, for 6 s; after 1.5 s the first server is
@@ -18,8 +24,12 @@
 //            503 within its drain while it still answered, and it exits 143.
 // Prints a line per phase, a JSON summary, and `holds: ...` or `short: ...`; exit 0 only when it
 // holds.
+import { spawn } from "node:child_process"
 import { writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import net from "node:net"
 import path from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import {
   expectedText,
   makeRequest,
@@ -33,6 +43,7 @@ import {
   tokenizerDir
 } from "./serve_kit.mjs"
 
+const HERE = path.dirname(fileURLToPath(import.meta.url))
 const argv = process.argv.slice(2)
 const root = argv.shift()
 const opt = {}
@@ -53,13 +64,14 @@ const base = ["--protocol", opt.protocol, "--tokenizer", tokenizerDir(root), "--
 const summary = {}
 const [A, B, C] = coordinators
 
-// --- file ----------------------------------------------------------------------------------------
-{
-  const file = path.join(opt.work, "coordinators")
-  writeFileSync(file, `# fleet_members.mjs\n${A}\n${B}\n`)
-  const server = await startServer(serverCommand(root, "--coordinators-file", [...base, "--coordinators-file", file, "--drain-delay", "0"]))
+/**
+ * 90 requests 8 at a time through `server`; `add()` once 20 are answered, `remove()` once 45
+ * are; `stats` are the stats files of every coordinator that may take requests (`stats[0]` the
+ * one removed, `stats[added]` the one added), `removed` its address as the server names it.
+ */
+const membershipBurst = async (label, server, stats, added, removed, add, remove) => {
   const openai = await openaiFor(root, server.baseUrl)
-  const before = statsFiles.map(submitsOf)
+  const before = stats.map(submitsOf)
   const requests = Array.from({ length: 90 }, (_, i) =>
     makeRequest(5000 + i, { kind: i % 2 ? "chat" : "completion", stream: i % 3 === 0, maxTokens: 20 + (i % 11) }))
   const planned = await Promise.all(requests.map(async (r) => ({ r, want: await expectedText(server.baseUrl, r) })))
@@ -75,23 +87,32 @@ const [A, B, C] = coordinators
     }
   }))
   while (answered < 20) await sleep(5)
-  writeFileSync(file, `${A}\n${B}\n${C}\n`)
+  add()
   const addedAt = answered
   while (answered < 45) await sleep(5)
-  // A's engines' count and what they hold at the removal: what they may receive at most after it.
-  const aBefore = submitsOf(statsFiles[0])
-  const aHeld = heldBy(statsFiles[0])
-  writeFileSync(file, `${B}\n${C}\n`)
+  remove()
   const removedAt = answered
-  // Watch for the server saying A left; what A's engines hold 300 ms later (their stats are
+  // Once the server has taken the removal (it says so; a DNS change is seen at the next
+  // resolution), the removed one's engines' count and what they hold: what they may have at most
+  // from then on.
+  const leaving = `coordinator ${removed} is leaving the fleet`
+  for (let waited = 0; !server.stderr().includes(leaving) && waited < 10_000; waited += 5) await sleep(5)
+  // The server's own count of requests it sent there, exact where the engines' stats lag.
+  const sentThere = async () => {
+    const text = await (await fetch(`${server.baseUrl}/metrics`)).text()
+    const line = text.split("\n").find((l) => l.startsWith("mcore_client_requests_submitted{") && l.includes(`coordinator="${removed}"`))
+    return Number(line?.split(" ").pop() ?? NaN)
+  }
+  const sentAtRemoval = await sentThere()
+  // Watch for the server saying it left; what its engines hold 300 ms later (their stats are
   // rewritten every 50 ms).
   let heldWhenLeft
-  const leftLine = `coordinator ${A} left the fleet`
+  const leftLine = `coordinator ${removed} left the fleet`
   const watching = (async () => {
     for (let waited = 0; waited < 60_000 && heldWhenLeft === undefined; waited += 20) {
       if (server.stderr().includes(leftLine)) {
         await sleep(300)
-        heldWhenLeft = heldBy(statsFiles[0])
+        heldWhenLeft = heldBy(stats[0])
       } else await sleep(20)
     }
   })()
@@ -99,19 +120,78 @@ const [A, B, C] = coordinators
   await watching
   await sleep(300)
   const t = tally(results)
-  const after = statsFiles.map((f, i) => submitsOf(f) - before[i])
+  const after = stats.map((f, i) => submitsOf(f) - before[i])
   const total = after.reduce((a, b) => a + b, 0)
-  const aAfterRemoval = submitsOf(statsFiles[0]) - aBefore
-  console.log(`phase file: ${show(t)}; C added at ${addedAt} answered, A removed at ${removedAt}; SUBMIT_REQUEST per coordinator ${after.join(", ")} (total ${total} for ${requests.length} requests)`)
-  console.log(`phase file: A's engines after its removal: ${aAfterRemoval} more SUBMIT_REQUEST (they held ${aHeld} then); 300 ms after the server said A left, A's engines held ${heldWhenLeft ?? "(it never said)"}`)
-  for (const x of results.filter((x) => x.outcome !== "exact").slice(0, 3)) problem(`file #${x.r.i}: ${x.outcome}: ${x.detail}`)
-  if (total !== requests.length) problem(`file: ${total} SUBMIT_REQUEST for ${requests.length} requests (lost or repeated)`)
-  if (after[2] === 0) problem("file: the coordinator added took no request")
-  if (aAfterRemoval > aHeld) problem(`file: A's engines received ${aAfterRemoval} after its removal, holding ${aHeld} then`)
-  if (heldWhenLeft !== 0) problem(`file: 300 ms after A left, its engines held ${heldWhenLeft ?? "(it never left)"}`)
-  summary.file = { ...t, perCoordinator: after, addedAt, removedAt, aAfterRemoval, aHeld, heldWhenLeft }
+  const sentAtEnd = await sentThere()
+  console.log(`phase ${label}: ${show(t)}; one added at ${addedAt} answered, one removed at ${removedAt}; SUBMIT_REQUEST per coordinator ${after.join(", ")} (total ${total} for ${requests.length} requests)`)
+  console.log(`phase ${label}: requests the server sent the removed one: ${sentAtRemoval} when it took the removal, ${sentAtEnd} at the end (its engines received ${after[0]}); 300 ms after the server said it left, they held ${heldWhenLeft ?? "(it never said)"}`)
+  for (const x of results.filter((x) => x.outcome !== "exact").slice(0, 3)) problem(`${label} #${x.r.i}: ${x.outcome}: ${x.detail}`)
+  if (total !== requests.length) problem(`${label}: ${total} SUBMIT_REQUEST for ${requests.length} requests (lost or repeated)`)
+  if (after[added] === 0) problem(`${label}: the coordinator added took no request`)
+  if (!(sentAtEnd === sentAtRemoval)) problem(`${label}: the server sent the removed one ${sentAtEnd - sentAtRemoval} request(s) after taking its removal`)
+  if (after[0] !== sentAtEnd) problem(`${label}: the removed one's engines received ${after[0]}, the server sent ${sentAtEnd}`)
+  if (heldWhenLeft !== 0) problem(`${label}: 300 ms after it left, its engines held ${heldWhenLeft ?? "(it never left)"}`)
+  return { ...t, perCoordinator: after, addedAt, removedAt, sentAtRemoval, sentAtEnd, heldWhenLeft }
+}
+
+// --- file ----------------------------------------------------------------------------------------
+{
+  const file = path.join(opt.work, "coordinators")
+  writeFileSync(file, `# fleet_members.mjs\n${A}\n${B}\n`)
+  const server = await startServer(serverCommand(root, "--coordinators-file", [...base, "--coordinators-file", file, "--drain-delay", "0"]))
+  summary.file = await membershipBurst("file", server, statsFiles, 2, A,
+    () => writeFileSync(file, `${A}\n${B}\n${C}\n`),
+    () => writeFileSync(file, `${B}\n${C}\n`))
   server.process.kill("SIGTERM")
   await new Promise((resolve) => server.process.on("exit", resolve))
+}
+
+// --- dns -----------------------------------------------------------------------------------------
+// Two more coordinators on one port, at 127.0.0.1 and 127.0.0.2 (Megatron's binds its host), and
+// the testkit's DNS server (from ROOT's build) answering for coordinators.test.
+if (opt.python && opt.stage) {
+  const port = await new Promise((resolve) => {
+    const probe = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address()
+      probe.close(() => resolve(port))
+    })
+  })
+  const hosts = ["127.0.0.1", "127.0.0.2"]
+  const statsOf = hosts.map((_, i) => path.join(opt.work, `dns${i}.stats.json`))
+  const children = hosts.map((host, i) => spawn(opt.python, [
+    path.join(HERE, "run_coordinator.py"), "--stage", opt.stage, "--engines", "2", "--step-ms", opt["step-ms"] ?? "20",
+    "--host", host, "--port", String(port), "--stats", statsOf[i]
+  ], { stdio: ["ignore", "pipe", "pipe"] }))
+  const addresses = await Promise.all(children.map((child) => new Promise((resolve) => {
+    let out = ""
+    child.stdout.on("data", (c) => {
+      out += c
+      const lines = out.split("\n")
+      if (lines[1] === "ready") resolve(lines[0])
+    })
+    child.on("exit", () => resolve(undefined))
+  })))
+  const wanted = hosts.map((h) => `tcp://${h}:${port}`)
+  if (addresses.some((a, i) => a !== wanted[i])) {
+    problem(`dns: the coordinators came up at ${addresses.join(", ")}, not ${wanted.join(", ")}`)
+  } else {
+    const fromRoot = createRequire(path.resolve(root, "packages/testkit/package.json"))
+    const Effect = await import(pathToFileURL(fromRoot.resolve("effect/Effect")).href)
+    const Scope = await import(pathToFileURL(fromRoot.resolve("effect/Scope")).href)
+    const { TestDns } = await import(pathToFileURL(path.resolve(root, "packages/testkit/dist/index.js")).href)
+    const scope = Effect.runSync(Scope.make())
+    const zone = await Effect.runPromise(Scope.provide(scope)(TestDns.make({ "coordinators.test": [hosts[0]] })))
+    const server = await startServer(serverCommand(root, "--dns-servers", [
+      ...base, "--coordinator", `dns:coordinators.test:${port}`, "--dns-servers", zone.server, "--resolve-interval", "200ms", "--drain-delay", "0"
+    ]))
+    summary.dns = await membershipBurst("dns", server, statsOf, 1, wanted[0],
+      () => zone.set("coordinators.test", hosts),
+      () => zone.set("coordinators.test", [hosts[1]]))
+    server.process.kill("SIGTERM")
+    await new Promise((resolve) => server.process.on("exit", resolve))
+    await Effect.runPromise(Scope.close(scope, (await import(pathToFileURL(fromRoot.resolve("effect/Exit")).href)).void))
+  }
+  for (const child of children) child.kill("SIGTERM")
 }
 
 // --- rolling -------------------------------------------------------------------------------------

@@ -140,7 +140,10 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
     for (const member of members) {
       if (member.retiring) continue
       if (wanted.has(member.address)) active.add(member.address)
-      else member.retire()
+      else {
+        member.retire()
+        warn(`coordinator ${member.address} is leaving the fleet: no new requests; closed once the ${member.load} it holds have ended`)
+      }
     }
     for (const address of wanted) {
       if (active.has(address)) continue
