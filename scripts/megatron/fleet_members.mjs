@@ -9,7 +9,8 @@
 //            A is removed. Every answer exact (0 lost); the engines' SUBMIT_REQUESTs over the
 //            burst equal its requests (0 repeated); C's engines took some; the server sent A
 //            nothing after it took the removal (it says A is leaving; its own count of requests
-//            sent to A), and A's engines received what it sent; the server says A left the fleet, and
+//            sent to A, the last value before A's series leave /metrics), and A's engines received
+//            what it sent; the server says A left the fleet, and
 //            300 ms later A's engines hold nothing. Closed only after its requests ended: a
 //            request cut by A's close would have been submitted again elsewhere (a SUBMIT_REQUEST
 //            more than requests) or failed.
@@ -104,6 +105,17 @@ const membershipBurst = async (label, server, stats, added, removed, add, remove
     return Number(line?.split(" ").pop() ?? NaN)
   }
   const sentAtRemoval = await sentThere()
+  // Its series leave /metrics once it has left: the last value seen is what was sent there.
+  let sentLast = sentAtRemoval
+  let polling = true
+  const poller = (async () => {
+    while (polling) {
+      const now = await sentThere()
+      if (Number.isNaN(now)) break
+      sentLast = now
+      await sleep(20)
+    }
+  })()
   // Watch for the server saying it left; what its engines hold 300 ms later (their stats are
   // rewritten every 50 ms).
   let heldWhenLeft
@@ -122,13 +134,17 @@ const membershipBurst = async (label, server, stats, added, removed, add, remove
   const t = tally(results)
   const after = stats.map((f, i) => submitsOf(f) - before[i])
   const total = after.reduce((a, b) => a + b, 0)
-  const sentAtEnd = await sentThere()
+  polling = false
+  await poller
+  const sentAtEnd = sentLast
+  const seriesGone = Number.isNaN(await sentThere())
   console.log(`phase ${label}: ${show(t)}; one added at ${addedAt} answered, one removed at ${removedAt}; SUBMIT_REQUEST per coordinator ${after.join(", ")} (total ${total} for ${requests.length} requests)`)
-  console.log(`phase ${label}: requests the server sent the removed one: ${sentAtRemoval} when it took the removal, ${sentAtEnd} at the end (its engines received ${after[0]}); 300 ms after the server said it left, they held ${heldWhenLeft ?? "(it never said)"}`)
+  console.log(`phase ${label}: requests the server sent the removed one: ${sentAtRemoval} when it took the removal, ${sentAtEnd} at the end (its engines received ${after[0]}); 300 ms after the server said it left, they held ${heldWhenLeft ?? "(it never said)"}; its series ${seriesGone ? "gone" : "still"} on /metrics`)
   for (const x of results.filter((x) => x.outcome !== "exact").slice(0, 3)) problem(`${label} #${x.r.i}: ${x.outcome}: ${x.detail}`)
   if (total !== requests.length) problem(`${label}: ${total} SUBMIT_REQUEST for ${requests.length} requests (lost or repeated)`)
   if (after[added] === 0) problem(`${label}: the coordinator added took no request`)
   if (!(sentAtEnd === sentAtRemoval)) problem(`${label}: the server sent the removed one ${sentAtEnd - sentAtRemoval} request(s) after taking its removal`)
+  if (!seriesGone) problem(`${label}: the removed one's series are still on /metrics after it left`)
   if (after[0] !== sentAtEnd) problem(`${label}: the removed one's engines received ${after[0]}, the server sent ${sentAtEnd}`)
   if (heldWhenLeft !== 0) problem(`${label}: 300 ms after it left, its engines held ${heldWhenLeft ?? "(it never left)"}`)
   return { ...t, perCoordinator: after, addedAt, removedAt, sentAtRemoval, sentAtEnd, heldWhenLeft }

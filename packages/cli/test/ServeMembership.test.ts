@@ -1,7 +1,7 @@
 /**
  * `mcore serve` over coordinators that come and go, as a subprocess over test clusters:
  * `--coordinators-file` rewritten while it serves (one added takes requests, one removed takes
- * none), a broken file logged and the last set kept; `--coordinator dns:NAME:PORT` over the
+ * none, and its series leave /metrics), a broken file logged and the last set kept; `--coordinator dns:NAME:PORT` over the
  * testkit's DNS server (`--dns-servers`), the name gone without harm; no set at the start: one
  * line, exit code 1.
  */
@@ -70,7 +70,11 @@ describe("mcore serve over coordinators that come and go", () => {
       expect([yield* routed(a), yield* routed(b)]).toEqual([5, 3])
       // Removed: the other takes everything, and the removed one's client is gone.
       Fs.writeFileSync(file, `${b.address}\n`)
-      yield* waitUp(url, a.address, "0")
+      // Its series go once it has left (the gauge may be seen at 0 first).
+      yield* upOf(url, a.address).pipe(
+        Effect.repeat({ until: (v) => v === undefined, schedule: Schedule.spaced("50 millis") }),
+        Effect.timeout("20 seconds")
+      )
       for (let i = 0; i < 3; i++) expect(yield* completion(url)).toBe(200)
       expect([yield* routed(a), yield* routed(b)]).toEqual([5, 6])
       yield* process.kill("SIGTERM")

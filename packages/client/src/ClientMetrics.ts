@@ -172,6 +172,25 @@ export const fleetResubmitted = Metric.counter("mcore_fleet_requests_resubmitted
 })
 
 /**
+ * Every series a client (or a fleet, about one coordinator) writes under the attributes of
+ * `context`, removed from its registry: what a fleet does when a coordinator has left it, so
+ * that coordinators that come and go (a Kubernetes Service's pods) do not leave a series each
+ * behind for ever.
+ *
+ * @since 0.2.0
+ * @category metrics
+ * @internal
+ */
+export const removeSeries = (context: Context.Context<never>): void => {
+  for (
+    const metric of [
+      submitted, completed, aborted, failed, inFlight, latency, timeToFirstToken, tokensReceived,
+      malformedDropped, unknownDropped, tooLargeDropped, pauseAcks, stopAcks, fleetCoordinatorUp, fleetResubmitted
+    ] as ReadonlyArray<Metric.Metric<never, unknown>>
+  ) Metric.removeUnsafe(metric, context)
+}
+
+/**
  * Records into the metrics from plain callbacks (the socket loops run outside the fiber runtime),
  * against the context the client was built in.
  *

@@ -1,13 +1,13 @@
 /**
  * A fleet whose coordinators come and go (`membership`, a Stream of member sets), over test
  * coordinators on the in-memory transport: one added takes requests once joined; one removed
- * takes no new request, finishes what it holds, then is closed; a set that is empty or names an
+ * takes no new request, finishes what it holds, then is closed and its metric series removed; a set that is empty or names an
  * address the transport refuses changes nothing; fleet ids keep naming their requests.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { MemorySocket } from "@mcore-effect/protocol"
 import { Generation, TestFleet, TestSupport } from "@mcore-effect/testkit"
-import { Effect, Exit, Fiber, Queue, Schedule, Stream } from "effect"
+import { Effect, Exit, Fiber, Metric, Queue, Schedule, Stream } from "effect"
 import * as fc from "fast-check"
 import { Fleet, Transport } from "../src/index.ts"
 import { withRegistry } from "./support/Cluster.ts"
@@ -74,12 +74,16 @@ describe("Fleet membership", () => {
       // What it held ends as it would have.
       const reply = yield* Fiber.join(waiting)
       expect(reply.generated_tokens).toEqual(Generation.tokens(promptOf(500, 0, 1, 0), 60))
-      // Then its client is closed.
-      for (let waited = 0; (yield* first.client) !== undefined; waited += 20) {
-        if (waited > 5_000) return yield* Effect.die(new Error("the removed coordinator's client is still open"))
+      // Then its client is closed, and its metric series are gone (they were there).
+      const seriesOf = (address: string) =>
+        Effect.map(Metric.snapshot, (all) => all.filter((m) => m.attributes?.["coordinator"] === address).map((m) => m.id))
+      expect(yield* seriesOf(a)).toContain("mcore_client_requests_completed")
+      for (let waited = 0; (yield* first.client) !== undefined || (yield* seriesOf(a)).length > 0; waited += 20) {
+        if (waited > 5_000) return yield* Effect.die(new Error("the removed coordinator's client is still open, or its series left"))
         yield* Effect.sleep("20 millis")
       }
       expect((yield* first.stats).status).not.toBe("up")
+      expect(yield* seriesOf(b)).toContain("mcore_client_requests_completed")
       // Added again: a new member, in the place it freed.
       yield* Queue.offer(sets, [a, b, c])
       yield* membersUp([a, b, c])

@@ -45,7 +45,7 @@ import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import type * as ClientConfig from "../../ClientConfig.ts"
 import type { ClientError } from "../../ClientError.ts"
-import { fleetCoordinatorUp, fleetResubmitted } from "../../ClientMetrics.ts"
+import { fleetCoordinatorUp, fleetResubmitted, removeSeries } from "../../ClientMetrics.ts"
 import type { Service } from "../../ClientService.ts"
 import type * as Connection from "../connection.ts"
 import { connect } from "../service.ts"
@@ -121,6 +121,11 @@ export class FleetMember implements Candidate {
 
   get routable(): boolean {
     return this.connection !== undefined && !this.retiring && !this.stalled()
+  }
+
+  /** Removes its metric series (its client's and the fleet's about it): once it has left. */
+  removeMetrics(): void {
+    if (this.metrics !== undefined) removeSeries(this.metrics)
   }
 
   /** Takes it out of the fleet: see the module's documentation. */

@@ -143,6 +143,14 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
       else {
         member.retire()
         warn(`coordinator ${member.address} is leaving the fleet: no new requests; closed once the ${member.load} it holds have ended`)
+        // Once it has left, its series go, unless the address is back in the fleet by then
+        // (the same series are the new member's).
+        runFork(Effect.forkIn(
+          Effect.andThen(Deferred.await(member.retired), Effect.sync(() => {
+            if (!members.some((m) => !m.retiring && m.address === member.address)) member.removeMetrics()
+          })),
+          membersScope
+        ))
       }
     }
     for (const address of wanted) {
