@@ -26,8 +26,10 @@ import {
   expectedText,
   makeRequest,
   openaiFor,
+  problemLog,
   readStats,
   run,
+  scriptArgs,
   serverCommand,
   sleep,
   startServer,
@@ -35,10 +37,7 @@ import {
   tokenizerDir
 } from "./serve_kit.mjs"
 
-const argv = process.argv.slice(2)
-const root = argv.shift()
-const opt = {}
-for (let i = 0; i < argv.length; i += 2) opt[argv[i].replace(/^--/, "")] = argv[i + 1]
+const { root, opt } = scriptArgs()
 if (!root || !opt.protocol || !opt.prefill || !opt.decode || !opt["prefill-stats"] || !opt["decode-stats"]) {
   console.error("usage: node disagg_check.mjs ROOT --protocol NAME --prefill P --decode D --prefill-stats F --decode-stats F")
   process.exit(2)
@@ -47,8 +46,7 @@ const prefillStats = opt["prefill-stats"].split(",")
 const decodeStats = opt["decode-stats"].split(",")
 const n = Number(opt.requests ?? 32)
 const tokens = Number(opt.tokens ?? 30)
-const problems = []
-const problem = (text) => (problems.push(text), console.log(`PROBLEM ${text}`))
+const { problem, problems, verdict } = problemLog()
 
 const args = [
   "--protocol", opt.protocol, "--tokenizer", tokenizerDir(root), "--model", "harness", "--max-model-len", "4096",
@@ -258,5 +256,5 @@ await Promise.race([new Promise((resolve) => server.process.on("exit", resolve))
 const serverBooks = server.stderr().split("\n").filter((l) => l.startsWith("books ")).pop()
 if (serverBooks) console.log(`server's books at its end: ${serverBooks.slice(6)}`)
 console.log(JSON.stringify(summary))
-console.log(problems.length === 0 ? "holds: every check" : `short: ${problems.length} problem(s); first: ${problems[0]}`)
+console.log(verdict())
 process.exit(problems.length === 0 ? 0 : 1)

@@ -36,23 +36,25 @@ import { pathToFileURL } from "node:url"
 import { expectedTokens, promptSeed } from "./harness_model.mjs"
 import {
   expectedText,
+  heldBy,
   makeRequest,
   openaiFor,
   pidAlive,
   post,
+  problemLog,
   readStats,
   run,
+  scriptArgs,
   serverCommand,
+  showTally as show,
   sleep,
   startServer,
+  submitsOf,
   tally,
   tokenizerDir
 } from "./serve_kit.mjs"
 
-const argv = process.argv.slice(2)
-const root = argv.shift()
-const opt = {}
-for (let i = 0; i < argv.length; i += 2) opt[argv[i].replace(/^--/, "")] = argv[i + 1]
+const { root, opt } = scriptArgs()
 const coordinators = (opt.coordinators ?? "").split(",").filter(Boolean)
 const statsFiles = (opt.stats ?? "").split(",").filter(Boolean)
 if (!root || !opt.protocol || coordinators.length < 2 || statsFiles.length !== coordinators.length) {
@@ -66,16 +68,7 @@ const killTokens = Number(opt["kill-tokens"] ?? 40)
 // After the victim holds requests, this long more, so that some of its streams are under way.
 const killDelayMs = Number(opt["kill-delay-ms"] ?? 200)
 
-const problems = []
-const problem = (text) => (problems.push(text), console.log(`PROBLEM ${text}`))
-const submitsOf = (file) => {
-  const s = readStats(file)
-  return (s?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0), 0)
-}
-const inFlightOf = (file) => {
-  const s = readStats(file)
-  return (s?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0) - (e.finished ?? 0) - (e.aborted?.length ?? 0), 0)
-}
+const { problem, problems, verdict } = problemLog()
 
 const args = ["--protocol", opt.protocol, "--tokenizer", tokenizerDir(root), "--model", "harness", "--max-model-len", "4096"]
 for (const address of coordinators) args.push("--coordinator", address)
@@ -92,7 +85,6 @@ const shapes = (n, from, maxTokens) =>
     return makeRequest(i, { kind: i % 4 < 2 ? "chat" : "completion", stream: i % 2 === 1, maxTokens: maxTokens(i) })
   })
 const withWants = async (requests) => Promise.all(requests.map(async (r) => ({ r, want: await expectedText(server.baseUrl, r) })))
-const show = (t) => Object.entries(t).map(([k, v]) => `${k} ${v.exact}/${v.requests} exact, ${v.wrong} wrong, ${v.error} error`).join("; ")
 const firstDetails = (results, outcome) => results.filter((x) => x.outcome === outcome).slice(0, 3).map((x) => `#${x.r.i} (${x.r.kind}${x.r.stream ? ", streamed" : ""}): ${x.detail}`)
 const summary = { server: command.kind, coordinators: coordinators.length, routing: opt.routing ?? "prefix" }
 
@@ -207,12 +199,12 @@ const summary = { server: command.kind, coordinators: coordinators.length, routi
   // Mid-burst: once the victim's engines hold at least a few requests (or after 2 s).
   let held = 0
   while (Date.now() - started < 2000) {
-    held = inFlightOf(statsFiles[victim])
+    held = heldBy(statsFiles[victim])
     if (held >= 5) break
     await sleep(20)
   }
   await sleep(killDelayMs)
-  held = inFlightOf(statsFiles[victim])
+  held = heldBy(statsFiles[victim])
   const atKill = statsFiles.map((f, i) => submitsOf(f) - before[i])
   process.kill(pid, "SIGKILL")
   const killedAfterMs = Date.now() - started
@@ -333,7 +325,7 @@ if (opt.rejoin !== undefined) {
   await sleep(300)
   const t = tally(results)
   const s = readStats(statsFile)
-  const took = (s?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0), 0)
+  const took = submitsOf(statsFile)
   const c = s?.coordinator ?? {}
   const alive = c.alive && !c.exception && pidAlive(c.pid)
   console.log(`phase rejoin: a burst through the server: ${show(t)}; the rejoined coordinator's engines received ${took} SUBMIT_REQUEST; it is ${alive ? "alive" : `dead: ${c.exception ?? `exit ${c.exitcode}`}`}`)
@@ -351,5 +343,5 @@ server.process.kill("SIGTERM")
 await Promise.race([new Promise((resolve) => server.process.on("exit", resolve)), sleep(10_000)])
 if (rejoinChild) rejoinChild.kill("SIGTERM")
 console.log(JSON.stringify(summary))
-console.log(problems.length === 0 ? "holds: every check" : `short: ${problems.length} problem(s); first: ${problems[0]}`)
+console.log(verdict())
 process.exit(problems.length === 0 ? 0 : 1)

@@ -33,34 +33,30 @@ import path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import {
   expectedText,
+  heldBy,
   makeRequest,
   openaiFor,
-  readStats,
+  problemLog,
   run,
+  scriptArgs,
   serverCommand,
+  showTally as show,
   sleep,
   startServer,
+  submitsOf,
   tally,
   tokenizerDir
 } from "./serve_kit.mjs"
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
-const argv = process.argv.slice(2)
-const root = argv.shift()
-const opt = {}
-for (let i = 0; i < argv.length; i += 2) opt[argv[i].replace(/^--/, "")] = argv[i + 1]
+const { root, opt } = scriptArgs()
 const coordinators = (opt.coordinators ?? "").split(",").filter(Boolean)
 const statsFiles = (opt.stats ?? "").split(",").filter(Boolean)
 if (!root || !opt.protocol || coordinators.length !== 3 || statsFiles.length !== 3 || !opt.work) {
   console.error("usage: node fleet_members.mjs ROOT --protocol NAME --coordinators A,B,C --stats F1,F2,F3 --work DIR")
   process.exit(2)
 }
-const problems = []
-const problem = (text) => (problems.push(text), console.log(`PROBLEM ${text}`))
-const submitsOf = (file) => (readStats(file)?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0), 0)
-const heldBy = (file) =>
-  (readStats(file)?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0) - (e.finished ?? 0) - (e.aborted?.length ?? 0), 0)
-const show = (t) => Object.entries(t).map(([k, v]) => `${k} ${v.exact}/${v.requests} exact, ${v.wrong} wrong, ${v.error} error`).join("; ")
+const { problem, problems, verdict } = problemLog()
 const base = ["--protocol", opt.protocol, "--tokenizer", tokenizerDir(root), "--model", "harness", "--max-model-len", "4096"]
 const summary = {}
 const [A, B, C] = coordinators
@@ -275,5 +271,5 @@ if (opt.python && opt.stage) {
 }
 
 console.log(JSON.stringify(summary))
-console.log(problems.length === 0 ? "holds: every check" : `short: ${problems.length} problem(s); first: ${problems[0]}`)
+console.log(verdict())
 process.exit(problems.length === 0 ? 0 : 1)

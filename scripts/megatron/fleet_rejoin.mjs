@@ -18,20 +18,31 @@
 import { spawn } from "node:child_process"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
-import { expectedText, makeRequest, openaiFor, pidAlive, readStats, run, sleep, startServer, tally, tokenizerDir } from "./serve_kit.mjs"
+import {
+  expectedText,
+  makeRequest,
+  openaiFor,
+  pidAlive,
+  problemLog,
+  readStats,
+  run,
+  scriptArgs,
+  showTally as show,
+  sleep,
+  startServer,
+  submitsOf,
+  tally,
+  tokenizerDir
+} from "./serve_kit.mjs"
 
 const HERE = path.dirname(fileURLToPath(import.meta.url))
-const argv = process.argv.slice(2)
-const root = argv.shift()
-const opt = {}
-for (let i = 0; i < argv.length; i += 2) opt[argv[i].replace(/^--/, "")] = argv[i + 1]
+const { root, opt } = scriptArgs()
 const coordinators = opt.coordinators.split(",")
 const statsFiles = opt.stats.split(",")
 const runners = opt["runner-pids"].split(",").map(Number)
 const victim = coordinators.length - 1
 const delay = opt["register-delay-ms"] ?? "3000"
-const problems = []
-const problem = (text) => (problems.push(text), console.log(`PROBLEM ${text}`))
+const { problem, problems, verdict } = problemLog()
 const cli = path.resolve(root, "packages/cli/dist/main.js")
 const common = ["serve", "--protocol", opt.protocol, "--tokenizer", tokenizerDir(root), "--model", "harness", "--port", "0",
   "--max-model-len", "4096", "--routing", "round-robin", "--request-timeout", "20s", ...coordinators.flatMap((a) => ["--coordinator", a])]
@@ -43,7 +54,6 @@ const servers = {
 }
 console.log(`X: ${flagsOf("X", "--connect-timeout 20s --rejoin-backoff 100ms").join(" ") || "(defaults)"}; Y: ${flagsOf("Y", "--rejoin-backoff 5s").join(" ") || "(defaults)"}`)
 const clients = { X: await openaiFor(root, servers.X.baseUrl), Y: await openaiFor(root, servers.Y.baseUrl) }
-const show = (t) => Object.entries(t).map(([k, v]) => `${k} ${v.exact}/${v.requests} exact, ${v.wrong} wrong, ${v.error} error`).join("; ")
 const burst = async (name, from, n) => {
   const requests = Array.from({ length: n }, (_, k) => makeRequest(from + k, { kind: k % 2 ? "chat" : "completion", stream: k % 3 === 0, maxTokens: 6 + (k % 5) }))
   const planned = await Promise.all(requests.map(async (r) => ({ r, want: await expectedText(servers[name].baseUrl, r) })))
@@ -114,7 +124,7 @@ await watch
 for (const name of ["X", "Y"]) console.log(`${name}'s up gauge for it (ms after the restart: value): ${gauges[name].map(([t, g]) => `${t}: ${g}`).join(", ")}`)
 summary.gauges = gauges
 const s = readStats(`${opt.work}/restarted.stats.json`)
-const took = (s?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0), 0)
+const took = submitsOf(`${opt.work}/restarted.stats.json`)
 console.log(`the restarted coordinator: ${s?.coordinator?.alive && !s?.coordinator?.exception ? "alive" : `dead: ${s?.coordinator?.exception}`}; its engines received ${took} SUBMIT_REQUEST`)
 for (const l of err.split("\n").filter((l) => /WARNING|ERROR|Error|Traceback/.test(l)).slice(0, 8)) console.log(`     restarted coordinator: ${l.slice(0, 240)}`)
 if (s?.coordinator?.exception) {
@@ -131,5 +141,5 @@ for (const name of ["X", "Y"]) servers[name].process.kill("SIGTERM")
 restarted.kill("SIGTERM")
 await sleep(500)
 console.log(JSON.stringify(summary))
-console.log(problems.length === 0 ? "holds: every check" : `short: ${problems.length} problem(s); first: ${problems[0]}`)
+console.log(verdict())
 process.exit(problems.length === 0 ? 0 : 1)

@@ -150,6 +150,35 @@ export const tally = (results) => {
   return t
 }
 
+/** `node script.mjs ROOT --name value ...` read: the root and the options by name. */
+export const scriptArgs = () => {
+  const argv = process.argv.slice(2)
+  const root = argv.shift()
+  const opt = {}
+  for (let i = 0; i < argv.length; i += 2) opt[argv[i].replace(/^--/, "")] = argv[i + 1]
+  return { root, opt }
+}
+
+/** What a check found wrong: each printed as it is found, and the verdict line at the end. */
+export const problemLog = () => {
+  const problems = []
+  return {
+    problems,
+    problem: (text) => (problems.push(text), console.log(`PROBLEM ${text}`)),
+    verdict: () => (problems.length === 0 ? "holds: every check" : `short: ${problems.length} problem(s); first: ${problems[0]}`)
+  }
+}
+
+/** A tally (see {@link tally}) as one line. */
+export const showTally = (t) => Object.entries(t).map(([k, v]) => `${k} ${v.exact}/${v.requests} exact, ${v.wrong} wrong, ${v.error} error`).join("; ")
+
+/** SUBMIT_REQUESTs a coordinator's engines have received (from its run_coordinator.py stats file). */
+export const submitsOf = (file) => (readStats(file)?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0), 0)
+
+/** Requests a coordinator's engines hold: received, not finished, not aborted. */
+export const heldBy = (file) =>
+  (readStats(file)?.engines ?? []).reduce((n, e) => n + (e.recv?.SUBMIT_REQUEST ?? 0) - (e.finished ?? 0) - (e.aborted?.length ?? 0), 0)
+
 export const readStats = (file) => {
   for (let attempt = 0; attempt < 5; attempt++) {
     try {

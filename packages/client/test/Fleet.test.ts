@@ -49,11 +49,8 @@ describe("Fleet", () => {
 
   it.live("two fleets over the same coordinators place the same prefix on the same coordinator, sharing nothing", () =>
     Effect.gen(function*() {
-      const { clusters, fleet, network } = yield* fleetSetup(4)
-      const { Fleet: FleetModule, Transport } = yield* Effect.promise(() => import("../src/index.ts"))
-      const other = yield* FleetModule.make({ coordinators: clusters.map((c) => c.address), protocol: "reference" }).pipe(
-        Effect.provide(Transport.layerMemory(network))
-      )
+      const { another, clusters, fleet } = yield* fleetSetup(4)
+      const other = yield* another
       for (let g = 0; g < 10; g++) {
         const before = yield* routedCounts(clusters)
         yield* fleet.client.submit(promptOf(g, 0, 3, 3), { num_tokens_to_generate: 1 })
@@ -107,11 +104,8 @@ describe("Fleet", () => {
 
   it.live("a routing key: the same coordinator from two fleets sharing nothing, whatever the prompt; keys spread", () =>
     Effect.gen(function*() {
-      const { clusters, fleet, network } = yield* fleetSetup(3)
-      const { Fleet: FleetModule, Transport } = yield* Effect.promise(() => import("../src/index.ts"))
-      const other = yield* FleetModule.make({ coordinators: clusters.map((c) => c.address), protocol: "reference" }).pipe(
-        Effect.provide(Transport.layerMemory(network))
-      )
+      const { another, fleet } = yield* fleetSetup(3)
+      const other = yield* another
       const where = new Set<number | undefined>()
       for (let k = 0; k < 30; k++) {
         const routingKey = `conversation-${k}`

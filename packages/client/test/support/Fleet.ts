@@ -20,6 +20,8 @@ export const fleetSetup = (
     readonly clusters: ReadonlyArray<TestCluster.Handle>
     readonly testFleet: TestFleet.Handle
     readonly fleet: Fleet.FleetService
+    /** Another fleet over the same coordinators, sharing nothing with `fleet` (another process's). */
+    readonly another: Effect.Effect<Fleet.FleetService, ClientError.ClientError, Scope.Scope>
   },
   TestkitError.TestkitError | ClientError.ClientError,
   Scope.Scope
@@ -36,7 +38,10 @@ export const fleetSetup = (
       connectTimeout: "500 millis",
       ...options?.fleet
     }).pipe(Effect.provide(Transport.layerMemory(network)))
-    return { network, clusters, testFleet, fleet }
+    const another = Fleet.make({ coordinators: testFleet.addresses, protocol: "reference" }).pipe(
+      Effect.provide(Transport.layerMemory(network))
+    )
+    return { network, clusters, testFleet, fleet, another }
   })
 
 /** Requests the coordinator of each cluster has routed to its engines so far. */

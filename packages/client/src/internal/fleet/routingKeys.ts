@@ -47,7 +47,7 @@ export const routingKeys = (prompt: Prompt.Prompt, blockSizeTokens: number, into
 
 const keysOfTokens = (tokens: ArrayLike<number>, blockSize: number, keys: Float64Array): number => {
   // Not a prompt (the client refuses it after routing): no keys.
-  const length = Array.isArray(tokens) || ArrayBuffer.isView(tokens) ? tokens.length : 0
+  const length = unitsOf(tokens as Prompt.Prompt)
   const blocks = Math.min(Math.floor(length / blockSize), keys.length)
   const stride = Math.max(1, Math.floor(blockSize / SAMPLES_PER_BLOCK))
   let a = LANE_A | 0
