@@ -78,6 +78,15 @@ describe("routing keys over a fleet", () => {
         expect(places.size).toBe(1)
         seen.add([...places][0]!)
       }
+      // Keys spread: more of them, one request each. The coordinators' ports are random, so 12
+      // keys fall on two of three in about 1 run in 40 (3 x (2/3)^12; a full run drew it); 60
+      // leave it below 1 in 10^10.
+      for (let k = 12; k < 60 && seen.size < 3; k++) {
+        const { coordinator } = yield* whichTook(() =>
+          openai.chat.completions.create(chat(`question ${k}`, { prompt_cache_key: `conversation-${k}` }) as never)
+        )
+        seen.add(coordinator)
+      }
       expect(seen.size).toBe(3)
     }).pipe(isolated))
 
