@@ -11,6 +11,7 @@
 import * as Result from "effect/Result"
 import * as Headers from "./Headers.ts"
 import { type Compiled, compile, type FieldDecoder } from "./internal/compiledSpec.ts"
+import * as DirectArray from "./internal/directArray.ts"
 import { isFloatByte, withFloats } from "./internal/wireNumbers.ts"
 import * as MessageSpec from "./MessageSpec.ts"
 import * as Msgpack from "./Msgpack.ts"
@@ -198,11 +199,11 @@ export const codec = <const Specs extends ReadonlyArray<MessageSpec.Any>>(
           const value = values[bodyKeys[i]!]
           head[1 + metadataKeys.length + i] = value === undefined ? null : wireValue(value, compiled.bodyFloatKeys[i])
         }
-        return Result.succeed([Msgpack.encode(head)])
+        return Result.succeed([DirectArray.encode(head) ?? Msgpack.encode(head)])
       }
       const variadic = spec.variadic?.body
       const frames: Array<Uint8Array> = variadic === undefined ? new Array(1 + bodyKeys.length) : []
-      frames[0] = Msgpack.encode(head)
+      frames[0] = DirectArray.encode(head) ?? Msgpack.encode(head)
       for (let i = 0; i < bodyKeys.length; i++) {
         const key = bodyKeys[i]!
         field = key
