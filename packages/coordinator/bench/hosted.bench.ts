@@ -203,19 +203,8 @@ const firstToken = async (frontend: Frontend, busy: boolean): Promise<number> =>
   for (let i = 0; i < FIRST_TOKENS; i++) {
     const t0 = performance.now()
     const response = await post(frontend.url, chat(true, 8))
-    const reader = response.body!.getReader()
-    const decoder = new TextDecoder()
-    let text = ""
-    let seen = false
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      text += decoder.decode(value, { stream: true })
-      if (!seen && /"content":"[^"]/.test(text)) {
-        seen = true
-        times.push((performance.now() - t0) * 1000)
-      }
-    }
+    const at = await Timing.firstContentAt(response)
+    if (at !== undefined) times.push((at - t0) * 1000)
   }
   running = false
   await Promise.all(background)

@@ -140,20 +140,8 @@ export const firstTokens = async (url: string, count: number): Promise<number> =
       headers: { "content-type": "application/json" },
       body: chatBody(true)
     })
-    const reader = response.body!.getReader()
-    const decoder = new TextDecoder()
-    let text = ""
-    let seen = false
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      text += decoder.decode(value, { stream: true })
-      // The first chunk is the role; the first content chunk follows it.
-      if (!seen && (text.match(/"content":"[^"]/g)?.length ?? 0) > 0) {
-        seen = true
-        times.push(performance.now() - t0)
-      }
-    }
+    const at = await Timing.firstContentAt(response)
+    if (at !== undefined) times.push(at - t0)
   }
   return median(times)
 }

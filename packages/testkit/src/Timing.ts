@@ -57,3 +57,37 @@ export const median = (xs: ReadonlyArray<number>): number => {
   const mid = sorted.length >> 1
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
+
+/**
+ * Reads a streamed chat completion (server-sent events) to its end and returns the moment its
+ * first content chunk arrived (`performance.now()`, ms), or `undefined` when none did: what a
+ * time-to-first-token figure reads. The first chunk carries the role; the first content follows.
+ *
+ * @example
+ * ```ts
+ * import { Timing } from "@mcore-effect/testkit"
+ *
+ * const ttftMillis = async (url: string, body: string): Promise<number | undefined> => {
+ *   const t0 = performance.now()
+ *   const response = await fetch(`${url}/v1/chat/completions`, { method: "POST", body })
+ *   const at = await Timing.firstContentAt(response)
+ *   return at === undefined ? undefined : at - t0
+ * }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const firstContentAt = async (response: Response): Promise<number | undefined> => {
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  let text = ""
+  let at: number | undefined
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return at
+    if (at === undefined) {
+      text += decoder.decode(value, { stream: true })
+      if (/"content":"[^"]/.test(text)) at = performance.now()
+    }
+  }
+}
