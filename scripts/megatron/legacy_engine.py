@@ -13,7 +13,12 @@ Signals: PAUSE (0.16: answered with PAUSE_ACK), UNPAUSE, SUSPEND, RESUME, SET_GE
 (stamped into later replies' `policy_epoch` where the request has one), START/STOP_CUDA_PROFILER
 (counted), STOP (0.16: STOP_ACK; 0.17+: DISCONNECT, then the rank exits). While paused, no
 request makes progress. Anything else raises, as the real engine's `UnknownHeaderError` does.
+
+Each SUBMIT's prompt seed and length are listed in the stats (`prompts`), as fake_engine.py's.
+With HARNESS_HOLD_REQUESTS=1 in the environment no request is ever answered: what routing.sh
+needs, a coordinator whose engines' loads only grow while a sequence is routed.
 """
+import os
 import threading
 import time
 
@@ -21,6 +26,8 @@ import msgpack
 import zmq
 
 from harness_model import CodepointTokenizer, expected_token, prompt_seed
+
+HOLD = os.environ.get("HARNESS_HOLD_REQUESTS") == "1"
 
 
 class LegacyEngine:
@@ -43,7 +50,7 @@ class LegacyEngine:
         self.epoch = None
         self.active = {}  # crid -> [request, prompt_ids, target]
         self.stats = {"received": [], "sent": [], "suspend_calls": 0, "resume_calls": 0,
-                      "profiler": {"start": 0, "stop": 0}, "epoch": None, "errors": []}
+                      "profiler": {"start": 0, "stop": 0}, "epoch": None, "errors": [], "prompts": []}
         self.thread = None
         self.stopped = threading.Event()
 
@@ -80,7 +87,7 @@ class LegacyEngine:
                 while sock.poll(0):
                     if self._handle(sock, msgpack.unpackb(sock.recv(), raw=False)):
                         return
-                if self.active and not self.paused:
+                if self.active and not self.paused and not HOLD:
                     done = [crid for crid in self.active]
                     self._send(sock, [self.v("ENGINE_REPLY"), [self._reply(c) for c in done]])
                 time.sleep(self.step if self.active else 0.02)
@@ -101,6 +108,7 @@ class LegacyEngine:
             req = self.Req(request_id=crid, prompt=prompt if isinstance(prompt, str) else None,
                            prompt_tokens=self.torch.tensor(ids), sampling_params=sp)
             self.active[crid] = [req, ids, sp.num_tokens_to_generate or 4]
+            self.stats["prompts"].append([prompt_seed(ids), len(ids)])
         elif h.name == "PAUSE":
             self.paused = True
             if "PAUSE_ACK" in self.names:
