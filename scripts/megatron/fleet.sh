@@ -39,32 +39,11 @@ while [ $# -gt 0 ]; do
     *) echo "fleet.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-: "${MEGATRON_GIT:?set MEGATRON_GIT to a git dir of NVIDIA/Megatron-LM (scripts/megatron/README.md says how to get one)}"
-for built in packages/client/dist/index.js packages/server/dist/index.js packages/cli/dist/main.js; do
-  [ -f "$ROOT/$built" ] || { echo "fleet: $ROOT/$built missing (build the project: pnpm build)"; exit 2; }
-done
-PY=""
-for cand in "${PYTHON:-}" /usr/bin/python3 $(type -ap python3); do
-  [ -n "$cand" ] && "$cand" -c "import numpy, msgpack, zmq" 2>/dev/null && { PY=$cand; break; }
-done
-[ -n "$PY" ] || { echo "fleet: no python3 with numpy, msgpack and pyzmq"; exit 2; }
-
-WORK=$(mktemp -d /tmp/mcoord-fleet.XXXXXX)
-PIDS=()
-cleanup() {
-  [ -f "$WORK/restarted.pid" ] && PIDS+=("$(cat "$WORK/restarted.pid")") # a restarted coordinator's harness
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  [ -n "${KEEP:-}" ] && { echo "kept $WORK" >&2; return; }
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
-
-S="$WORK/stage"
-OUT="$S" PYTHON="$PY" bash "$HERE/stage.sh" "$REF" >/dev/null 2>"$WORK/stage.err"
-[ -f "$S/.ref_kind" ] || { echo "fleet: staging $REF failed: $(tail -3 "$WORK/stage.err" | tr '\n' ' ')"; exit 2; }
-COMMIT=$(cut -c1-10 "$S/.megatron_commit")
+# A restarted coordinator's harness (fleet_rejoin.mjs, fleet_check.mjs's rejoin) is stopped too.
+before_cleanup() { [ -f "$WORK/restarted.pid" ] && PIDS+=("$(cat "$WORK/restarted.pid")"); }
+# shellcheck source=harness.sh
+. "$HERE/harness.sh"
+harness_setup fleet packages/client/dist/index.js packages/server/dist/index.js packages/cli/dist/main.js
 
 ADDRS=() STATS=()
 for i in $(seq 0 $((N - 1))); do

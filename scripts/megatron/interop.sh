@@ -80,36 +80,14 @@ if [ -z "$PROTOCOL" ]; then
     *) PROTOCOL=main ;;
   esac
 fi
-: "${MEGATRON_GIT:?set MEGATRON_GIT to a git dir of NVIDIA/Megatron-LM (scripts/megatron/README.md says how to get one)}"
 if wants client || wants serve || wants no-dialect || wants hosted || [ "$COORD" = ours ]; then
   for built in packages/client/dist/index.js packages/cli/dist/main.js; do
     [ -f "$ROOT/$built" ] || { echo "megatron coordinator: $ROOT/$built missing (build the project: pnpm build)"; exit 2; }
   done
 fi
-
-PY=""
-for cand in "${PYTHON:-}" /usr/bin/python3 $(type -ap python3); do
-  [ -n "$cand" ] && "$cand" -c "import numpy, msgpack, zmq" 2>/dev/null && { PY=$cand; break; }
-done
-[ -n "$PY" ] || { echo "megatron coordinator: no python3 with numpy, msgpack and pyzmq (apt-get install python3-numpy python3-msgpack python3-zmq)"; exit 2; }
-
-WORK=$(mktemp -d /tmp/mcoord-check.XXXXXX) # the staged tree, logs and stats; removed at exit
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  PIDS=()
-  [ -n "${KEEP:-}" ] && { echo "kept $WORK" >&2; return; }
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
-
-S="$WORK/stage"
-OUT="$S" PYTHON="$PY" bash "$HERE/stage.sh" "$REF" >/dev/null 2>"$WORK/stage.err"
-[ -f "$S/.ref_kind" ] || { echo "megatron coordinator: staging $REF failed: $(tail -3 "$WORK/stage.err" | tr '\n' ' ')"; exit 2; }
-KIND=$(cat "$S/.ref_kind")
-COMMIT=$(cut -c1-10 "$S/.megatron_commit")
+# shellcheck source=harness.sh
+. "$HERE/harness.sh"
+harness_setup "megatron coordinator" # the staged tree, logs and stats in WORK; removed at exit
 
 # start_coordinator NAME -> sets ADDR and CPID; stats in $WORK/NAME.stats.json
 start_coordinator() {

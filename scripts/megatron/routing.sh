@@ -37,35 +37,9 @@ while [ $# -gt 0 ]; do
     *) echo "routing.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-: "${MEGATRON_GIT:?set MEGATRON_GIT to a git dir of NVIDIA/Megatron-LM (scripts/megatron/README.md says how to get one)}"
-for built in packages/client/dist/index.js packages/cli/dist/main.js; do
-  [ -f "$ROOT/$built" ] || { echo "routing: $ROOT/$built missing (build the project: pnpm build)"; exit 2; }
-done
-PY=""
-for cand in "${PYTHON:-}" /usr/bin/python3 $(type -ap python3); do
-  [ -n "$cand" ] && "$cand" -c "import numpy, msgpack, zmq" 2>/dev/null && { PY=$cand; break; }
-done
-[ -n "$PY" ] || { echo "routing: no python3 with numpy, msgpack and pyzmq"; exit 2; }
-
-WORK=$(mktemp -d /tmp/mcoord-routing.XXXXXX)
-PIDS=()
-stop_all() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  PIDS=()
-}
-cleanup() {
-  stop_all
-  [ -n "${KEEP:-}" ] && { echo "kept $WORK" >&2; return; }
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM INT
-
-S="$WORK/stage"
-OUT="$S" PYTHON="$PY" bash "$HERE/stage.sh" "$REF" >/dev/null 2>"$WORK/stage.err"
-[ -f "$S/.ref_kind" ] || { echo "routing: staging $REF failed: $(tail -3 "$WORK/stage.err" | tr '\n' ' ')"; exit 2; }
-COMMIT=$(cut -c1-10 "$S/.megatron_commit")
+# shellcheck source=harness.sh
+. "$HERE/harness.sh"
+harness_setup routing packages/client/dist/index.js packages/cli/dist/main.js
 node "$HERE/codepoint_tokenizer.mjs" "$WORK/codepoints"
 echo "routing: $REF ($COMMIT), $N engines, max_requests $M, blocks of $BLOCK, $K requests$([ "$SHORT" = 0 ] && echo ", none shorter than a block"); project at $ROOT ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null))"
 
@@ -117,10 +91,10 @@ SHORT=0
 for policy in ${POLICIES//,/ }; do
   harness "megatron-$policy" "$policy"
   drive "megatron-$policy"
-  stop_all
+  harness_stop
   ours "ours-$policy" "$policy"
   drive "ours-$policy"
-  stop_all
+  harness_stop
   line=$(node "$HERE/routing_check.mjs" "$ROOT" --compare "$WORK/megatron-$policy.route.json,$WORK/ours-$policy.route.json")
   rc=$?
   echo "policy $policy: $(echo "$line" | tr '\n' ' ')"
