@@ -87,7 +87,7 @@ drive() { # drive NAME: the sequence to $ADDR; the route in $WORK/NAME.route.jso
     { echo "routing: driving $1 failed: $(tail -3 "$WORK/$1.drive.log" | tr '\n' ' ')"; exit 2; }
 }
 
-SHORT=0
+FAILED=0
 for policy in ${POLICIES//,/ }; do
   harness "megatron-$policy" "$policy"
   drive "megatron-$policy"
@@ -98,7 +98,7 @@ for policy in ${POLICIES//,/ }; do
   line=$(node "$HERE/routing_check.mjs" "$ROOT" --compare "$WORK/megatron-$policy.route.json,$WORK/ours-$policy.route.json")
   rc=$?
   echo "policy $policy: $(echo "$line" | tr '\n' ' ')"
-  [ $rc -eq 0 ] || SHORT=1
+  [ $rc -eq 0 ] || FAILED=1
 done
-if [ $SHORT -eq 0 ]; then echo "routing $REF ($COMMIT): holds"; else echo "routing $REF ($COMMIT): short"; fi
-exit $SHORT
+if [ $FAILED -eq 0 ]; then echo "routing $REF ($COMMIT): holds"; else echo "routing $REF ($COMMIT): short"; fi
+exit $FAILED
