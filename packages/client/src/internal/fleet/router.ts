@@ -161,12 +161,12 @@ export class Router {
     const bound = Math.ceil(this.config.loadFactor * (total + 1) / routable) + this.config.loadSlack
     const fits = (i: number): boolean => members[i]!.routable && excluded?.[i] !== true && members[i]!.load + 1 <= bound
     // The short keys: below one block (in the prompt's units), and only when one is to be
-    // placed (a short prompt) or may be found.
+    // placed (a short prompt) or may be found (a key routes without them).
     const units = unitsOf(prompt)
     const blockUnits = typeof prompt === "string" ? blockSize * CHARS_PER_TOKEN : blockSize
     const minUnits = typeof prompt === "string" ? MIN_SHORT_TOKENS * CHARS_PER_TOKEN : MIN_SHORT_TOKENS
     const short = units >= minUnits && units < blockUnits
-    const shorts = short || this.table.holdsShort ? Math.min(units, blockUnits - 1) : 0
+    const shorts = short || (!keyed && this.table.holdsShort) ? Math.min(units, blockUnits - 1) : 0
     if (shorts > 0) shortKeys(prompt, shorts, this.shorts)
     let chosen = -1
     if (keyed) {

@@ -79,7 +79,9 @@ export const makeFleet = Effect.fnUntraced(function*(options: FleetConfig.FleetO
     loadSlack: fleet.loadSlack,
     tableCapacity: fleet.routingTableKeys
   })
-  const lostError = () => clientError(new CoordinatorLost({ address: fleet.coordinators.join(",") }))
+  // The members now (a membership changes them), not the coordinators the fleet began with.
+  const lostError = () =>
+    clientError(new CoordinatorLost({ address: members.filter((m) => !m.retiring).map((m) => m.address).join(",") }))
   const placement: Placement = {
     members,
     slots: fleet.slots,
